@@ -1,0 +1,545 @@
+//! The leader elector: contends for a role's lease, renews it while leading,
+//! and steps down on its own when it can no longer be sure it holds it.
+//!
+//! # The drive loop
+//!
+//! The elector is sans-IO. A driver (the simulator, the tokio driver, your own)
+//! moves inputs in and outputs out:
+//!
+//! 1. Call an input method with the local clock's `now`:
+//!    [`start`](Elector::start), [`handle_timeout`](Elector::handle_timeout),
+//!    [`handle_response`](Elector::handle_response),
+//!    [`handle_request_failed`](Elector::handle_request_failed),
+//!    [`stop`](Elector::stop).
+//! 2. Drain [`poll_output`](Elector::poll_output) until `None`, acting on each
+//!    [`ElectorOutput`] in order (send the request, start or stop the work,
+//!    send the release).
+//! 3. Sleep until [`next_timeout`](Elector::next_timeout) (or until a response
+//!    arrives) and go to 1. A spurious or early `handle_timeout` is harmless.
+//!
+//! # The rules
+//!
+//! * A follower asks every `retry_interval`; a leader renews every
+//!   `renew_interval`, counted from the send time of its last successful
+//!   renewal, and retries every `retry_interval` when a renewal goes
+//!   unanswered. At most one request is in flight; a request unanswered after
+//!   `retry_interval` is abandoned, and its answer, if it ever comes, is stale.
+//! * **Validity is anchored at the send time** of the request that succeeded:
+//!   the store granted or renewed the lease no earlier than that, so the lease
+//!   lasts at least until `send time + lease_ttl` on the store's clock. The
+//!   leader stops at `send time + lease_ttl - safety_margin` on its own clock,
+//!   whatever else happens; the margin absorbs drift between the two clocks.
+//! * Responses are matched by request id. A stale response (an abandoned or
+//!   unknown id) is ignored entirely: it can neither extend nor end leadership.
+//! * A response carrying a token other than the one in hand ends the old term
+//!   ([`ElectorOutput::StopWork`] with the old token) before the new one starts:
+//!   there is never a moment with two live terms.
+//! * After losing leadership the elector keeps contending. After stepping down
+//!   on its own deadline it first releases the lease and stays quiet for
+//!   [`rejoin_delay`](ElectorConfig::rejoin_delay).
+//! * [`stop`](Elector::stop) ends the work, then releases the lease.
+
+mod config;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+pub use config::{ConfigError, ElectorConfig, ElectorTimings, Jitter};
+
+use crate::id::{FencingToken, OwnerId};
+use crate::lease::LeaseResult;
+use crate::planted::PlantedBug;
+use crate::time::Instant;
+
+/// Identifies one lease request of one elector, so its response can be matched.
+/// Ids increase by one per request and are never reused by an elector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(transparent)
+)]
+pub struct RequestId(pub u64);
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// Why a term ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum StepDownReason {
+    /// The local clock reached `last successful send + lease_ttl - safety_margin`
+    /// without a newer successful renewal.
+    LocalDeadline,
+    /// A renewal was refused: the store says someone else holds the lease.
+    Superseded {
+        /// The new holder.
+        holder: OwnerId,
+        /// The new holder's token.
+        token: FencingToken,
+    },
+    /// The store answered with a different token than the one in hand: the
+    /// old lease lapsed at the store and this is a new term.
+    NewTerm {
+        /// The new term's token.
+        token: FencingToken,
+    },
+    /// [`Elector::stop`] was called.
+    Stopped,
+}
+
+impl fmt::Display for StepDownReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepDownReason::LocalDeadline => f.write_str("local deadline"),
+            StepDownReason::Superseded { holder, token } => {
+                write!(f, "superseded by {holder} (token {token})")
+            }
+            StepDownReason::NewTerm { token } => write!(f, "new term (token {token})"),
+            StepDownReason::Stopped => f.write_str("stopped"),
+        }
+    }
+}
+
+/// The leader as this elector last learned it from the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ObservedLeader {
+    /// The holder of the lease.
+    pub owner: OwnerId,
+    /// Its token.
+    pub token: FencingToken,
+}
+
+/// What the driver must do, in order. Drain with [`Elector::poll_output`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ElectorOutput {
+    /// Call `try_acquire_or_renew(role, owner, ttl)` on the lease store and
+    /// feed the answer back with this `id` (or report the failure).
+    SendLeaseRequest {
+        /// The request's id, to quote in the response.
+        id: RequestId,
+        /// The TTL to ask for.
+        ttl: Duration,
+    },
+    /// Leadership began: start the singleton work, stamping `token` on every
+    /// write it makes.
+    StartWork {
+        /// The term's fencing token.
+        token: FencingToken,
+    },
+    /// Leadership ended: stop the work of the term with `token` now.
+    StopWork {
+        /// The ending term's token.
+        token: FencingToken,
+        /// Why it ended.
+        reason: StepDownReason,
+    },
+    /// Call `release(role, owner, token)` on the lease store. Fire and forget:
+    /// the store ignores it unless the lease is still ours with this token.
+    Release {
+        /// The token of the term being released.
+        token: FencingToken,
+    },
+    /// The leader this elector knows of changed (`None`: unknown).
+    LeaderObserved {
+        /// The new observation.
+        leader: Option<ObservedLeader>,
+    },
+}
+
+/// How the elector stands, as [`Elector::phase`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Not started, or stopped: sends nothing.
+    Idle,
+    /// Contending for the lease.
+    Follower,
+    /// Leading with `token` until `valid_until` on the local clock.
+    Leader {
+        /// The term's token.
+        token: FencingToken,
+        /// The send time of the request that last succeeded (local clock).
+        anchored_at: Instant,
+        /// `anchored_at + lease_ttl - safety_margin`: the local deadline.
+        valid_until: Instant,
+    },
+}
+
+/// The request in flight, if any.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    id: RequestId,
+    sent_at: Instant,
+}
+
+/// What [`Elector::handle_response`] made of a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResponseDisposition {
+    /// It answered the request in flight and was applied.
+    Applied,
+    /// It answered an abandoned or unknown request, or the elector is idle:
+    /// ignored entirely.
+    Stale,
+    /// It granted or renewed the lease, but arrived after the validity it
+    /// would have given had already passed: not acted on.
+    TooLate,
+}
+
+/// One contender for one role. See the [module documentation](self).
+#[derive(Clone, Debug)]
+pub struct Elector {
+    config: ElectorConfig,
+    phase: Phase,
+    in_flight: Option<InFlight>,
+    /// When the next request is due (local clock); `None` while idle.
+    next_request_at: Option<Instant>,
+    last_request_id: u64,
+    observed: Option<ObservedLeader>,
+    outputs: VecDeque<ElectorOutput>,
+    latest_now: Instant,
+    rng: Option<ChaCha8Rng>,
+    #[cfg(feature = "planted-bugs")]
+    planted: Option<PlantedBug>,
+}
+
+impl Elector {
+    /// An idle elector; call [`start`](Elector::start) to contend.
+    pub fn new(config: ElectorConfig) -> Self {
+        let rng = config
+            .jitter()
+            .map(|jitter| ChaCha8Rng::seed_from_u64(jitter.seed));
+        Elector {
+            config,
+            phase: Phase::Idle,
+            in_flight: None,
+            next_request_at: None,
+            last_request_id: 0,
+            observed: None,
+            outputs: VecDeque::with_capacity(4),
+            latest_now: Instant::ZERO,
+            rng,
+            #[cfg(feature = "planted-bugs")]
+            planted: None,
+        }
+    }
+
+    /// Plants a deliberate bug (negative controls only). Bugs that are not the
+    /// elector's have no effect here.
+    #[cfg(feature = "planted-bugs")]
+    pub fn plant(&mut self, bug: PlantedBug) {
+        self.planted = Some(bug);
+    }
+
+    #[inline]
+    fn planted(&self, bug: PlantedBug) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        {
+            self.planted == Some(bug)
+        }
+        #[cfg(not(feature = "planted-bugs"))]
+        {
+            let _ = bug;
+            false
+        }
+    }
+
+    /// The elector's settings.
+    pub fn config(&self) -> &ElectorConfig {
+        &self.config
+    }
+
+    /// Where the elector stands, as of its last input.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Whether it led as of its last input. Prefer
+    /// [`token_at`](Elector::token_at), which also honours the deadline
+    /// between inputs.
+    pub fn is_leader(&self) -> bool {
+        matches!(self.phase, Phase::Leader { .. })
+    }
+
+    /// The token in hand, if leading as of the last input.
+    pub fn token(&self) -> Option<FencingToken> {
+        match self.phase {
+            Phase::Leader { token, .. } => Some(token),
+            _ => None,
+        }
+    }
+
+    /// The token the holder may act with at `now` (local clock): `None` if not
+    /// leading or if `now` is at or past the local deadline, even when
+    /// [`handle_timeout`](Elector::handle_timeout) has not been called yet.
+    /// Work should check this right before acting.
+    pub fn token_at(&self, now: Instant) -> Option<FencingToken> {
+        match self.phase {
+            Phase::Leader {
+                token, valid_until, ..
+            } if now < valid_until || self.planted(PlantedBug::ElectorIgnoresDeadline) => {
+                Some(token)
+            }
+            _ => None,
+        }
+    }
+
+    /// The leader as last learned from the store (this elector itself while it
+    /// leads), or `None` if unknown.
+    pub fn observed_leader(&self) -> Option<&ObservedLeader> {
+        self.observed.as_ref()
+    }
+
+    /// The next output, or `None` when drained. Drain after every input.
+    pub fn poll_output(&mut self) -> Option<ElectorOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Elector::handle_timeout) next (local
+    /// clock), or `None` while idle.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        let deadline = match self.phase {
+            Phase::Leader { valid_until, .. }
+                if !self.planted(PlantedBug::ElectorIgnoresDeadline) =>
+            {
+                Some(valid_until)
+            }
+            _ => None,
+        };
+        match (self.next_request_at, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Begins contending: the first request goes out at once. No-op unless idle.
+    pub fn start(&mut self, now: Instant) {
+        let now = self.observe(now);
+        if self.phase != Phase::Idle {
+            return;
+        }
+        self.phase = Phase::Follower;
+        self.next_request_at = Some(now);
+        self.send_due_request(now);
+    }
+
+    /// Stops contending: ends the work if leading, then releases the lease.
+    /// Any response still in flight becomes stale. No-op when idle.
+    pub fn stop(&mut self, now: Instant) {
+        let _ = self.observe(now);
+        if let Phase::Leader { token, .. } = self.phase {
+            self.end_term(token, StepDownReason::Stopped);
+            self.outputs.push_back(ElectorOutput::Release { token });
+        }
+        self.phase = Phase::Idle;
+        self.in_flight = None;
+        self.next_request_at = None;
+    }
+
+    /// Advances the elector to `now`: steps down on the local deadline, and
+    /// sends the request that is due (abandoning an unanswered one).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.observe(now);
+        if self.phase == Phase::Idle {
+            return;
+        }
+        self.check_deadline(now);
+        self.send_due_request(now);
+    }
+
+    /// Feeds the store's answer to request `id`.
+    ///
+    /// The deadline is checked first, so a leader that is already past it
+    /// steps down before anything else happens. Only the answer to the request
+    /// in flight is applied; see [`ResponseDisposition`].
+    pub fn handle_response(
+        &mut self,
+        id: RequestId,
+        result: LeaseResult,
+        now: Instant,
+    ) -> ResponseDisposition {
+        let now = self.observe(now);
+        if self.phase == Phase::Idle {
+            return ResponseDisposition::Stale;
+        }
+        self.check_deadline(now);
+        let Some(request) = self.in_flight.filter(|r| r.id == id) else {
+            return ResponseDisposition::Stale;
+        };
+        self.in_flight = None;
+        let disposition = match result {
+            LeaseResult::Granted { token, .. } | LeaseResult::Renewed { token, .. } => {
+                self.on_acquired(token, request.sent_at, now)
+            }
+            LeaseResult::Held { holder } => {
+                if let Phase::Leader { token, .. } = self.phase {
+                    self.end_term(
+                        token,
+                        StepDownReason::Superseded {
+                            holder: holder.owner.clone(),
+                            token: holder.token,
+                        },
+                    );
+                    self.phase = Phase::Follower;
+                }
+                self.observe_leader(Some(ObservedLeader {
+                    owner: holder.owner,
+                    token: holder.token,
+                }));
+                ResponseDisposition::Applied
+            }
+        };
+        self.send_due_request(now);
+        self.debug_check();
+        disposition
+    }
+
+    /// Reports that request `id` failed without an answer (connection refused,
+    /// store error). The next attempt goes out `retry_interval` after the
+    /// failed one was sent. Stale ids are ignored.
+    pub fn handle_request_failed(&mut self, id: RequestId, now: Instant) {
+        let now = self.observe(now);
+        if self.in_flight.is_some_and(|r| r.id == id) {
+            self.in_flight = None;
+        }
+        if self.phase != Phase::Idle {
+            self.check_deadline(now);
+            self.send_due_request(now);
+        }
+    }
+
+    #[inline]
+    fn observe(&mut self, now: Instant) -> Instant {
+        if now > self.latest_now {
+            self.latest_now = now;
+        }
+        self.latest_now
+    }
+
+    /// Shortens `interval` by the configured jitter, if any.
+    fn jittered(&mut self, interval: Duration) -> Duration {
+        match (&mut self.rng, self.config.jitter()) {
+            (Some(rng), Some(jitter)) if jitter.fraction > 0.0 => {
+                // 53 random bits give a uniform float in [0, 1).
+                let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                interval.mul_f64(1.0 - jitter.fraction * unit)
+            }
+            _ => interval,
+        }
+    }
+
+    fn check_deadline(&mut self, now: Instant) {
+        let Phase::Leader {
+            token, valid_until, ..
+        } = self.phase
+        else {
+            return;
+        };
+        if now < valid_until || self.planted(PlantedBug::ElectorIgnoresDeadline) {
+            return;
+        }
+        self.end_term(token, StepDownReason::LocalDeadline);
+        self.outputs.push_back(ElectorOutput::Release { token });
+        self.phase = Phase::Follower;
+        // Whatever is in flight was sent under the old term; its answer would
+        // anchor a new term on a request sent before we knew we had lost.
+        self.in_flight = None;
+        self.next_request_at = Some(now + self.config.rejoin_delay());
+        self.observe_leader(None);
+    }
+
+    fn send_due_request(&mut self, now: Instant) {
+        let Some(due) = self.next_request_at else {
+            return;
+        };
+        if now < due {
+            return;
+        }
+        // An unanswered request is abandoned when the next one is due.
+        self.last_request_id += 1;
+        let id = RequestId(self.last_request_id);
+        self.in_flight = Some(InFlight { id, sent_at: now });
+        let retry = self.jittered(self.config.retry_interval());
+        self.next_request_at = Some(now + retry);
+        self.outputs.push_back(ElectorOutput::SendLeaseRequest {
+            id,
+            ttl: self.config.lease_ttl(),
+        });
+    }
+
+    fn on_acquired(
+        &mut self,
+        token: FencingToken,
+        sent_at: Instant,
+        now: Instant,
+    ) -> ResponseDisposition {
+        let valid_until = sent_at + self.config.validity();
+        if valid_until <= now {
+            // The validity this answer would give is already over. Acting on
+            // it would mean leading past the deadline; the next request (due
+            // now, since it took longer than retry_interval) gets a fresh one.
+            return ResponseDisposition::TooLate;
+        }
+        if let Phase::Leader { token: held, .. } = self.phase {
+            if held != token {
+                self.end_term(held, StepDownReason::NewTerm { token });
+                self.outputs.push_back(ElectorOutput::StartWork { token });
+            }
+        } else {
+            self.outputs.push_back(ElectorOutput::StartWork { token });
+        }
+        self.phase = Phase::Leader {
+            token,
+            anchored_at: sent_at,
+            valid_until,
+        };
+        let renew = self.jittered(self.config.renew_interval());
+        self.next_request_at = Some(sent_at + renew);
+        self.observe_leader(Some(ObservedLeader {
+            owner: self.config.owner().clone(),
+            token,
+        }));
+        ResponseDisposition::Applied
+    }
+
+    fn end_term(&mut self, token: FencingToken, reason: StepDownReason) {
+        debug_assert_eq!(self.token(), Some(token), "only the live term can end");
+        self.outputs
+            .push_back(ElectorOutput::StopWork { token, reason });
+    }
+
+    fn observe_leader(&mut self, leader: Option<ObservedLeader>) {
+        if self.observed != leader {
+            self.observed = leader.clone();
+            self.outputs
+                .push_back(ElectorOutput::LeaderObserved { leader });
+        }
+    }
+
+    /// Cheap internal invariants, checked in debug builds after each response.
+    fn debug_check(&self) {
+        if let Phase::Leader {
+            anchored_at,
+            valid_until,
+            ..
+        } = self.phase
+        {
+            debug_assert_eq!(valid_until, anchored_at + self.config.validity());
+            debug_assert!(anchored_at <= self.latest_now);
+        }
+        debug_assert!(self
+            .in_flight
+            .is_none_or(|r| r.id.0 == self.last_request_id));
+    }
+}

@@ -1,0 +1,248 @@
+//! The node registry: cluster membership from heartbeats.
+//!
+//! A node is live while `now < last_heartbeat + liveness_ttl`. Entries are
+//! pruned as they expire, so memory follows the live set, not the history of
+//! every node that ever joined. Joins and departures are queued as
+//! [`MembershipChange`]s for dashboards and rebalancing; a departure is stamped
+//! with the exact instant the node expired, not with whenever the registry
+//! happened to notice.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use crate::id::NodeId;
+use crate::time::Instant;
+
+/// Why a registry could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistryError {
+    /// A zero liveness TTL would make every node dead on arrival.
+    ZeroLivenessTtl,
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegistryError::ZeroLivenessTtl => f.write_str("liveness_ttl must be greater than zero"),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+/// A node joining or leaving the live set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum MembershipChange {
+    /// The node heartbeated while not live.
+    Joined {
+        /// The node.
+        node: NodeId,
+        /// The heartbeat's instant.
+        at: Instant,
+    },
+    /// The node's liveness TTL ran out.
+    Left {
+        /// The node.
+        node: NodeId,
+        /// The instant it expired (`last heartbeat + liveness_ttl`).
+        at: Instant,
+    },
+}
+
+/// What a heartbeat did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Heartbeat {
+    /// The node was not live and now is.
+    Joined,
+    /// The node was live; its liveness is extended.
+    Refreshed,
+}
+
+/// Live nodes, by heartbeat. A pure state machine: every call says what time
+/// it is (registry clock), and time never runs backwards inside it.
+#[derive(Clone, Debug)]
+pub struct NodeRegistry {
+    liveness_ttl: Duration,
+    /// Last heartbeat of each node not yet pruned.
+    last_heartbeat: BTreeMap<NodeId, Instant>,
+    /// The same entries ordered by expiry, for pruning in order.
+    by_expiry: BTreeSet<(Instant, NodeId)>,
+    changes: VecDeque<MembershipChange>,
+    latest_now: Instant,
+}
+
+impl NodeRegistry {
+    /// An empty registry.
+    ///
+    /// # Errors
+    /// [`RegistryError::ZeroLivenessTtl`] if `liveness_ttl` is zero.
+    pub fn new(liveness_ttl: Duration) -> Result<Self, RegistryError> {
+        if liveness_ttl.is_zero() {
+            return Err(RegistryError::ZeroLivenessTtl);
+        }
+        Ok(NodeRegistry {
+            liveness_ttl,
+            last_heartbeat: BTreeMap::new(),
+            by_expiry: BTreeSet::new(),
+            changes: VecDeque::new(),
+            latest_now: Instant::ZERO,
+        })
+    }
+
+    /// The TTL after which a silent node is dropped.
+    pub fn liveness_ttl(&self) -> Duration {
+        self.liveness_ttl
+    }
+
+    #[inline]
+    fn observe(&mut self, now: Instant) -> Instant {
+        if now > self.latest_now {
+            self.latest_now = now;
+        }
+        self.latest_now
+    }
+
+    /// Records a heartbeat from `node` at `now`, after pruning what expired.
+    pub fn heartbeat(&mut self, node: &NodeId, now: Instant) -> Heartbeat {
+        let now = self.observe(now);
+        self.prune(now);
+        let expires_at = now + self.liveness_ttl;
+        match self.last_heartbeat.get_mut(node.as_str()) {
+            Some(last) => {
+                let old = *last + self.liveness_ttl;
+                *last = now;
+                if old != expires_at {
+                    let removed = self.by_expiry.remove(&(old, node.clone()));
+                    debug_assert!(removed, "every registered node has an expiry entry");
+                    self.by_expiry.insert((expires_at, node.clone()));
+                }
+                Heartbeat::Refreshed
+            }
+            None => {
+                self.last_heartbeat.insert(node.clone(), now);
+                self.by_expiry.insert((expires_at, node.clone()));
+                self.changes.push_back(MembershipChange::Joined {
+                    node: node.clone(),
+                    at: now,
+                });
+                Heartbeat::Joined
+            }
+        }
+    }
+
+    /// Prunes every node expired at `now`, queueing a
+    /// [`MembershipChange::Left`] for each, in expiry order.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.observe(now);
+        self.prune(now);
+    }
+
+    fn prune(&mut self, now: Instant) {
+        while let Some((expires_at, _)) = self.by_expiry.first() {
+            if *expires_at > now {
+                break;
+            }
+            let Some((at, node)) = self.by_expiry.pop_first() else {
+                break;
+            };
+            self.last_heartbeat.remove(node.as_str());
+            self.changes.push_back(MembershipChange::Left { node, at });
+        }
+        debug_assert_eq!(self.by_expiry.len(), self.last_heartbeat.len());
+    }
+
+    /// When the next node expires if nobody heartbeats (call
+    /// [`handle_timeout`](NodeRegistry::handle_timeout) then), or `None`.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        self.by_expiry.first().map(|(at, _)| *at)
+    }
+
+    /// Whether `node` is live at `now`.
+    pub fn is_live(&self, node: &NodeId, now: Instant) -> bool {
+        let now = now.max(self.latest_now);
+        self.last_heartbeat
+            .get(node.as_str())
+            .is_some_and(|last| now < *last + self.liveness_ttl)
+    }
+
+    /// The nodes live at `now`, sorted by id.
+    pub fn live_nodes(&self, now: Instant) -> impl Iterator<Item = &NodeId> + '_ {
+        let now = now.max(self.latest_now);
+        let ttl = self.liveness_ttl;
+        self.last_heartbeat
+            .iter()
+            .filter(move |(_, last)| now < **last + ttl)
+            .map(|(node, _)| node)
+    }
+
+    /// How many nodes are live at `now`.
+    pub fn live_count(&self, now: Instant) -> usize {
+        self.live_nodes(now).count()
+    }
+
+    /// How many entries the registry holds (live, or expired and not yet
+    /// pruned). Bounded by the live set after each call.
+    pub fn len(&self) -> usize {
+        self.last_heartbeat.len()
+    }
+
+    /// Whether the registry holds no entries.
+    pub fn is_empty(&self) -> bool {
+        self.last_heartbeat.is_empty()
+    }
+
+    /// The next membership change, or `None` when drained. Drain after every
+    /// input; the queue holds whatever is not drained.
+    pub fn poll_change(&mut self) -> Option<MembershipChange> {
+        self.changes.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_liveness_ttl_is_rejected() {
+        assert_eq!(
+            NodeRegistry::new(Duration::ZERO).unwrap_err(),
+            RegistryError::ZeroLivenessTtl
+        );
+    }
+
+    #[test]
+    fn departures_are_stamped_with_the_expiry_instant_in_order() {
+        let mut reg = NodeRegistry::new(Duration::from_secs(10)).unwrap();
+        let a = NodeId::new("a").unwrap();
+        let b = NodeId::new("b").unwrap();
+        reg.heartbeat(&b, Instant::from_secs(1));
+        reg.heartbeat(&a, Instant::from_secs(2));
+        reg.handle_timeout(Instant::from_secs(100));
+        let changes: Vec<_> = std::iter::from_fn(|| reg.poll_change()).collect();
+        assert_eq!(
+            changes,
+            vec![
+                MembershipChange::Joined {
+                    node: b.clone(),
+                    at: Instant::from_secs(1)
+                },
+                MembershipChange::Joined {
+                    node: a.clone(),
+                    at: Instant::from_secs(2)
+                },
+                MembershipChange::Left {
+                    node: b,
+                    at: Instant::from_secs(11)
+                },
+                MembershipChange::Left {
+                    node: a,
+                    at: Instant::from_secs(12)
+                },
+            ]
+        );
+        assert!(reg.is_empty());
+        assert_eq!(reg.next_timeout(), None);
+    }
+}
