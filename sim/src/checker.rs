@@ -1,0 +1,544 @@
+//! The invariant checker and the measures, fed online as events happen.
+//!
+//! The checker never asks the state machines what they think; it keeps its own
+//! model from what they *did* (grants, renewals, releases, writes accepted) and
+//! compares. That pairing — the store asserts monotonicity where it issues a
+//! token, the checker where the token is observed — is what lets the planted
+//! bugs be caught.
+//!
+//! Safety invariants:
+//! 1. `token-monotonic`: grants carry strictly increasing tokens; a renewal
+//!    never changes the token and never revives a lapsed lease.
+//! 2. `lease-exclusive`: at the store's clock, at most one unexpired holder.
+//! 3. `single-writer` (fenced runs only): the downstream accepts tokens in
+//!    non-decreasing order, and each token from one writer only.
+//! 4. `split-brain`: an accepted write from an older term after an accepted
+//!    write from a newer one (checked with fencing on or off).
+//!
+//! Its state is bounded: one lease view, one downstream fence, counters, and
+//! capped lists.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use fenced::{FencingToken, LeaseResult, OwnerId, ReleaseResult, StepDownReason, WriteOutcome};
+
+use crate::report::{
+    Coverage, Failover, MembershipReport, Term, Violation, Writes, MAX_TERMS_LISTED,
+    MAX_VIOLATIONS_LISTED,
+};
+
+/// Which process did something.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Who<'a> {
+    pub(crate) owner: &'a OwnerId,
+    pub(crate) node: u32,
+    pub(crate) node_name: &'a str,
+    pub(crate) incarnation: u32,
+    pub(crate) pid: u32,
+}
+
+/// The checker's own picture of the role's lease.
+#[derive(Clone, Debug)]
+struct LeaseView {
+    owner: OwnerId,
+    pid: u32,
+    token: u64,
+    expires_at: u64,
+    granted_at: u64,
+}
+
+/// The checker's picture of the downstream fence.
+#[derive(Clone, Debug)]
+struct FenceView {
+    token: u64,
+    owner: OwnerId,
+    node: u32,
+    node_name: String,
+    incarnation: u32,
+    first_accept_at: u64,
+    last_accept_at: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct OpenTerm {
+    index: Option<usize>,
+    token: u64,
+}
+
+pub(crate) fn ms(t: u64) -> u64 {
+    t / 1_000_000
+}
+
+pub(crate) fn secs(t: u64) -> String {
+    format!(
+        "{}.{:03}s",
+        t / 1_000_000_000,
+        (t % 1_000_000_000) / 1_000_000
+    )
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Checker {
+    fencing: bool,
+    highest_granted: u64,
+    lease: Option<LeaseView>,
+    fence: Option<FenceView>,
+    believers: u32,
+    any_term: bool,
+    last_belief_change: u64,
+    pub(crate) overlap_ns: u64,
+    pub(crate) leaderless_ns: u64,
+    open_terms: Vec<Option<OpenTerm>>,
+    pub(crate) terms: Vec<Term>,
+    terms_total: u64,
+    last_term_owner: Option<OwnerId>,
+    pub(crate) leader_changes: u64,
+    pub(crate) failovers: Vec<Failover>,
+    pub(crate) max_failover_ns: u64,
+    pub(crate) writes: Writes,
+    pub(crate) coverage: Coverage,
+    pub(crate) membership: MembershipReport,
+    left_nodes: BTreeSet<u32>,
+    pub(crate) violations: Vec<Violation>,
+    pub(crate) violations_total: u64,
+    pub(crate) split_brain_total: u64,
+    pub(crate) spurious_failovers: u64,
+}
+
+impl Checker {
+    pub(crate) fn new(fencing: bool) -> Self {
+        Checker {
+            fencing,
+            highest_granted: 0,
+            lease: None,
+            fence: None,
+            believers: 0,
+            any_term: false,
+            last_belief_change: 0,
+            overlap_ns: 0,
+            leaderless_ns: 0,
+            open_terms: Vec::new(),
+            terms: Vec::new(),
+            terms_total: 0,
+            last_term_owner: None,
+            leader_changes: 0,
+            failovers: Vec::new(),
+            max_failover_ns: 0,
+            writes: Writes::default(),
+            coverage: Coverage::default(),
+            membership: MembershipReport::default(),
+            left_nodes: BTreeSet::new(),
+            violations: Vec::new(),
+            violations_total: 0,
+            split_brain_total: 0,
+            spurious_failovers: 0,
+        }
+    }
+
+    pub(crate) fn highest_granted(&self) -> u64 {
+        self.highest_granted
+    }
+
+    /// The process the checker believes holds the lease, if any.
+    pub(crate) fn lease_holder_pid(&self, now: u64) -> Option<u32> {
+        self.lease
+            .as_ref()
+            .filter(|l| now < l.expires_at)
+            .map(|l| l.pid)
+    }
+
+    /// Whether some process believes it leads.
+    pub(crate) fn has_believer(&self) -> bool {
+        self.believers > 0
+    }
+
+    /// The highest token the downstream accepted, and when its last write was.
+    pub(crate) fn fence(&self) -> Option<(u64, u64)> {
+        self.fence.as_ref().map(|f| (f.token, f.last_accept_at))
+    }
+
+    fn violate(&mut self, invariant: &str, at: u64, detail: String, events: Vec<String>) {
+        self.violations_total += 1;
+        if invariant == "split-brain" {
+            self.split_brain_total += 1;
+        }
+        if self.violations.len() < MAX_VIOLATIONS_LISTED {
+            self.violations.push(Violation {
+                invariant: invariant.to_string(),
+                at_ms: ms(at),
+                detail,
+                events,
+            });
+        }
+    }
+
+    pub(crate) fn violation(
+        &mut self,
+        invariant: &str,
+        at: u64,
+        detail: String,
+        events: Vec<String>,
+    ) {
+        self.violate(invariant, at, detail, events);
+    }
+
+    fn lease_evidence(&self) -> Vec<String> {
+        self.lease
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} lease-store granted token {} to {}, expiring {}",
+                    secs(l.granted_at),
+                    l.token,
+                    l.owner,
+                    secs(l.expires_at)
+                )
+            })
+            .collect()
+    }
+
+    /// The lease store answered `who`'s request at store time `now`.
+    pub(crate) fn on_lease_result(&mut self, now: u64, who: Who<'_>, result: &LeaseResult) {
+        match result {
+            LeaseResult::Granted { token, expires_at } => {
+                let token = token.get();
+                if token <= self.highest_granted {
+                    let events = self.lease_evidence();
+                    self.violate(
+                        "token-monotonic",
+                        now,
+                        format!(
+                            "lease-store granted token {token} to {}, but token {} was already granted",
+                            who.owner, self.highest_granted
+                        ),
+                        events,
+                    );
+                }
+                if let Some(prev) = self.lease.as_ref().filter(|l| now < l.expires_at) {
+                    if prev.owner != *who.owner {
+                        let events = self.lease_evidence();
+                        let detail = format!(
+                            "lease-store granted token {token} to {} while {} held token {} live until {}",
+                            who.owner,
+                            prev.owner,
+                            prev.token,
+                            secs(prev.expires_at)
+                        );
+                        self.violate("lease-exclusive", now, detail, events);
+                    }
+                }
+                self.highest_granted = self.highest_granted.max(token);
+                self.lease = Some(LeaseView {
+                    owner: who.owner.clone(),
+                    pid: who.pid,
+                    token,
+                    expires_at: expires_at.as_nanos(),
+                    granted_at: now,
+                });
+            }
+            LeaseResult::Renewed { token, expires_at } => {
+                let token = token.get();
+                match self.lease.as_mut() {
+                    Some(view) if view.owner == *who.owner && now < view.expires_at => {
+                        if view.token != token {
+                            let detail = format!(
+                                "a renewal by {} changed token {} to {token}",
+                                who.owner, view.token
+                            );
+                            let events = self.lease_evidence();
+                            self.violate("token-monotonic", now, detail, events);
+                            self.highest_granted = self.highest_granted.max(token);
+                        }
+                    }
+                    Some(view) if now < view.expires_at => {
+                        let detail = format!(
+                            "lease-store renewed token {token} for {} while {} held token {} live until {}",
+                            who.owner,
+                            view.owner,
+                            view.token,
+                            secs(view.expires_at)
+                        );
+                        let events = self.lease_evidence();
+                        self.violate("lease-exclusive", now, detail, events);
+                    }
+                    _ => {
+                        let detail = format!(
+                            "lease-store renewed token {token} for {}, whose lease was not live: a lapsed lease must be re-granted with a new token",
+                            who.owner
+                        );
+                        let events = self.lease_evidence();
+                        self.violate("token-monotonic", now, detail, events);
+                    }
+                }
+                let granted_at = self.lease.as_ref().map_or(now, |l| l.granted_at);
+                self.lease = Some(LeaseView {
+                    owner: who.owner.clone(),
+                    pid: who.pid,
+                    token,
+                    expires_at: expires_at.as_nanos(),
+                    granted_at,
+                });
+            }
+            LeaseResult::Held { .. } => self.coverage.refused += 1,
+        }
+    }
+
+    /// The lease store handled a release.
+    pub(crate) fn on_release(
+        &mut self,
+        owner: &OwnerId,
+        token: FencingToken,
+        result: ReleaseResult,
+    ) {
+        if result == ReleaseResult::Released
+            && self
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.owner == *owner && l.token == token.get())
+        {
+            self.lease = None;
+        }
+    }
+
+    fn belief_change(&mut self, now: u64) {
+        let elapsed = now.saturating_sub(self.last_belief_change);
+        if self.believers >= 2 {
+            self.overlap_ns += elapsed;
+        } else if self.believers == 0 && self.any_term {
+            self.leaderless_ns += elapsed;
+        }
+        self.last_belief_change = now;
+    }
+
+    /// `who` began to believe it leads with `token`.
+    pub(crate) fn on_term_start(&mut self, now: u64, who: Who<'_>, token: FencingToken) {
+        self.belief_change(now);
+        self.believers += 1;
+        self.any_term = true;
+        self.terms_total += 1;
+        let index = (self.terms.len() < MAX_TERMS_LISTED).then(|| {
+            self.terms.push(Term {
+                node: who.node_name.to_string(),
+                owner: who.owner.to_string(),
+                token: token.get(),
+                start_ms: ms(now),
+                end_ms: 0,
+                end_reason: "run-ended".to_string(),
+            });
+            self.terms.len() - 1
+        });
+        let pid = who.pid as usize;
+        if self.open_terms.len() <= pid {
+            self.open_terms.resize(pid + 1, None);
+        }
+        debug_assert!(
+            self.open_terms[pid].is_none(),
+            "a process has one term at a time"
+        );
+        self.open_terms[pid] = Some(OpenTerm {
+            index,
+            token: token.get(),
+        });
+        if self.last_term_owner.as_ref() != Some(who.owner) {
+            if self.last_term_owner.is_some() {
+                self.leader_changes += 1;
+            }
+            self.last_term_owner = Some(who.owner.clone());
+        }
+    }
+
+    /// Process `pid` stopped believing it leads.
+    pub(crate) fn on_term_end(&mut self, now: u64, pid: u32, reason: &str, spurious: bool) {
+        let Some(open) = self.open_terms.get_mut(pid as usize).and_then(Option::take) else {
+            return;
+        };
+        self.belief_change(now);
+        self.believers -= 1;
+        if spurious {
+            self.spurious_failovers += 1;
+        }
+        if reason == "local-deadline" {
+            self.coverage.step_down_on_deadline += 1;
+        }
+        if let Some(term) = open.index.and_then(|i| self.terms.get_mut(i)) {
+            debug_assert_eq!(term.token, open.token);
+            term.end_ms = ms(now);
+            term.end_reason = reason.to_string();
+        }
+    }
+
+    /// The downstream handled a write.
+    pub(crate) fn on_write(
+        &mut self,
+        now: u64,
+        who: Who<'_>,
+        token: FencingToken,
+        unit: u64,
+        outcome: &WriteOutcome,
+    ) {
+        let token = token.get();
+        match outcome {
+            WriteOutcome::Accepted => self.on_accepted(now, who, token, unit),
+            WriteOutcome::RejectedStale { .. } => {
+                self.writes.rejected_stale += 1;
+                self.coverage.stale_write_rejected += 1;
+                if self
+                    .fence
+                    .as_ref()
+                    .is_some_and(|f| f.node == who.node && f.incarnation > who.incarnation)
+                {
+                    self.coverage.zombie_fenced += 1;
+                }
+            }
+            WriteOutcome::RejectedWrongWriter { bound_to, .. } => {
+                self.writes.rejected_wrong_writer += 1;
+                let detail = format!(
+                    "token {token} was presented by {} but is bound to {bound_to}: two owners hold one token",
+                    who.owner
+                );
+                self.violate("single-writer", now, detail, self.lease_evidence());
+            }
+        }
+    }
+
+    fn on_accepted(&mut self, now: u64, who: Who<'_>, token: u64, unit: u64) {
+        self.writes.accepted += 1;
+        let Some(fence) = self.fence.as_mut() else {
+            self.fence = Some(FenceView {
+                token,
+                owner: who.owner.clone(),
+                node: who.node,
+                node_name: who.node_name.to_string(),
+                incarnation: who.incarnation,
+                first_accept_at: now,
+                last_accept_at: now,
+            });
+            return;
+        };
+        if token > fence.token {
+            if fence.owner != *who.owner {
+                let gap = now.saturating_sub(fence.last_accept_at);
+                self.max_failover_ns = self.max_failover_ns.max(gap);
+                if self.failovers.len() < MAX_TERMS_LISTED {
+                    self.failovers.push(Failover {
+                        from: fence.node_name.clone(),
+                        to: who.node_name.to_string(),
+                        gap_ms: ms(gap),
+                        from_token: fence.token,
+                        to_token: token,
+                        at_ms: ms(now),
+                    });
+                }
+            }
+            *fence = FenceView {
+                token,
+                owner: who.owner.clone(),
+                node: who.node,
+                node_name: who.node_name.to_string(),
+                incarnation: who.incarnation,
+                first_accept_at: now,
+                last_accept_at: now,
+            };
+            return;
+        }
+        if token == fence.token {
+            fence.last_accept_at = now;
+            if fence.owner != *who.owner && self.fencing {
+                let detail = format!(
+                    "downstream accepted token {token} from {} after accepting it from {}",
+                    who.owner, fence.owner
+                );
+                self.violate("single-writer", now, detail, Vec::new());
+            }
+            return;
+        }
+        // token < fence.token: an older term's write landed after a newer one's.
+        let newer = format!(
+            "{} downstream accepted the first write of token {} from {}",
+            secs(fence.first_accept_at),
+            fence.token,
+            fence.owner
+        );
+        let late = format!(
+            "{} downstream accepted unit {unit} with token {token} from {}",
+            secs(now),
+            who.owner
+        );
+        let (newer_token, newer_owner) = (fence.token, fence.owner.clone());
+        if self.fencing {
+            let detail = format!(
+                "downstream accepted token {token} from {} below the highest accepted token {newer_token}",
+                who.owner
+            );
+            self.violate(
+                "single-writer",
+                now,
+                detail,
+                vec![newer.clone(), late.clone()],
+            );
+        }
+        let detail = format!(
+            "{} wrote with token {token} after {newer_owner}'s term {newer_token} had written: split-brain",
+            who.owner
+        );
+        self.violate("split-brain", now, detail, vec![newer, late]);
+    }
+
+    /// A unit of work was cancelled because its term ended first.
+    pub(crate) fn on_cancelled(&mut self) {
+        self.writes.cancelled += 1;
+    }
+
+    pub(crate) fn on_joined(&mut self, node: u32) {
+        self.membership.joins += 1;
+        if self.left_nodes.remove(&node) {
+            self.membership.flaps += 1;
+        }
+    }
+
+    pub(crate) fn on_left(&mut self, node: u32, running: bool) {
+        self.membership.leaves += 1;
+        if running {
+            self.membership.false_leaves += 1;
+        }
+        self.left_nodes.insert(node);
+    }
+
+    /// Folds the belief measures up to `now` (the end of the run).
+    pub(crate) fn close(&mut self, now: u64) {
+        self.belief_change(now);
+        for term in self
+            .terms
+            .iter_mut()
+            .filter(|t| t.end_reason == "run-ended")
+        {
+            term.end_ms = ms(now);
+        }
+    }
+
+    /// A one-line description of a term end reason, as reports spell it.
+    pub(crate) fn reason_name(reason: &StepDownReason) -> &'static str {
+        match reason {
+            StepDownReason::LocalDeadline => "local-deadline",
+            StepDownReason::Superseded { .. } => "superseded",
+            StepDownReason::NewTerm { .. } => "new-term",
+            StepDownReason::Stopped => "stopped",
+        }
+    }
+
+    /// A short human summary of the fence, for violation evidence.
+    pub(crate) fn describe_fence(&self) -> String {
+        let mut s = String::new();
+        if let Some(f) = &self.fence {
+            let _ = write!(
+                s,
+                "highest accepted token {} from {} (last write {})",
+                f.token,
+                f.owner,
+                secs(f.last_accept_at)
+            );
+        }
+        s
+    }
+}

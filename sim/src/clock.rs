@@ -1,0 +1,115 @@
+//! Host clocks: each host reads its own clock, derived from true
+//! (simulation) time with an offset and a drift.
+//!
+//! `local = true × (1 + drift) + offset + EPOCH`, in integer nanoseconds with
+//! the drift held as parts per billion, so conversions are exact and identical
+//! on every machine. `EPOCH` (ten days) keeps local instants non-negative for
+//! negative offsets.
+
+use fenced::Instant;
+
+/// Added to every local clock so that offsets down to minus ten days stay
+/// representable as unsigned instants.
+pub(crate) const EPOCH_NANOS: i128 = 10 * 24 * 3_600 * 1_000_000_000;
+const BILLION: i128 = 1_000_000_000;
+
+/// The largest clock offset magnitude accepted, in nanoseconds (one day).
+pub const MAX_CLOCK_OFFSET_NANOS: i64 = 24 * 3_600 * 1_000_000_000;
+/// The largest drift magnitude accepted (a clock 50% fast or slow).
+pub const MAX_CLOCK_DRIFT: f64 = 0.5;
+
+/// One host's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostClock {
+    offset_nanos: i64,
+    drift_ppb: i64,
+}
+
+impl HostClock {
+    /// A clock that reads true time (plus the epoch).
+    pub(crate) const TRUE: HostClock = HostClock {
+        offset_nanos: 0,
+        drift_ppb: 0,
+    };
+
+    /// `drift` is a fraction (0.01 = 1% fast); the caller has validated both
+    /// against [`MAX_CLOCK_OFFSET_NANOS`] and [`MAX_CLOCK_DRIFT`].
+    pub(crate) fn new(offset_nanos: i64, drift: f64) -> HostClock {
+        debug_assert!(offset_nanos.abs() <= MAX_CLOCK_OFFSET_NANOS);
+        debug_assert!(drift.abs() <= MAX_CLOCK_DRIFT);
+        HostClock {
+            offset_nanos,
+            drift_ppb: (drift * 1e9).round() as i64,
+        }
+    }
+
+    /// The host's reading at true time `t`.
+    #[inline]
+    pub(crate) fn local(self, t: u64) -> Instant {
+        let t = i128::from(t);
+        let local = t
+            + t * i128::from(self.drift_ppb) / BILLION
+            + i128::from(self.offset_nanos)
+            + EPOCH_NANOS;
+        Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX))
+    }
+
+    /// The earliest true time at which the host's clock reads at least
+    /// `local`, and never earlier than `not_before`.
+    #[inline]
+    pub(crate) fn true_time_at(self, local: Instant, not_before: u64) -> u64 {
+        if self.local(not_before) >= local {
+            return not_before;
+        }
+        let target = i128::from(local.as_nanos()) - i128::from(self.offset_nanos) - EPOCH_NANOS;
+        let rate = BILLION + i128::from(self.drift_ppb);
+        // ceil(target * 1e9 / rate), then correct for the rounding of `local`.
+        let mut t = (target * BILLION + rate - 1).div_euclid(rate);
+        t = t.max(i128::from(not_before));
+        let mut t = u64::try_from(t).unwrap_or(u64::MAX);
+        while t < u64::MAX && self.local(t) < local {
+            t += 1;
+        }
+        while t > not_before && self.local(t - 1) >= local {
+            t -= 1;
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn true_clock_is_the_epoch_plus_true_time() {
+        let c = HostClock::TRUE;
+        let t = 5_000_000_000;
+        assert_eq!(c.local(t).as_nanos() as i128, EPOCH_NANOS + 5_000_000_000);
+        assert_eq!(c.true_time_at(c.local(t), 0), t);
+    }
+
+    #[test]
+    fn drifting_clock_round_trips_to_the_earliest_true_instant() {
+        for (offset, drift) in [(0, 0.01), (-3_000_000_000, -0.2), (7, 0.333_333), (1, -0.5)] {
+            let c = HostClock::new(offset, drift);
+            for t in [0u64, 1, 999, 1_234_567_891, 3_600_000_000_000] {
+                let local = c.local(t);
+                let back = c.true_time_at(local, 0);
+                assert!(c.local(back) >= local);
+                assert!(
+                    back == 0 || c.local(back - 1) < local,
+                    "{offset} {drift} {t}"
+                );
+                assert!(back <= t);
+            }
+        }
+    }
+
+    #[test]
+    fn a_fast_clock_reaches_a_reading_sooner() {
+        let fast = HostClock::new(0, 0.1);
+        let target = HostClock::TRUE.local(11_000_000_000);
+        assert_eq!(fast.true_time_at(target, 0), 10_000_000_000);
+    }
+}

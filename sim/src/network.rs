@@ -1,0 +1,191 @@
+//! The network model: which links are up, and how long a message takes.
+//!
+//! Hosts are *endpoints*: 0 is the lease store, 1 the downstream, then one per
+//! node (all processes of a node share its endpoint, as processes on one
+//! machine share its network). A link `a → b` is up when neither end is
+//! isolated, no cut covers that direction, and no partition separates them.
+//! Faults nest: overlapping isolations or cuts of the same link are counted,
+//! and the link comes back when the last one heals.
+
+use std::collections::BTreeMap;
+
+use rand_chacha::ChaCha8Rng;
+
+use crate::rng::{uniform_inclusive, unit_f64};
+
+/// The lease store's endpoint.
+pub(crate) const STORE_ENDPOINT: u16 = 0;
+/// The downstream's endpoint.
+pub(crate) const DOWNSTREAM_ENDPOINT: u16 = 1;
+/// The first node's endpoint.
+pub(crate) const FIRST_NODE_ENDPOINT: u16 = 2;
+
+/// What the network does with one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Transit {
+    /// Dropped at random.
+    Lost,
+    /// Delivered once after the latency (ns).
+    Once(u64),
+    /// Delivered twice, after each latency (ns).
+    Twice(u64, u64),
+}
+
+#[derive(Debug)]
+pub(crate) struct Network {
+    latency_min: u64,
+    latency_max: u64,
+    loss: f64,
+    duplicate: f64,
+    rng: ChaCha8Rng,
+    isolated: Vec<u16>,
+    cuts: BTreeMap<(u16, u16), u16>,
+    /// Group of each endpoint while a partition is active.
+    groups: Option<Vec<u16>>,
+}
+
+impl Network {
+    pub(crate) fn new(
+        endpoints: usize,
+        latency: (u64, u64),
+        loss: f64,
+        duplicate: f64,
+        rng: ChaCha8Rng,
+    ) -> Self {
+        Network {
+            latency_min: latency.0,
+            latency_max: latency.1,
+            loss,
+            duplicate,
+            rng,
+            isolated: vec![0; endpoints],
+            cuts: BTreeMap::new(),
+            groups: None,
+        }
+    }
+
+    /// Whether a message from `from` can reach `to` now.
+    #[inline]
+    pub(crate) fn link_up(&self, from: u16, to: u16) -> bool {
+        if self.isolated[usize::from(from)] > 0 || self.isolated[usize::from(to)] > 0 {
+            return false;
+        }
+        if let Some(groups) = &self.groups {
+            if groups[usize::from(from)] != groups[usize::from(to)] {
+                return false;
+            }
+        }
+        self.cuts.is_empty() || !self.cuts.contains_key(&(from, to))
+    }
+
+    /// Draws the fate of one message: loss, latency, duplication.
+    #[inline]
+    pub(crate) fn transit(&mut self) -> Transit {
+        if self.loss > 0.0 && unit_f64(&mut self.rng) < self.loss {
+            return Transit::Lost;
+        }
+        let first = self.latency();
+        if self.duplicate > 0.0 && unit_f64(&mut self.rng) < self.duplicate {
+            return Transit::Twice(first, self.latency());
+        }
+        Transit::Once(first)
+    }
+
+    #[inline]
+    fn latency(&mut self) -> u64 {
+        uniform_inclusive(&mut self.rng, self.latency_min, self.latency_max)
+    }
+
+    /// The largest one-way latency (ns).
+    pub(crate) fn latency_max(&self) -> u64 {
+        self.latency_max
+    }
+
+    pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
+        let count = &mut self.isolated[usize::from(endpoint)];
+        if start {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+        }
+    }
+
+    pub(crate) fn cut(&mut self, from: u16, to: u16, start: bool) {
+        if start {
+            *self.cuts.entry((from, to)).or_insert(0) += 1;
+        } else if let Some(count) = self.cuts.get_mut(&(from, to)) {
+            *count -= 1;
+            if *count == 0 {
+                self.cuts.remove(&(from, to));
+            }
+        }
+    }
+
+    /// Starts a partition (`Some(group of each endpoint)`) or heals it (`None`).
+    pub(crate) fn partition(&mut self, groups: Option<Vec<u16>>) {
+        self.groups = groups;
+    }
+
+    /// Heals every isolation, cut and partition at once.
+    pub(crate) fn heal_all(&mut self) {
+        self.isolated.iter_mut().for_each(|c| *c = 0);
+        self.cuts.clear();
+        self.groups = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SeedDeriver;
+
+    fn net() -> Network {
+        Network::new(4, (1, 5), 0.0, 0.0, SeedDeriver::new(1, "net").rng())
+    }
+
+    #[test]
+    fn cuts_are_one_way_and_nest() {
+        let mut n = net();
+        n.cut(2, 0, true);
+        n.cut(2, 0, true);
+        assert!(!n.link_up(2, 0));
+        assert!(n.link_up(0, 2));
+        n.cut(2, 0, false);
+        assert!(!n.link_up(2, 0));
+        n.cut(2, 0, false);
+        assert!(n.link_up(2, 0));
+    }
+
+    #[test]
+    fn isolation_cuts_both_directions_of_every_link() {
+        let mut n = net();
+        n.isolate(3, true);
+        assert!(!n.link_up(3, 0) && !n.link_up(0, 3) && !n.link_up(2, 3));
+        assert!(n.link_up(2, 0));
+        n.isolate(3, false);
+        assert!(n.link_up(3, 0));
+    }
+
+    #[test]
+    fn partitions_separate_groups() {
+        let mut n = net();
+        n.partition(Some(vec![0, 1, 0, 1]));
+        assert!(n.link_up(0, 2) && n.link_up(1, 3));
+        assert!(!n.link_up(0, 1) && !n.link_up(3, 2));
+        n.partition(None);
+        assert!(n.link_up(0, 1));
+    }
+
+    #[test]
+    fn latency_stays_in_range_and_loss_one_loses_everything() {
+        let mut n = net();
+        for _ in 0..1000 {
+            match n.transit() {
+                Transit::Once(l) => assert!((1..=5).contains(&l)),
+                other => panic!("{other:?}"),
+            }
+        }
+        let mut lossy = Network::new(2, (1, 1), 1.0, 0.0, SeedDeriver::new(1, "n").rng());
+        assert_eq!(lossy.transit(), Transit::Lost);
+    }
+}

@@ -1,0 +1,170 @@
+//! The result of a run: what `fenced-sim run --json` prints.
+//!
+//! Field names are a public contract read by users' scripts: fields may be
+//! added, never renamed or repurposed. The first twelve are those of the
+//! design's `run --json` object, in its order.
+
+use serde::{Deserialize, Serialize};
+
+/// Everything a run found and measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The root seed of the run.
+    pub seed: u64,
+    /// Virtual time simulated, in milliseconds.
+    pub virtual_ms: u64,
+    /// Events processed.
+    pub events: u64,
+    /// The 64-bit trace hash, as 16 lowercase hex digits.
+    pub trace_hash: String,
+    /// Whether an older term's write was accepted after a newer term's.
+    pub split_brain: bool,
+    /// Invariant breaches, in order (at most [`MAX_VIOLATIONS_LISTED`]; see
+    /// `violations_total`).
+    pub violations: Vec<Violation>,
+    /// Leadership terms as the nodes believed them, in start order.
+    pub terms: Vec<Term>,
+    /// How many times the leader changed owner (a term starting whose owner
+    /// differs from the previous term's).
+    pub leader_changes: u64,
+    /// Each hand-over of the downstream writes from one owner to another.
+    pub failovers: Vec<Failover>,
+    /// Downstream write counts.
+    pub writes: Writes,
+    /// Whether the scenario's expectations were met.
+    pub expect: ExpectOutcome,
+    /// All violations, including those not listed.
+    pub violations_total: u64,
+    /// Whether the downstream enforced fencing.
+    pub fencing: bool,
+    /// Total time two or more processes both believed they led, in ms.
+    pub overlap_ms: u64,
+    /// Time with no process believing it led, after the first term began, in ms.
+    pub leaderless_ms: u64,
+    /// Terms lost while the leader was healthy and connected (no fault touched
+    /// it or the lease store within one lease TTL before the loss).
+    pub spurious_failovers: u64,
+    /// The highest fencing token the lease store granted (0: none).
+    pub max_token: u64,
+    /// Membership changes seen by the registry.
+    pub membership: MembershipReport,
+    /// Counts of interesting things that happened (coverage of the run).
+    pub coverage: Coverage,
+    /// The planted bug active in this run, if any (negative controls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planted_bug: Option<String>,
+}
+
+/// The most violations listed individually in a report.
+pub const MAX_VIOLATIONS_LISTED: usize = 100;
+/// The most terms listed individually in a report.
+pub const MAX_TERMS_LISTED: usize = 10_000;
+
+/// One invariant breach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Which invariant: `token-monotonic`, `lease-exclusive`, `single-writer`,
+    /// `split-brain`, `liveness`.
+    pub invariant: String,
+    /// When it happened (true time), in ms.
+    pub at_ms: u64,
+    /// One sentence on what happened.
+    pub detail: String,
+    /// The events behind it, oldest first.
+    pub events: Vec<String>,
+}
+
+/// One leadership term, as its holder believed it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Term {
+    /// The node.
+    pub node: String,
+    /// The owner identity (node and incarnation).
+    pub owner: String,
+    /// The term's fencing token.
+    pub token: u64,
+    /// When the node began to believe it led (true time), in ms.
+    pub start_ms: u64,
+    /// When it stopped believing it (or the run's end), in ms.
+    pub end_ms: u64,
+    /// Why it ended: `local-deadline`, `superseded`, `new-term`, `stopped`,
+    /// `crash`, or `run-ended`.
+    pub end_reason: String,
+}
+
+/// One hand-over of the downstream writes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failover {
+    /// The node whose term wrote last before the hand-over.
+    pub from: String,
+    /// The node whose term wrote first after it.
+    pub to: String,
+    /// Time from the old term's last accepted write to the new term's first, ms.
+    pub gap_ms: u64,
+    /// The old term's token.
+    pub from_token: u64,
+    /// The new term's token.
+    pub to_token: u64,
+    /// When the new term's first write was accepted, ms.
+    pub at_ms: u64,
+}
+
+/// Downstream write counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Writes {
+    /// Writes the downstream accepted.
+    pub accepted: u64,
+    /// Writes rejected for carrying a token below the highest accepted.
+    pub rejected_stale: u64,
+    /// Writes rejected because their token belongs to another writer.
+    pub rejected_wrong_writer: u64,
+    /// Units of work whose term ended before their write was sent (cancelled
+    /// cooperatively; they never reached the downstream).
+    pub cancelled: u64,
+}
+
+/// Whether expectations were met.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectOutcome {
+    /// True when every expectation holds.
+    pub met: bool,
+    /// One sentence per unmet expectation.
+    pub unmet: Vec<String>,
+}
+
+/// Membership as the registry saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MembershipReport {
+    /// Nodes joining the live set.
+    pub joins: u64,
+    /// Nodes leaving it.
+    pub leaves: u64,
+    /// Nodes that left and later came back.
+    pub flaps: u64,
+    /// Nodes declared gone while one of their processes was running (alive
+    /// and not paused): a false "node down".
+    pub false_leaves: u64,
+    /// Live nodes at the end of the run.
+    pub live_at_end: u64,
+}
+
+/// How often the interesting things happened: "sometimes" properties that a
+/// campaign must see, or its fault generator is too tame.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Writes rejected for a stale token.
+    pub stale_write_rejected: u64,
+    /// New terms granted while a previous holder's process was paused.
+    pub takeover_during_pause: u64,
+    /// Leaders stepping down on their local deadline.
+    pub step_down_on_deadline: u64,
+    /// Renewal requests of a leader that got no (timely) answer.
+    pub renewal_lost: u64,
+    /// Writes from an older incarnation of a node rejected after a newer
+    /// incarnation of it led.
+    pub zombie_fenced: u64,
+    /// Lease requests refused because another owner held the lease.
+    pub refused: u64,
+}

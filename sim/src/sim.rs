@@ -1,0 +1,1835 @@
+//! The simulation: hosts, their clocks, the network, faults, and the loop.
+//!
+//! # Hosts
+//!
+//! * `lease-store`: a [`LeaseStore`] and a [`NodeRegistry`]; its clock reads
+//!   true time and is the arbiter of expiry.
+//! * `downstream`: a [`FencedStore`] (or an unfenced one).
+//! * each node runs *processes*; a process is one life (incarnation) of the
+//!   node, with its own owner identity `node#n`. A process runs an [`Elector`]
+//!   for the role, a heartbeat loop, and the worker: while it holds token `T`
+//!   it starts a unit of work every `write_interval`, checking leadership at
+//!   the start; the unit takes `work_duration`, then a write stamped `T` goes
+//!   to the downstream. A pause inside a unit delays that write until the
+//!   process resumes — the stalled leader's late write.
+//!
+//! # Faults
+//!
+//! A paused host handles nothing: events addressed to it (messages and timers)
+//! queue, and on resume they are handled in their original order at the resume
+//! time. Network faults act on links; a message is dropped if its link is down
+//! when it is sent or when it would arrive. A crash kills a node's processes
+//! (volatile state is lost; events addressed to them are dropped); a restart
+//! starts a new incarnation as a follower.
+
+use std::io::Write;
+use std::mem;
+use std::time::Duration;
+
+use fenced::{
+    Elector, ElectorConfig, ElectorOutput, FencedStore, Fencing, FencingToken, LeaseResult,
+    LeaseStore, LeaseStoreConfig, MembershipChange, NodeId, NodeRegistry, OwnerId, ReleaseResult,
+    RequestId, ResourceId, ResponseDisposition, Role, StepDownReason,
+};
+use rand_chacha::ChaCha8Rng;
+
+use crate::checker::{ms, secs, Checker, Who};
+use crate::clock::HostClock;
+use crate::expect::evaluate;
+use crate::network::{Network, Transit, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
+use crate::queue::EventQueue;
+use crate::report::Report;
+use crate::rng::{exponential_nanos, uniform_inclusive, SeedDeriver};
+use crate::scenario::{
+    DurationRange, Expectations, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM,
+    LEASE_STORE,
+};
+use crate::trace::{DropReason, HostRef, MessageKind, Record, Tracer};
+
+#[cfg(feature = "planted-bugs")]
+use fenced::PlantedBug;
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Where a message goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dest {
+    Store,
+    Downstream,
+    Process { pid: u32, incarnation: u32 },
+}
+
+#[derive(Clone, Debug)]
+enum Message {
+    LeaseRequest {
+        pid: u32,
+        incarnation: u32,
+        owner: OwnerId,
+        id: RequestId,
+        ttl: Duration,
+    },
+    LeaseResponse {
+        id: RequestId,
+        result: LeaseResult,
+    },
+    LeaseFailed {
+        id: RequestId,
+    },
+    Release {
+        pid: u32,
+        owner: OwnerId,
+        token: FencingToken,
+    },
+    Heartbeat {
+        pid: u32,
+        node: u32,
+    },
+    Write {
+        pid: u32,
+        incarnation: u32,
+        owner: OwnerId,
+        token: FencingToken,
+        unit: u64,
+    },
+}
+
+impl Message {
+    fn kind(&self) -> MessageKind {
+        match self {
+            Message::LeaseRequest { .. } => MessageKind::LeaseRequest,
+            Message::LeaseResponse { .. } => MessageKind::LeaseResponse,
+            Message::LeaseFailed { .. } => MessageKind::LeaseFailed,
+            Message::Release { .. } => MessageKind::Release,
+            Message::Heartbeat { .. } => MessageKind::Heartbeat,
+            Message::Write { .. } => MessageKind::Write,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Event {
+    Deliver {
+        from: u16,
+        to: Dest,
+        msg: Message,
+    },
+    ElectorTimer {
+        pid: u32,
+        incarnation: u32,
+        generation: u32,
+    },
+    HeartbeatTimer {
+        pid: u32,
+        incarnation: u32,
+    },
+    WorkTimer {
+        pid: u32,
+        incarnation: u32,
+        generation: u32,
+    },
+    WorkDone {
+        pid: u32,
+        incarnation: u32,
+        token: FencingToken,
+        unit: u64,
+    },
+    RegistryTimer {
+        generation: u32,
+    },
+    StartNode {
+        node: u32,
+    },
+    FaultStart {
+        fault: u32,
+    },
+    FaultEnd {
+        active: u32,
+    },
+    Recur {
+        generator: u32,
+    },
+    Restart {
+        node: u32,
+    },
+}
+
+/// Who an event is for, for pausing and for dropping events of dead processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Store,
+    Downstream,
+    Process { pid: u32, incarnation: u32 },
+    Engine,
+}
+
+impl Event {
+    fn target(&self) -> Target {
+        match *self {
+            Event::Deliver { to, .. } => match to {
+                Dest::Store => Target::Store,
+                Dest::Downstream => Target::Downstream,
+                Dest::Process { pid, incarnation } => Target::Process { pid, incarnation },
+            },
+            Event::ElectorTimer {
+                pid, incarnation, ..
+            }
+            | Event::HeartbeatTimer { pid, incarnation }
+            | Event::WorkTimer {
+                pid, incarnation, ..
+            }
+            | Event::WorkDone {
+                pid, incarnation, ..
+            } => Target::Process { pid, incarnation },
+            Event::RegistryTimer { .. } => Target::Store,
+            Event::StartNode { .. }
+            | Event::FaultStart { .. }
+            | Event::FaultEnd { .. }
+            | Event::Recur { .. }
+            | Event::Restart { .. } => Target::Engine,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Node {
+    id: NodeId,
+    endpoint: u16,
+    clock: HostClock,
+    /// Slots in `procs` this node has used (alive or dead, reused on restart).
+    pids: Vec<u32>,
+    next_incarnation: u32,
+}
+
+#[derive(Debug)]
+struct Process {
+    node: u32,
+    incarnation: u32,
+    owner: OwnerId,
+    alive: bool,
+    pause_depth: u32,
+    deferred: Vec<Event>,
+    elector: Elector,
+    timer_at: Option<u64>,
+    timer_generation: u32,
+    work_token: Option<FencingToken>,
+    work_generation: u32,
+    next_unit: u64,
+    believed: Option<FencingToken>,
+    clock: HostClock,
+    /// True time of the last pause start or end, for spurious-failover checks.
+    last_paused_at: Option<u64>,
+}
+
+#[derive(Debug)]
+struct Server<S> {
+    state: S,
+    pause_depth: u32,
+    deferred: Vec<Event>,
+}
+
+impl<S> Server<S> {
+    fn new(state: S) -> Self {
+        Server {
+            state,
+            pause_depth: 0,
+            deferred: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct StoreState {
+    leases: LeaseStore,
+    registry: NodeRegistry,
+    registry_timer_at: Option<u64>,
+    registry_generation: u32,
+}
+
+/// The nodes and processes, and how traces and the checker name them.
+#[derive(Debug)]
+struct Hosts {
+    nodes: Vec<Node>,
+    procs: Vec<Process>,
+}
+
+impl Hosts {
+    fn node_index(&self, name: &str) -> Option<u32> {
+        self.nodes
+            .iter()
+            .position(|n| n.id.as_str() == name)
+            .map(|i| i as u32)
+    }
+
+    fn endpoint_of_host(&self, name: &str) -> Option<u16> {
+        match name {
+            LEASE_STORE => Some(STORE_ENDPOINT),
+            DOWNSTREAM => Some(DOWNSTREAM_ENDPOINT),
+            _ => self
+                .node_index(name)
+                .map(|i| self.nodes[i as usize].endpoint),
+        }
+    }
+
+    fn endpoint_name(&self, endpoint: u16) -> &str {
+        match endpoint {
+            STORE_ENDPOINT => LEASE_STORE,
+            DOWNSTREAM_ENDPOINT => DOWNSTREAM,
+            e => self.nodes[usize::from(e - FIRST_NODE_ENDPOINT)].id.as_str(),
+        }
+    }
+
+    fn process_host(&self, pid: u32) -> HostRef<'_> {
+        let p = &self.procs[pid as usize];
+        HostRef {
+            code: u64::from(self.nodes[p.node as usize].endpoint)
+                | (u64::from(p.incarnation) << 32),
+            name: p.owner.as_str(),
+        }
+    }
+
+    fn endpoint_host(&self, endpoint: u16) -> HostRef<'_> {
+        HostRef {
+            code: u64::from(endpoint),
+            name: self.endpoint_name(endpoint),
+        }
+    }
+
+    fn dest_host(&self, to: Dest) -> HostRef<'_> {
+        match to {
+            Dest::Store => self.endpoint_host(STORE_ENDPOINT),
+            Dest::Downstream => self.endpoint_host(DOWNSTREAM_ENDPOINT),
+            Dest::Process { pid, .. } => self.process_host(pid),
+        }
+    }
+
+    fn dest_endpoint(&self, to: Dest) -> u16 {
+        match to {
+            Dest::Store => STORE_ENDPOINT,
+            Dest::Downstream => DOWNSTREAM_ENDPOINT,
+            Dest::Process { pid, .. } => {
+                self.nodes[self.procs[pid as usize].node as usize].endpoint
+            }
+        }
+    }
+
+    fn who(&self, pid: u32) -> Who<'_> {
+        let p = &self.procs[pid as usize];
+        Who {
+            owner: &p.owner,
+            node: p.node,
+            node_name: self.nodes[p.node as usize].id.as_str(),
+            incarnation: p.incarnation,
+            pid,
+        }
+    }
+}
+
+/// A fault in effect, to undo when it ends.
+#[derive(Debug)]
+enum ActiveFault {
+    PauseProcesses(Vec<(u32, u32)>),
+    PauseStore,
+    PauseDownstream,
+    Isolate(u16),
+    Cut(u16, u16),
+    Partition(String),
+}
+
+/// A recurring fault on one node, with its own RNG stream.
+#[derive(Debug)]
+struct Generator {
+    kind: RecurringKind,
+    node: u32,
+    every: u64,
+    duration: DurationRange,
+    rng: ChaCha8Rng,
+}
+
+/// Per-endpoint record of network disturbances, for spurious failovers.
+#[derive(Clone, Copy, Debug, Default)]
+struct Disturbance {
+    active: u32,
+    last: Option<u64>,
+}
+
+/// Options of one run that are not part of the scenario.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// A deliberate bug to plant in the state machines (negative controls).
+    #[cfg(feature = "planted-bugs")]
+    pub planted_bug: Option<PlantedBug>,
+}
+
+/// A deterministic simulation of one scenario and seed.
+///
+/// ```
+/// use std::time::Duration;
+/// use fenced_sim::{FaultSpec, RunOptions, Scenario, Simulation};
+///
+/// let scenario = Scenario::new("pause-demo", Duration::from_secs(120))
+///     .with_nodes(["node-a", "node-b"])
+///     .with_fault(FaultSpec::Pause {
+///         host: "node-a".into(),
+///         at: Duration::from_millis(12_020),
+///         duration: Duration::from_secs(40),
+///     });
+/// let mut sim = Simulation::new(&scenario, RunOptions::default())?;
+/// sim.run_to_end();
+/// let report = sim.report();
+/// assert!(report.violations.is_empty());
+/// assert!(report.leader_changes >= 1);
+/// # Ok::<(), fenced_sim::ScenarioError>(())
+/// ```
+#[derive(Debug)]
+pub struct Simulation {
+    name: String,
+    seed: u64,
+    end: u64,
+    now: u64,
+    events: u64,
+    queue: EventQueue<Event>,
+    net: Network,
+    role: Role,
+    resource: ResourceId,
+    scenario: Scenario,
+    ttl_ns: u64,
+    heartbeat_ns: u64,
+    write_interval: Duration,
+    work_duration: Duration,
+    seeds: SeedDeriver,
+    store: Server<StoreState>,
+    downstream: Server<FencedStore<u64>>,
+    hosts: Hosts,
+    active: Vec<Option<ActiveFault>>,
+    active_free: Vec<u32>,
+    generators: Vec<Generator>,
+    disturbances: Vec<Disturbance>,
+    checker: Checker,
+    tracer: Tracer,
+    expect: Expectations,
+    #[cfg(feature = "planted-bugs")]
+    planted_bug: Option<PlantedBug>,
+}
+
+impl Simulation {
+    /// Validates `scenario` and sets up a run at time zero. Nothing happens
+    /// until one of the `run_*` methods is called.
+    ///
+    /// # Errors
+    /// The first [`ScenarioError`] found by [`Scenario::validate`].
+    pub fn new(scenario: &Scenario, options: RunOptions) -> Result<Self, ScenarioError> {
+        scenario.validate()?;
+        let seed = options.seed.unwrap_or(scenario.seed);
+        let seeds = SeedDeriver::new(seed, "fenced-sim");
+        let role = scenario.role()?;
+        let resource = scenario.resource()?;
+        let registry = NodeRegistry::new(scenario.membership.liveness_ttl)
+            .map_err(|e| ScenarioError::new("membership.liveness_ttl", e.to_string()))?;
+        let store_config = LeaseStoreConfig::new(LeaseStoreConfig::DEFAULT_MAX_TTL)
+            .map_err(|e| ScenarioError::new("election.lease_ttl", e.to_string()))?;
+        let endpoints = usize::from(FIRST_NODE_ENDPOINT) + scenario.nodes.len();
+        if endpoints > usize::from(u16::MAX) {
+            return Err(ScenarioError::new(
+                "node",
+                "at most 65 000 nodes are supported",
+            ));
+        }
+        let net = Network::new(
+            endpoints,
+            (
+                nanos(scenario.network.latency.0),
+                nanos(scenario.network.latency.1),
+            ),
+            scenario.network.loss,
+            scenario.network.duplicate,
+            seeds.str("network").rng(),
+        );
+        let mut nodes = Vec::with_capacity(scenario.nodes.len());
+        for (i, spec) in scenario.nodes.iter().enumerate() {
+            let id = NodeId::new(&spec.id)
+                .map_err(|e| ScenarioError::new(format!("node[{i}].id"), e.to_string()))?;
+            nodes.push(Node {
+                id,
+                endpoint: FIRST_NODE_ENDPOINT + i as u16,
+                clock: HostClock::new(spec.clock_offset.0, spec.clock_drift),
+                pids: Vec::new(),
+                next_incarnation: 1,
+            });
+        }
+        let fencing = if scenario.fencing {
+            Fencing::Enforced
+        } else {
+            Fencing::Disabled
+        };
+        let mut sim = Simulation {
+            name: scenario.name.clone(),
+            seed,
+            end: nanos(scenario.duration),
+            now: 0,
+            events: 0,
+            queue: EventQueue::new(),
+            net,
+            role,
+            resource,
+            scenario: scenario.clone(),
+            ttl_ns: nanos(scenario.election.lease_ttl),
+            heartbeat_ns: nanos(scenario.membership.heartbeat_interval),
+            write_interval: scenario.work.write_interval,
+            work_duration: scenario.work.work_duration,
+            seeds,
+            store: Server::new(StoreState {
+                leases: LeaseStore::new(store_config),
+                registry,
+                registry_timer_at: None,
+                registry_generation: 0,
+            }),
+            downstream: Server::new(FencedStore::new(fencing)),
+            hosts: Hosts {
+                nodes,
+                procs: Vec::new(),
+            },
+            active: Vec::new(),
+            active_free: Vec::new(),
+            generators: Vec::new(),
+            disturbances: vec![Disturbance::default(); endpoints],
+            checker: Checker::new(scenario.fencing),
+            tracer: Tracer::new(),
+            expect: scenario.expect.clone(),
+            #[cfg(feature = "planted-bugs")]
+            planted_bug: options.planted_bug,
+        };
+        #[cfg(feature = "planted-bugs")]
+        if let Some(bug) = options.planted_bug {
+            sim.store.state.leases.plant(bug);
+            sim.downstream.state.plant(bug);
+        }
+        for (i, spec) in scenario.nodes.iter().enumerate() {
+            sim.queue
+                .push(nanos(spec.start_at), Event::StartNode { node: i as u32 });
+        }
+        for i in 0..scenario.faults.len() {
+            sim.schedule_fault(i)?;
+        }
+        Ok(sim)
+    }
+
+    fn schedule_fault(&mut self, index: usize) -> Result<(), ScenarioError> {
+        let fault = &self.scenario.faults[index];
+        if let FaultSpec::Recurring {
+            kind,
+            node,
+            every,
+            duration,
+        } = fault
+        {
+            let targets: Vec<u32> = match node {
+                Some(name) => vec![self.hosts.node_index(name).ok_or_else(|| {
+                    ScenarioError::new(
+                        format!("fault[{index}].node"),
+                        format!("unknown node `{name}`"),
+                    )
+                })?],
+                None => (0..self.hosts.nodes.len() as u32).collect(),
+            };
+            for node in targets {
+                let rng = self
+                    .seeds
+                    .str("recurring-fault")
+                    .num(index as u64)
+                    .str(self.hosts.nodes[node as usize].id.as_str())
+                    .rng();
+                let generator = Generator {
+                    kind: *kind,
+                    node,
+                    every: nanos(*every),
+                    duration: *duration,
+                    rng,
+                };
+                let id = self.generators.len() as u32;
+                self.generators.push(generator);
+                let g = &mut self.generators[id as usize];
+                let first = exponential_nanos(&mut g.rng, g.every);
+                self.queue.push(
+                    self.now.saturating_add(first),
+                    Event::Recur { generator: id },
+                );
+            }
+        } else if let Some((at, _)) = fault.window() {
+            self.queue.push(
+                nanos(at).max(self.now),
+                Event::FaultStart {
+                    fault: index as u32,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Adds a fault to a simulation in progress (scripting). Its times are
+    /// absolute; a start already in the past happens at the current time.
+    ///
+    /// # Errors
+    /// A [`ScenarioError`] if the fault names unknown hosts or is malformed.
+    pub fn add_fault(&mut self, fault: FaultSpec) -> Result<(), ScenarioError> {
+        let mut candidate = self.scenario.clone();
+        candidate.faults.push(fault);
+        candidate.validate()?;
+        self.scenario = candidate;
+        self.schedule_fault(self.scenario.faults.len() - 1)
+    }
+
+    /// Writes the text trace (one line per event) to `out` from now on.
+    pub fn set_trace_writer(&mut self, out: Box<dyn Write + Send>) {
+        self.tracer.set_writer(out);
+    }
+
+    /// Flushes the trace writer and reports the first error writing it.
+    ///
+    /// # Errors
+    /// The first I/O error of the trace writer.
+    pub fn finish_trace(&mut self) -> std::io::Result<()> {
+        self.tracer.finish()
+    }
+
+    /// The current true time.
+    pub fn now(&self) -> Duration {
+        Duration::from_nanos(self.now)
+    }
+
+    /// The run's end (the scenario's duration).
+    pub fn end(&self) -> Duration {
+        Duration::from_nanos(self.end)
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The trace hash so far.
+    pub fn trace_hash(&self) -> u64 {
+        self.tracer.hash()
+    }
+
+    /// Runs every event before `until` (capped at the run's end); the clock
+    /// then reads `until`.
+    pub fn run_until(&mut self, until: Duration) {
+        let until = nanos(until).min(self.end);
+        while let Some(time) = self.queue.peek_time() {
+            if time >= until {
+                break;
+            }
+            let Some((time, event)) = self.queue.pop() else {
+                break;
+            };
+            debug_assert!(time >= self.now, "time never runs backwards");
+            self.now = time;
+            self.dispatch(event);
+        }
+        self.now = self.now.max(until);
+    }
+
+    /// Runs to the scenario's duration.
+    pub fn run_to_end(&mut self) {
+        self.run_until(Duration::from_nanos(self.end));
+    }
+
+    /// Runs until the cluster is quiescent — no fault active or pending, one
+    /// process leads, and its latest write was accepted — or until `limit`.
+    /// Returns whether it converged.
+    pub fn run_until_quiescent(&mut self, limit: Duration) -> bool {
+        let limit = nanos(limit).min(self.end);
+        let step = nanos(self.scenario.work.write_interval).max(1_000_000);
+        while self.now < limit {
+            let next = self.now.saturating_add(step).min(limit);
+            self.run_until(Duration::from_nanos(next));
+            if self.is_quiescent() {
+                return true;
+            }
+        }
+        self.is_quiescent()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        let faults_active = self.active.iter().any(Option::is_some);
+        let one_leader = self
+            .hosts
+            .procs
+            .iter()
+            .filter(|p| p.alive && p.believed.is_some())
+            .count()
+            == 1;
+        let write_recent = self.checker.fence().is_some_and(|(_, last)| {
+            self.now.saturating_sub(last) <= 2 * nanos(self.scenario.work.write_interval)
+        });
+        !faults_active && one_leader && write_recent
+    }
+
+    // ----- the loop -----
+
+    fn is_stale(&self, event: &Event) -> bool {
+        match *event {
+            Event::ElectorTimer {
+                pid, generation, ..
+            } => self.hosts.procs[pid as usize].timer_generation != generation,
+            Event::WorkTimer {
+                pid, generation, ..
+            } => self.hosts.procs[pid as usize].work_generation != generation,
+            Event::RegistryTimer { generation } => {
+                self.store.state.registry_generation != generation
+            }
+            _ => false,
+        }
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        // A message whose link went down while it was in flight is lost.
+        if let Event::Deliver { from, to, ref msg } = event {
+            let to_endpoint = self.hosts.dest_endpoint(to);
+            if !self.net.link_up(from, to_endpoint) {
+                self.trace_drop(from, to, msg.kind(), DropReason::LinkDown);
+                self.note_lost_renewal(msg);
+                return;
+            }
+        }
+        match event.target() {
+            Target::Store if self.store.pause_depth > 0 => {
+                self.store.deferred.push(event);
+                return;
+            }
+            Target::Downstream if self.downstream.pause_depth > 0 => {
+                self.downstream.deferred.push(event);
+                return;
+            }
+            Target::Process { pid, incarnation } => {
+                let p = &self.hosts.procs[pid as usize];
+                if !p.alive || p.incarnation != incarnation {
+                    if let Event::Deliver { from, to, ref msg } = event {
+                        self.trace_drop(from, to, msg.kind(), DropReason::ProcessGone);
+                    }
+                    return;
+                }
+                if self.is_stale(&event) {
+                    return;
+                }
+                if p.pause_depth > 0 {
+                    self.hosts.procs[pid as usize].deferred.push(event);
+                    return;
+                }
+            }
+            _ => {}
+        }
+        if self.is_stale(&event) {
+            return;
+        }
+        self.handle(event);
+    }
+
+    fn handle(&mut self, event: Event) {
+        self.events += 1;
+        match event {
+            Event::Deliver { from, to, msg } => match to {
+                Dest::Store => self.store_receive(from, msg),
+                Dest::Downstream => self.downstream_receive(msg),
+                Dest::Process { pid, .. } => self.process_receive(pid, msg),
+            },
+            Event::ElectorTimer { pid, .. } => {
+                self.hosts.procs[pid as usize].timer_at = None;
+                let local = self.local(pid);
+                self.hosts.procs[pid as usize].elector.handle_timeout(local);
+                self.drain_elector(pid);
+            }
+            Event::HeartbeatTimer { pid, .. } => self.heartbeat(pid),
+            Event::WorkTimer { pid, .. } => self.work_tick(pid),
+            Event::WorkDone {
+                pid, token, unit, ..
+            } => self.work_done(pid, token, unit),
+            Event::RegistryTimer { .. } => {
+                self.store.state.registry_timer_at = None;
+                self.store
+                    .state
+                    .registry
+                    .handle_timeout(fenced::Instant::from_nanos(self.now));
+                self.drain_membership();
+            }
+            Event::StartNode { node } => {
+                self.spawn_process(node);
+            }
+            Event::FaultStart { fault } => self.start_fault(fault as usize),
+            Event::FaultEnd { active } => self.end_fault(active),
+            Event::Recur { generator } => self.recur(generator),
+            Event::Restart { node } => {
+                self.spawn_process(node);
+            }
+        }
+    }
+
+    #[inline]
+    fn local(&self, pid: u32) -> fenced::Instant {
+        self.hosts.procs[pid as usize].clock.local(self.now)
+    }
+
+    /// The true time at which process `pid`'s clock reads `local`.
+    #[inline]
+    fn true_time(&self, pid: u32, local: fenced::Instant) -> u64 {
+        self.hosts.procs[pid as usize]
+            .clock
+            .true_time_at(local, self.now)
+    }
+
+    fn send(&mut self, from: u16, to: Dest, msg: Message) {
+        let to_endpoint = self.hosts.dest_endpoint(to);
+        if !self.net.link_up(from, to_endpoint) {
+            self.trace_drop(from, to, msg.kind(), DropReason::LinkDown);
+            self.note_lost_renewal(&msg);
+            return;
+        }
+        match self.net.transit() {
+            Transit::Lost => {
+                self.trace_drop(from, to, msg.kind(), DropReason::Lost);
+                self.note_lost_renewal(&msg);
+            }
+            Transit::Once(latency) => {
+                self.queue
+                    .push(self.now + latency, Event::Deliver { from, to, msg });
+            }
+            Transit::Twice(first, second) => {
+                self.queue.push(
+                    self.now + first,
+                    Event::Deliver {
+                        from,
+                        to,
+                        msg: msg.clone(),
+                    },
+                );
+                self.queue
+                    .push(self.now + second, Event::Deliver { from, to, msg });
+            }
+        }
+    }
+
+    /// Counts a leader's renewal (or its answer) lost in the network.
+    fn note_lost_renewal(&mut self, msg: &Message) {
+        let pid = match *msg {
+            Message::LeaseRequest { pid, .. } => Some(pid),
+            _ => None,
+        };
+        if let Some(pid) = pid {
+            if self.hosts.procs[pid as usize].believed.is_some() {
+                self.checker.coverage.renewal_lost += 1;
+            }
+        }
+        if let Message::LeaseResponse {
+            result: LeaseResult::Renewed { .. },
+            ..
+        } = msg
+        {
+            self.checker.coverage.renewal_lost += 1;
+        }
+    }
+
+    fn trace_drop(&mut self, from: u16, to: Dest, kind: MessageKind, reason: DropReason) {
+        let from_host = self.hosts.endpoint_host(from);
+        let to_host = self.hosts.dest_host(to);
+        self.tracer.record(
+            self.now,
+            from_host,
+            Record::Dropped {
+                to: to_host,
+                kind,
+                reason,
+            },
+        );
+    }
+
+    // ----- the lease store -----
+
+    fn store_receive(&mut self, from: u16, msg: Message) {
+        let now = fenced::Instant::from_nanos(self.now);
+        match msg {
+            Message::LeaseRequest {
+                pid,
+                incarnation,
+                owner,
+                id,
+                ttl,
+            } => {
+                let answer = self
+                    .store
+                    .state
+                    .leases
+                    .try_acquire_or_renew(&self.role, &owner, ttl, now);
+                let to = Dest::Process { pid, incarnation };
+                match answer {
+                    Ok(result) => {
+                        if matches!(result, LeaseResult::Granted { .. }) {
+                            if let Some(prev) = self.checker.lease_holder_pid(self.now) {
+                                let p = &self.hosts.procs[prev as usize];
+                                if prev != pid && p.alive && p.pause_depth > 0 {
+                                    self.checker.coverage.takeover_during_pause += 1;
+                                }
+                            }
+                        }
+                        let who = Who {
+                            owner: &owner,
+                            node: self.hosts.procs[pid as usize].node,
+                            node_name: self.hosts.nodes
+                                [self.hosts.procs[pid as usize].node as usize]
+                                .id
+                                .as_str(),
+                            incarnation,
+                            pid,
+                        };
+                        self.checker.on_lease_result(self.now, who, &result);
+                        let from_host = HostRef {
+                            code: u64::from(from) | (u64::from(incarnation) << 32),
+                            name: owner.as_str(),
+                        };
+                        self.tracer.record(
+                            self.now,
+                            self.hosts.endpoint_host(STORE_ENDPOINT),
+                            Record::LeaseHandled {
+                                from: from_host,
+                                request: id.0,
+                                result: &result,
+                            },
+                        );
+                        self.send(STORE_ENDPOINT, to, Message::LeaseResponse { id, result });
+                    }
+                    Err(error) => {
+                        let text = error.to_string();
+                        let from_host = HostRef {
+                            code: u64::from(from) | (u64::from(incarnation) << 32),
+                            name: owner.as_str(),
+                        };
+                        self.tracer.record(
+                            self.now,
+                            self.hosts.endpoint_host(STORE_ENDPOINT),
+                            Record::LeaseRejected {
+                                from: from_host,
+                                request: id.0,
+                                error: &text,
+                            },
+                        );
+                        self.send(STORE_ENDPOINT, to, Message::LeaseFailed { id });
+                    }
+                }
+            }
+            Message::Release { pid, owner, token } => {
+                let result = self
+                    .store
+                    .state
+                    .leases
+                    .release(&self.role, &owner, token, now);
+                self.checker.on_release(&owner, token, result);
+                let incarnation = self.hosts.procs[pid as usize].incarnation;
+                let from_host = HostRef {
+                    code: u64::from(from) | (u64::from(incarnation) << 32),
+                    name: owner.as_str(),
+                };
+                self.tracer.record(
+                    self.now,
+                    self.hosts.endpoint_host(STORE_ENDPOINT),
+                    Record::ReleaseHandled {
+                        from: from_host,
+                        token,
+                        released: result == ReleaseResult::Released,
+                    },
+                );
+            }
+            Message::Heartbeat { pid, node } => {
+                let joined = self
+                    .store
+                    .state
+                    .registry
+                    .heartbeat(&self.hosts.nodes[node as usize].id, now)
+                    == fenced::Heartbeat::Joined;
+                self.tracer.record(
+                    self.now,
+                    self.hosts.endpoint_host(STORE_ENDPOINT),
+                    Record::HeartbeatHandled {
+                        from: self.hosts.process_host(pid),
+                        joined,
+                    },
+                );
+                self.drain_membership();
+            }
+            Message::LeaseResponse { .. } | Message::LeaseFailed { .. } | Message::Write { .. } => {
+                debug_assert!(false, "the lease store only receives requests");
+            }
+        }
+    }
+
+    fn drain_membership(&mut self) {
+        while let Some(change) = self.store.state.registry.poll_change() {
+            match change {
+                MembershipChange::Joined { node, .. } => {
+                    if let Some(i) = self.hosts.node_index(node.as_str()) {
+                        self.checker.on_joined(i);
+                    }
+                }
+                MembershipChange::Left { node, .. } => {
+                    if let Some(i) = self.hosts.node_index(node.as_str()) {
+                        let running = self.hosts.nodes[i as usize].pids.iter().any(|&pid| {
+                            let p = &self.hosts.procs[pid as usize];
+                            p.alive && p.pause_depth == 0
+                        });
+                        self.checker.on_left(i, running);
+                        let endpoint = self.hosts.nodes[i as usize].endpoint;
+                        self.tracer.record(
+                            self.now,
+                            self.hosts.endpoint_host(STORE_ENDPOINT),
+                            Record::MemberLeft {
+                                node: self.hosts.endpoint_host(endpoint),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        let next = self
+            .store
+            .state
+            .registry
+            .next_timeout()
+            .map(|t| t.as_nanos());
+        if next != self.store.state.registry_timer_at {
+            if let Some(at) = next {
+                self.store.state.registry_generation += 1;
+                self.store.state.registry_timer_at = Some(at);
+                self.queue.push(
+                    at.max(self.now),
+                    Event::RegistryTimer {
+                        generation: self.store.state.registry_generation,
+                    },
+                );
+            }
+        }
+    }
+
+    // ----- the downstream -----
+
+    fn downstream_receive(&mut self, msg: Message) {
+        let Message::Write {
+            pid,
+            incarnation,
+            owner,
+            token,
+            unit,
+        } = msg
+        else {
+            debug_assert!(false, "the downstream only receives writes");
+            return;
+        };
+        let outcome = self.downstream.state.write(
+            &self.resource,
+            token,
+            &owner,
+            unit,
+            fenced::Instant::from_nanos(self.now),
+        );
+        let node = self.hosts.procs[pid as usize].node;
+        let who = Who {
+            owner: &owner,
+            node,
+            node_name: self.hosts.nodes[node as usize].id.as_str(),
+            incarnation,
+            pid,
+        };
+        self.checker.on_write(self.now, who, token, unit, &outcome);
+        let from_host = HostRef {
+            code: u64::from(self.hosts.nodes[node as usize].endpoint)
+                | (u64::from(incarnation) << 32),
+            name: owner.as_str(),
+        };
+        self.tracer.record(
+            self.now,
+            self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT),
+            Record::WriteHandled {
+                from: from_host,
+                token,
+                unit,
+                outcome: &outcome,
+            },
+        );
+    }
+
+    // ----- nodes and their processes -----
+
+    fn spawn_process(&mut self, node: u32) -> u32 {
+        let n = &mut self.hosts.nodes[node as usize];
+        let incarnation = n.next_incarnation;
+        n.next_incarnation += 1;
+        let clock = n.clock;
+        let name = format!("{}#{incarnation}", n.id);
+        let owner = OwnerId::new(&name).unwrap_or_else(|_| {
+            // Node ids are validated to be short and printable; the suffix
+            // keeps them so unless the id is at the length limit.
+            OwnerId::new(format!("n{node}#{incarnation}")).expect("a short ASCII owner id is valid")
+        });
+        let jitter_seed = self
+            .seeds
+            .str("elector")
+            .str(n.id.as_str())
+            .num(u64::from(incarnation))
+            .seed();
+        let config = ElectorConfig::new(
+            owner.clone(),
+            self.role.clone(),
+            self.scenario.election.timings(jitter_seed),
+        )
+        .expect("election settings were validated in Simulation::new");
+        #[allow(unused_mut)]
+        let mut elector = Elector::new(config);
+        #[cfg(feature = "planted-bugs")]
+        if let Some(bug) = self.planted_bug {
+            elector.plant(bug);
+        }
+        let process = Process {
+            node,
+            incarnation,
+            owner,
+            alive: true,
+            pause_depth: 0,
+            deferred: Vec::new(),
+            elector,
+            timer_at: None,
+            timer_generation: 0,
+            work_token: None,
+            work_generation: 0,
+            next_unit: 1,
+            believed: None,
+            clock,
+            last_paused_at: None,
+        };
+        let reusable = self.hosts.nodes[node as usize]
+            .pids
+            .iter()
+            .copied()
+            .find(|&pid| !self.hosts.procs[pid as usize].alive);
+        let pid = match reusable {
+            Some(pid) => {
+                self.hosts.procs[pid as usize] = process;
+                pid
+            }
+            None => {
+                self.hosts.procs.push(process);
+                let pid = (self.hosts.procs.len() - 1) as u32;
+                self.hosts.nodes[node as usize].pids.push(pid);
+                pid
+            }
+        };
+        self.tracer.record(
+            self.now,
+            self.hosts.process_host(pid),
+            Record::ProcessStarted,
+        );
+        let local = self.local(pid);
+        self.hosts.procs[pid as usize].elector.start(local);
+        self.drain_elector(pid);
+        self.heartbeat(pid);
+        pid
+    }
+
+    fn heartbeat(&mut self, pid: u32) {
+        let p = &self.hosts.procs[pid as usize];
+        let (node, incarnation) = (p.node, p.incarnation);
+        let endpoint = self.hosts.nodes[node as usize].endpoint;
+        self.send(endpoint, Dest::Store, Message::Heartbeat { pid, node });
+        let next = self.local(pid) + Duration::from_nanos(self.heartbeat_ns);
+        let at = self.true_time(pid, next);
+        self.queue
+            .push(at, Event::HeartbeatTimer { pid, incarnation });
+    }
+
+    fn process_receive(&mut self, pid: u32, msg: Message) {
+        let local = self.local(pid);
+        match msg {
+            Message::LeaseResponse { id, result } => {
+                let disposition = self.hosts.procs[pid as usize].elector.handle_response(
+                    id,
+                    result.clone(),
+                    local,
+                );
+                let code = match disposition {
+                    ResponseDisposition::Applied => 0,
+                    ResponseDisposition::Stale => 1,
+                    ResponseDisposition::TooLate => 2,
+                };
+                if disposition != ResponseDisposition::Applied
+                    && matches!(result, LeaseResult::Renewed { .. })
+                    && self.hosts.procs[pid as usize].believed.is_some()
+                {
+                    self.checker.coverage.renewal_lost += 1;
+                }
+                self.tracer.record(
+                    self.now,
+                    self.hosts.process_host(pid),
+                    Record::ResponseHandled {
+                        request: id.0,
+                        disposition: code,
+                        acquired: result.acquired_token(),
+                    },
+                );
+            }
+            Message::LeaseFailed { id } => {
+                self.hosts.procs[pid as usize]
+                    .elector
+                    .handle_request_failed(id, local);
+                self.tracer.record(
+                    self.now,
+                    self.hosts.process_host(pid),
+                    Record::RequestFailed { request: id.0 },
+                );
+            }
+            _ => debug_assert!(false, "processes only receive lease answers"),
+        }
+        self.drain_elector(pid);
+    }
+
+    /// Acts on everything the elector asked for, then re-arms its timer.
+    fn drain_elector(&mut self, pid: u32) {
+        while let Some(output) = self.hosts.procs[pid as usize].elector.poll_output() {
+            let p = &self.hosts.procs[pid as usize];
+            let endpoint = self.hosts.nodes[p.node as usize].endpoint;
+            match output {
+                ElectorOutput::SendLeaseRequest { id, ttl } => {
+                    let msg = Message::LeaseRequest {
+                        pid,
+                        incarnation: p.incarnation,
+                        owner: p.owner.clone(),
+                        id,
+                        ttl,
+                    };
+                    self.send(endpoint, Dest::Store, msg);
+                }
+                ElectorOutput::StartWork { token } => self.start_term(pid, token),
+                ElectorOutput::StopWork { token, reason } => self.end_term(pid, token, &reason),
+                ElectorOutput::Release { token } => {
+                    let msg = Message::Release {
+                        pid,
+                        owner: p.owner.clone(),
+                        token,
+                    };
+                    self.send(endpoint, Dest::Store, msg);
+                }
+                ElectorOutput::LeaderObserved { .. } => {}
+            }
+        }
+        self.arm_elector_timer(pid);
+    }
+
+    fn arm_elector_timer(&mut self, pid: u32) {
+        let Some(local) = self.hosts.procs[pid as usize].elector.next_timeout() else {
+            return;
+        };
+        let at = self.true_time(pid, local);
+        let p = &mut self.hosts.procs[pid as usize];
+        if p.timer_at == Some(at) {
+            return;
+        }
+        p.timer_generation = p.timer_generation.wrapping_add(1);
+        p.timer_at = Some(at);
+        let event = Event::ElectorTimer {
+            pid,
+            incarnation: p.incarnation,
+            generation: p.timer_generation,
+        };
+        self.queue.push(at, event);
+    }
+
+    fn start_term(&mut self, pid: u32, token: FencingToken) {
+        let p = &mut self.hosts.procs[pid as usize];
+        debug_assert!(
+            p.believed.is_none(),
+            "StopWork comes before the next StartWork"
+        );
+        p.believed = Some(token);
+        p.work_token = Some(token);
+        p.work_generation = p.work_generation.wrapping_add(1);
+        let event = Event::WorkTimer {
+            pid,
+            incarnation: p.incarnation,
+            generation: p.work_generation,
+        };
+        self.queue.push(self.now, event);
+        let who = self.hosts.who(pid);
+        self.checker.on_term_start(self.now, who, token);
+        self.tracer.record(
+            self.now,
+            self.hosts.process_host(pid),
+            Record::TermStarted { token },
+        );
+    }
+
+    fn end_term(&mut self, pid: u32, token: FencingToken, reason: &StepDownReason) {
+        let p = &mut self.hosts.procs[pid as usize];
+        debug_assert_eq!(p.believed, Some(token), "StopWork ends the term in hand");
+        p.believed = None;
+        p.work_token = None;
+        p.work_generation = p.work_generation.wrapping_add(1);
+        let spurious = *reason != StepDownReason::Stopped && self.healthy(pid);
+        self.checker
+            .on_term_end(self.now, pid, Checker::reason_name(reason), spurious);
+        self.tracer.record(
+            self.now,
+            self.hosts.process_host(pid),
+            Record::TermEnded { token, reason },
+        );
+    }
+
+    /// Whether no fault touched the process, its node's links, or the lease
+    /// store within one lease TTL: a term lost then is a spurious failover.
+    fn healthy(&self, pid: u32) -> bool {
+        let since = self.now.saturating_sub(self.ttl_ns);
+        let p = &self.hosts.procs[pid as usize];
+        let quiet = |d: &Disturbance| d.active == 0 && d.last.is_none_or(|t| t < since);
+        p.pause_depth == 0
+            && p.last_paused_at.is_none_or(|t| t < since)
+            && quiet(&self.disturbances[usize::from(self.hosts.nodes[p.node as usize].endpoint)])
+            && quiet(&self.disturbances[usize::from(STORE_ENDPOINT)])
+            && self.store.pause_depth == 0
+    }
+
+    fn work_tick(&mut self, pid: u32) {
+        // The unit checks leadership at its start: bring the elector up to
+        // date first, so a deadline due now is honoured.
+        let local = self.local(pid);
+        self.hosts.procs[pid as usize].elector.handle_timeout(local);
+        self.drain_elector(pid);
+        let p = &mut self.hosts.procs[pid as usize];
+        let Some(token) = p.work_token else {
+            return;
+        };
+        if p.elector.token_at(local) != Some(token) {
+            return;
+        }
+        let unit = p.next_unit;
+        p.next_unit += 1;
+        let (incarnation, generation) = (p.incarnation, p.work_generation);
+        let done_at = self.true_time(pid, local + self.work_duration);
+        self.queue.push(
+            done_at,
+            Event::WorkDone {
+                pid,
+                incarnation,
+                token,
+                unit,
+            },
+        );
+        let next_at = self.true_time(pid, local + self.write_interval);
+        self.queue.push(
+            next_at,
+            Event::WorkTimer {
+                pid,
+                incarnation,
+                generation,
+            },
+        );
+        self.tracer.record(
+            self.now,
+            self.hosts.process_host(pid),
+            Record::WorkStarted { token, unit },
+        );
+    }
+
+    fn work_done(&mut self, pid: u32, token: FencingToken, unit: u64) {
+        let p = &self.hosts.procs[pid as usize];
+        if p.work_token != Some(token) {
+            // The term ended while the unit ran; the worker noticed its
+            // cancellation before writing.
+            self.checker.on_cancelled();
+            self.tracer.record(
+                self.now,
+                self.hosts.process_host(pid),
+                Record::WorkCancelled { token, unit },
+            );
+            return;
+        }
+        // No second leadership check here: that is the check-then-act gap a
+        // pause falls into, and what fencing exists to close.
+        let endpoint = self.hosts.nodes[p.node as usize].endpoint;
+        let msg = Message::Write {
+            pid,
+            incarnation: p.incarnation,
+            owner: p.owner.clone(),
+            token,
+            unit,
+        };
+        self.tracer.record(
+            self.now,
+            self.hosts.process_host(pid),
+            Record::WriteSent { token, unit },
+        );
+        self.send(endpoint, Dest::Downstream, msg);
+    }
+
+    fn crash_process(&mut self, pid: u32) {
+        if let Some(token) = self.hosts.procs[pid as usize].believed.take() {
+            let _ = token;
+            self.checker.on_term_end(self.now, pid, "crash", false);
+        }
+        let p = &mut self.hosts.procs[pid as usize];
+        p.alive = false;
+        p.pause_depth = 0;
+        p.deferred = Vec::new();
+        p.work_token = None;
+        self.tracer.record(
+            self.now,
+            self.hosts.process_host(pid),
+            Record::ProcessCrashed,
+        );
+    }
+
+    // ----- faults -----
+
+    fn disturb(&mut self, endpoint: u16, start: bool) {
+        let d = &mut self.disturbances[usize::from(endpoint)];
+        if start {
+            d.active += 1;
+        } else {
+            d.active = d.active.saturating_sub(1);
+        }
+        d.last = Some(self.now);
+    }
+
+    fn add_active(&mut self, fault: ActiveFault) -> u32 {
+        match self.active_free.pop() {
+            Some(slot) => {
+                self.active[slot as usize] = Some(fault);
+                slot
+            }
+            None => {
+                self.active.push(Some(fault));
+                (self.active.len() - 1) as u32
+            }
+        }
+    }
+
+    fn schedule_end(&mut self, fault: ActiveFault, duration: u64) {
+        let slot = self.add_active(fault);
+        self.queue.push(
+            self.now.saturating_add(duration),
+            Event::FaultEnd { active: slot },
+        );
+    }
+
+    fn start_fault(&mut self, index: usize) {
+        let fault = self.scenario.faults[index].clone();
+        match fault {
+            FaultSpec::Pause { host, duration, .. } => {
+                if let Some(active) = self.pause_host(&host) {
+                    self.schedule_end(active, nanos(duration));
+                }
+            }
+            FaultSpec::Isolate { host, duration, .. } => {
+                if let Some(endpoint) = self.hosts.endpoint_of_host(&host) {
+                    let active = self.isolate(endpoint);
+                    self.schedule_end(active, nanos(duration));
+                }
+            }
+            FaultSpec::Cut {
+                from, to, duration, ..
+            } => {
+                if let (Some(a), Some(b)) = (
+                    self.hosts.endpoint_of_host(&from),
+                    self.hosts.endpoint_of_host(&to),
+                ) {
+                    self.net.cut(a, b, true);
+                    self.disturb(a, true);
+                    self.disturb(b, true);
+                    self.tracer.record(
+                        self.now,
+                        self.hosts.endpoint_host(a),
+                        Record::Cut {
+                            to: self.hosts.endpoint_host(b),
+                            start: true,
+                        },
+                    );
+                    self.schedule_end(ActiveFault::Cut(a, b), nanos(duration));
+                }
+            }
+            FaultSpec::Partition {
+                groups, duration, ..
+            } => {
+                let endpoints = usize::from(FIRST_NODE_ENDPOINT) + self.hosts.nodes.len();
+                // Unnamed hosts form one more group together.
+                let rest = groups.len() as u16;
+                let mut group_of = vec![rest; endpoints];
+                for (g, group) in groups.iter().enumerate() {
+                    for host in group {
+                        if let Some(e) = self.hosts.endpoint_of_host(host) {
+                            group_of[usize::from(e)] = g as u16;
+                        }
+                    }
+                }
+                let text = groups
+                    .iter()
+                    .map(|g| format!("[{}]", g.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                self.net.partition(Some(group_of));
+                for e in 0..endpoints as u16 {
+                    self.disturb(e, true);
+                }
+                self.tracer.record(
+                    self.now,
+                    self.hosts.endpoint_host(STORE_ENDPOINT),
+                    Record::Partitioned {
+                        start: true,
+                        groups: &text,
+                    },
+                );
+                self.schedule_end(ActiveFault::Partition(text), nanos(duration));
+            }
+            FaultSpec::Crash {
+                node,
+                restart_after,
+                ..
+            } => {
+                if let Some(n) = self.hosts.node_index(&node) {
+                    self.crash_node(n);
+                    if let Some(after) = restart_after {
+                        self.queue.push(
+                            self.now.saturating_add(nanos(after)),
+                            Event::Restart { node: n },
+                        );
+                    }
+                }
+            }
+            FaultSpec::Replace { node, .. } => {
+                if let Some(n) = self.hosts.node_index(&node) {
+                    self.spawn_process(n);
+                }
+            }
+            FaultSpec::Recurring { .. } => {}
+        }
+    }
+
+    fn crash_node(&mut self, node: u32) {
+        let pids: Vec<u32> = self.hosts.nodes[node as usize]
+            .pids
+            .iter()
+            .copied()
+            .filter(|&pid| self.hosts.procs[pid as usize].alive)
+            .collect();
+        for pid in pids {
+            self.crash_process(pid);
+        }
+    }
+
+    fn isolate(&mut self, endpoint: u16) -> ActiveFault {
+        self.net.isolate(endpoint, true);
+        self.disturb(endpoint, true);
+        self.tracer.record(
+            self.now,
+            self.hosts.endpoint_host(endpoint),
+            Record::Isolated { start: true },
+        );
+        ActiveFault::Isolate(endpoint)
+    }
+
+    fn pause_host(&mut self, host: &str) -> Option<ActiveFault> {
+        match host {
+            LEASE_STORE => {
+                self.store.pause_depth += 1;
+                self.disturb(STORE_ENDPOINT, true);
+                if self.store.pause_depth == 1 {
+                    self.tracer.record(
+                        self.now,
+                        self.hosts.endpoint_host(STORE_ENDPOINT),
+                        Record::Paused,
+                    );
+                }
+                Some(ActiveFault::PauseStore)
+            }
+            DOWNSTREAM => {
+                self.downstream.pause_depth += 1;
+                if self.downstream.pause_depth == 1 {
+                    self.tracer.record(
+                        self.now,
+                        self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT),
+                        Record::Paused,
+                    );
+                }
+                Some(ActiveFault::PauseDownstream)
+            }
+            name => {
+                let node = self.hosts.node_index(name)?;
+                Some(self.pause_node(node))
+            }
+        }
+    }
+
+    fn pause_node(&mut self, node: u32) -> ActiveFault {
+        let pids: Vec<u32> = self.hosts.nodes[node as usize]
+            .pids
+            .iter()
+            .copied()
+            .filter(|&pid| self.hosts.procs[pid as usize].alive)
+            .collect();
+        let mut paused = Vec::with_capacity(pids.len());
+        for pid in pids {
+            let now = self.now;
+            let p = &mut self.hosts.procs[pid as usize];
+            p.pause_depth += 1;
+            p.last_paused_at = Some(now);
+            paused.push((pid, p.incarnation));
+            if p.pause_depth == 1 {
+                self.tracer
+                    .record(self.now, self.hosts.process_host(pid), Record::Paused);
+            }
+        }
+        ActiveFault::PauseProcesses(paused)
+    }
+
+    fn end_fault(&mut self, slot: u32) {
+        let Some(fault) = self.active.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        self.active_free.push(slot);
+        match fault {
+            ActiveFault::PauseProcesses(pids) => {
+                for (pid, incarnation) in pids {
+                    let now = self.now;
+                    let p = &mut self.hosts.procs[pid as usize];
+                    if !p.alive || p.incarnation != incarnation || p.pause_depth == 0 {
+                        continue;
+                    }
+                    p.pause_depth -= 1;
+                    p.last_paused_at = Some(now);
+                    if p.pause_depth == 0 {
+                        let deferred = mem::take(&mut p.deferred);
+                        self.tracer.record(
+                            self.now,
+                            self.hosts.process_host(pid),
+                            Record::Resumed {
+                                deferred: deferred.len() as u64,
+                            },
+                        );
+                        self.replay(deferred);
+                    }
+                }
+            }
+            ActiveFault::PauseStore => {
+                self.store.pause_depth -= 1;
+                self.disturb(STORE_ENDPOINT, false);
+                if self.store.pause_depth == 0 {
+                    let deferred = mem::take(&mut self.store.deferred);
+                    self.tracer.record(
+                        self.now,
+                        self.hosts.endpoint_host(STORE_ENDPOINT),
+                        Record::Resumed {
+                            deferred: deferred.len() as u64,
+                        },
+                    );
+                    self.replay(deferred);
+                }
+            }
+            ActiveFault::PauseDownstream => {
+                self.downstream.pause_depth -= 1;
+                if self.downstream.pause_depth == 0 {
+                    let deferred = mem::take(&mut self.downstream.deferred);
+                    self.tracer.record(
+                        self.now,
+                        self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT),
+                        Record::Resumed {
+                            deferred: deferred.len() as u64,
+                        },
+                    );
+                    self.replay(deferred);
+                }
+            }
+            ActiveFault::Isolate(endpoint) => {
+                self.net.isolate(endpoint, false);
+                self.disturb(endpoint, false);
+                self.tracer.record(
+                    self.now,
+                    self.hosts.endpoint_host(endpoint),
+                    Record::Isolated { start: false },
+                );
+            }
+            ActiveFault::Cut(a, b) => {
+                self.net.cut(a, b, false);
+                self.disturb(a, false);
+                self.disturb(b, false);
+                self.tracer.record(
+                    self.now,
+                    self.hosts.endpoint_host(a),
+                    Record::Cut {
+                        to: self.hosts.endpoint_host(b),
+                        start: false,
+                    },
+                );
+            }
+            ActiveFault::Partition(text) => {
+                self.net.partition(None);
+                let endpoints = usize::from(FIRST_NODE_ENDPOINT) + self.hosts.nodes.len();
+                for e in 0..endpoints as u16 {
+                    self.disturb(e, false);
+                }
+                self.tracer.record(
+                    self.now,
+                    self.hosts.endpoint_host(STORE_ENDPOINT),
+                    Record::Partitioned {
+                        start: false,
+                        groups: &text,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Handles events that queued while their host was paused, in order, now.
+    fn replay(&mut self, deferred: Vec<Event>) {
+        for event in deferred {
+            // A process may have crashed, or a timer been superseded, since.
+            if let Target::Process { pid, incarnation } = event.target() {
+                let p = &self.hosts.procs[pid as usize];
+                if !p.alive || p.incarnation != incarnation {
+                    continue;
+                }
+            }
+            if self.is_stale(&event) {
+                continue;
+            }
+            self.handle(event);
+        }
+    }
+
+    fn recur(&mut self, id: u32) {
+        let g = &mut self.generators[id as usize];
+        let (low, high) = (nanos(g.duration.low), nanos(g.duration.high));
+        let duration = uniform_inclusive(&mut g.rng, low, high);
+        let gap = exponential_nanos(&mut g.rng, g.every);
+        let (kind, node) = (g.kind, g.node);
+        self.queue
+            .push(self.now.saturating_add(gap), Event::Recur { generator: id });
+        match kind {
+            RecurringKind::Pause => {
+                let active = self.pause_node(node);
+                if matches!(&active, ActiveFault::PauseProcesses(p) if !p.is_empty()) {
+                    self.schedule_end(active, duration);
+                }
+            }
+            RecurringKind::Isolate => {
+                let endpoint = self.hosts.nodes[node as usize].endpoint;
+                let active = self.isolate(endpoint);
+                self.schedule_end(active, duration);
+            }
+            RecurringKind::Crash => {
+                let alive = self.hosts.nodes[node as usize]
+                    .pids
+                    .iter()
+                    .any(|&pid| self.hosts.procs[pid as usize].alive);
+                if alive {
+                    self.crash_node(node);
+                    self.queue
+                        .push(self.now.saturating_add(duration), Event::Restart { node });
+                }
+            }
+        }
+    }
+
+    // ----- the report -----
+
+    /// The report as of now (normally called after [`run_to_end`](Self::run_to_end)).
+    pub fn report(&self) -> Report {
+        // Close the belief measures at `now` on a copy, so that a report can
+        // be taken at any time and the run continued.
+        let mut checker_view = self.checker.clone();
+        checker_view.close(self.now);
+        let max_token = self
+            .store
+            .state
+            .leases
+            .highest_token(&self.role)
+            .map_or(0, FencingToken::get);
+        let live_at_end = self
+            .store
+            .state
+            .registry
+            .live_count(fenced::Instant::from_nanos(self.now)) as u64;
+        let mut report = Report {
+            scenario: self.name.clone(),
+            seed: self.seed,
+            virtual_ms: ms(self.now),
+            events: self.events,
+            trace_hash: format!("{:016x}", self.tracer.hash()),
+            split_brain: self.checker.split_brain_total > 0,
+            violations: self.checker.violations.clone(),
+            terms: checker_view.terms,
+            leader_changes: self.checker.leader_changes,
+            failovers: self.checker.failovers.clone(),
+            writes: self.checker.writes.clone(),
+            expect: Default::default(),
+            violations_total: self.checker.violations_total,
+            fencing: self.scenario.fencing,
+            overlap_ms: ms(checker_view.overlap_ns),
+            leaderless_ms: ms(checker_view.leaderless_ns),
+            spurious_failovers: self.checker.spurious_failovers,
+            max_token,
+            membership: crate::report::MembershipReport {
+                live_at_end,
+                ..self.checker.membership.clone()
+            },
+            coverage: self.checker.coverage.clone(),
+            planted_bug: self.planted_bug_name(),
+        };
+        let leader_at_end = self.leader_at_end();
+        report.expect = evaluate(
+            &self.expect,
+            &report,
+            self.checker.split_brain_total,
+            self.checker.max_failover_ns,
+            checker_view.overlap_ns,
+            leader_at_end,
+        );
+        report
+    }
+
+    fn planted_bug_name(&self) -> Option<String> {
+        #[cfg(feature = "planted-bugs")]
+        {
+            self.planted_bug.map(|b| b.name().to_string())
+        }
+        #[cfg(not(feature = "planted-bugs"))]
+        {
+            None
+        }
+    }
+
+    /// Whether one process leads at the end and the downstream accepted its
+    /// token within the last two write intervals.
+    fn leader_at_end(&self) -> bool {
+        let leaders: Vec<FencingToken> = self
+            .hosts
+            .procs
+            .iter()
+            .filter(|p| p.alive)
+            .filter_map(|p| p.believed)
+            .collect();
+        let recent = 2 * nanos(self.scenario.work.write_interval)
+            + 2 * self.net.latency_max()
+            + nanos(self.scenario.work.work_duration);
+        leaders.len() == 1
+            && self.checker.fence().is_some_and(|(token, last)| {
+                token == leaders[0].get() && self.now.saturating_sub(last) <= recent
+            })
+    }
+
+    /// A short, human description of the scenario's timing, for summaries.
+    pub fn describe_lease(&self) -> String {
+        format!(
+            "lease_ttl {} (margin {}), renew every {}, retry every {}",
+            secs(self.ttl_ns),
+            secs(nanos(self.scenario.election.effective_safety_margin())),
+            secs(nanos(self.scenario.election.renew_interval)),
+            secs(nanos(self.scenario.election.retry_interval)),
+        )
+    }
+}

@@ -1,0 +1,524 @@
+//! The trace: one canonical line per thing that happened, and a hash of it all.
+//!
+//! Every record is folded into a 64-bit hash as a fixed sequence of `u64`
+//! words (a tag, the true time in nanoseconds, then the record's numeric fields
+//! in a fixed order) — never formatted text, so hashing costs a few
+//! multiplications per record and is always on. The text line is formatted
+//! only when a trace writer is attached.
+//!
+//! The hash function is stable across machines and versions of Rust: per word,
+//! `h = (h.rotate_left(5) ^ word) * 0x51_7cc1_b727_220a95` (the FxHash step),
+//! started from the FNV-1a offset basis and finalised with SplitMix64's
+//! avalanche. It is not `std`'s `DefaultHasher`, whose output may change.
+
+use std::io::{self, Write};
+
+use fenced::{FencingToken, LeaseResult, StepDownReason, WriteOutcome};
+
+use crate::rng::mix64;
+
+const HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
+const HASH_MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
+
+/// Why a message never arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DropReason {
+    /// Random loss.
+    Lost,
+    /// A cut, an isolation or a partition (at send or delivery time).
+    LinkDown,
+    /// The receiving process had died.
+    ProcessGone,
+}
+
+impl DropReason {
+    fn code(self) -> u64 {
+        self as u64
+    }
+    fn text(self) -> &'static str {
+        match self {
+            DropReason::Lost => "lost",
+            DropReason::LinkDown => "link down",
+            DropReason::ProcessGone => "receiver gone",
+        }
+    }
+}
+
+/// The kind of a message, for drop records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MessageKind {
+    LeaseRequest,
+    LeaseResponse,
+    LeaseFailed,
+    Release,
+    Heartbeat,
+    Write,
+}
+
+impl MessageKind {
+    fn text(self) -> &'static str {
+        match self {
+            MessageKind::LeaseRequest => "lease request",
+            MessageKind::LeaseResponse => "lease response",
+            MessageKind::LeaseFailed => "lease failure",
+            MessageKind::Release => "release",
+            MessageKind::Heartbeat => "heartbeat",
+            MessageKind::Write => "write",
+        }
+    }
+}
+
+/// A host as traces name and hash it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostRef<'a> {
+    /// Stable numeric identity: 0 lease-store, 1 downstream, 2.. endpoints
+    /// of nodes; processes add their incarnation in the high bits.
+    pub(crate) code: u64,
+    pub(crate) name: &'a str,
+}
+
+/// One thing that happened.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Record<'a> {
+    ProcessStarted,
+    ProcessCrashed,
+    Paused,
+    Resumed {
+        deferred: u64,
+    },
+    Isolated {
+        start: bool,
+    },
+    Cut {
+        to: HostRef<'a>,
+        start: bool,
+    },
+    Partitioned {
+        start: bool,
+        groups: &'a str,
+    },
+    Dropped {
+        to: HostRef<'a>,
+        kind: MessageKind,
+        reason: DropReason,
+    },
+    LeaseHandled {
+        from: HostRef<'a>,
+        request: u64,
+        result: &'a LeaseResult,
+    },
+    LeaseRejected {
+        from: HostRef<'a>,
+        request: u64,
+        error: &'a str,
+    },
+    ReleaseHandled {
+        from: HostRef<'a>,
+        token: FencingToken,
+        released: bool,
+    },
+    HeartbeatHandled {
+        from: HostRef<'a>,
+        joined: bool,
+    },
+    MemberLeft {
+        node: HostRef<'a>,
+    },
+    ResponseHandled {
+        request: u64,
+        disposition: u64,
+        acquired: Option<FencingToken>,
+    },
+    RequestFailed {
+        request: u64,
+    },
+    TermStarted {
+        token: FencingToken,
+    },
+    TermEnded {
+        token: FencingToken,
+        reason: &'a StepDownReason,
+    },
+    WorkStarted {
+        token: FencingToken,
+        unit: u64,
+    },
+    WriteSent {
+        token: FencingToken,
+        unit: u64,
+    },
+    WorkCancelled {
+        token: FencingToken,
+        unit: u64,
+    },
+    WriteHandled {
+        from: HostRef<'a>,
+        token: FencingToken,
+        unit: u64,
+        outcome: &'a WriteOutcome,
+    },
+    Note {
+        text: &'a str,
+    },
+}
+
+/// The trace hash, and the text trace when asked for.
+pub(crate) struct Tracer {
+    hash: u64,
+    records: u64,
+    out: Option<Box<dyn Write + Send>>,
+    line: String,
+    error: Option<io::Error>,
+}
+
+impl std::fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracer")
+            .field("hash", &self.hash)
+            .field("records", &self.records)
+            .field("writing", &self.out.is_some())
+            .finish()
+    }
+}
+
+impl Tracer {
+    pub(crate) fn new() -> Self {
+        Tracer {
+            hash: HASH_START,
+            records: 0,
+            out: None,
+            line: String::with_capacity(160),
+            error: None,
+        }
+    }
+
+    pub(crate) fn set_writer(&mut self, out: Box<dyn Write + Send>) {
+        self.out = Some(out);
+    }
+
+    pub(crate) fn is_writing(&self) -> bool {
+        self.out.is_some()
+    }
+
+    /// The finished hash of everything recorded so far.
+    pub(crate) fn hash(&self) -> u64 {
+        mix64(self.hash ^ self.records)
+    }
+
+    pub(crate) fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Flushes the writer and returns the first write error, if any.
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
+        if let Some(err) = self.error.take() {
+            return Err(err);
+        }
+        if let Some(out) = self.out.as_mut() {
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn word(&mut self, w: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(HASH_MULTIPLIER);
+    }
+
+    /// Records that `rec` happened at true time `t` on `host`.
+    #[inline]
+    pub(crate) fn record(&mut self, t: u64, host: HostRef<'_>, rec: Record<'_>) {
+        self.records += 1;
+        self.word(t);
+        self.word(host.code);
+        self.encode(&rec);
+        if self.out.is_some() {
+            self.write_line(t, host, &rec);
+        }
+    }
+
+    fn token_word(token: Option<FencingToken>) -> u64 {
+        token.map_or(0, FencingToken::get)
+    }
+
+    fn encode(&mut self, rec: &Record<'_>) {
+        match *rec {
+            Record::ProcessStarted => self.word(1),
+            Record::ProcessCrashed => self.word(2),
+            Record::Paused => self.word(3),
+            Record::Resumed { deferred } => {
+                self.word(4);
+                self.word(deferred);
+            }
+            Record::Isolated { start } => {
+                self.word(5);
+                self.word(u64::from(start));
+            }
+            Record::Cut { to, start } => {
+                self.word(6);
+                self.word(to.code);
+                self.word(u64::from(start));
+            }
+            Record::Partitioned { start, .. } => {
+                self.word(7);
+                self.word(u64::from(start));
+            }
+            Record::Dropped { to, kind, reason } => {
+                self.word(8);
+                self.word(to.code);
+                self.word(kind as u64);
+                self.word(reason.code());
+            }
+            Record::LeaseHandled {
+                from,
+                request,
+                result,
+            } => {
+                self.word(9);
+                self.word(from.code);
+                self.word(request);
+                match result {
+                    LeaseResult::Granted { token, expires_at } => {
+                        self.word(1);
+                        self.word(token.get());
+                        self.word(expires_at.as_nanos());
+                    }
+                    LeaseResult::Renewed { token, expires_at } => {
+                        self.word(2);
+                        self.word(token.get());
+                        self.word(expires_at.as_nanos());
+                    }
+                    LeaseResult::Held { holder } => {
+                        self.word(3);
+                        self.word(holder.token.get());
+                        self.word(holder.expires_at.as_nanos());
+                    }
+                }
+            }
+            Record::LeaseRejected { from, request, .. } => {
+                self.word(10);
+                self.word(from.code);
+                self.word(request);
+            }
+            Record::ReleaseHandled {
+                from,
+                token,
+                released,
+            } => {
+                self.word(11);
+                self.word(from.code);
+                self.word(token.get());
+                self.word(u64::from(released));
+            }
+            Record::HeartbeatHandled { from, joined } => {
+                self.word(12);
+                self.word(from.code);
+                self.word(u64::from(joined));
+            }
+            Record::MemberLeft { node } => {
+                self.word(13);
+                self.word(node.code);
+            }
+            Record::ResponseHandled {
+                request,
+                disposition,
+                acquired,
+            } => {
+                self.word(14);
+                self.word(request);
+                self.word(disposition);
+                self.word(Self::token_word(acquired));
+            }
+            Record::RequestFailed { request } => {
+                self.word(15);
+                self.word(request);
+            }
+            Record::TermStarted { token } => {
+                self.word(16);
+                self.word(token.get());
+            }
+            Record::TermEnded { token, reason } => {
+                self.word(17);
+                self.word(token.get());
+                self.word(match reason {
+                    StepDownReason::LocalDeadline => 1,
+                    StepDownReason::Superseded { token, .. } => 2 | (token.get() << 8),
+                    StepDownReason::NewTerm { token } => 3 | (token.get() << 8),
+                    StepDownReason::Stopped => 4,
+                });
+            }
+            Record::WorkStarted { token, unit } => {
+                self.word(18);
+                self.word(token.get());
+                self.word(unit);
+            }
+            Record::WriteSent { token, unit } => {
+                self.word(19);
+                self.word(token.get());
+                self.word(unit);
+            }
+            Record::WorkCancelled { token, unit } => {
+                self.word(20);
+                self.word(token.get());
+                self.word(unit);
+            }
+            Record::WriteHandled {
+                from,
+                token,
+                unit,
+                outcome,
+            } => {
+                self.word(21);
+                self.word(from.code);
+                self.word(token.get());
+                self.word(unit);
+                self.word(match outcome {
+                    WriteOutcome::Accepted => 1,
+                    WriteOutcome::RejectedStale { highest, .. } => 2 | (highest.get() << 8),
+                    WriteOutcome::RejectedWrongWriter { .. } => 3,
+                });
+            }
+            Record::Note { text } => {
+                self.word(22);
+                for chunk in text.as_bytes().chunks(8) {
+                    let mut bytes = [0u8; 8];
+                    bytes[..chunk.len()].copy_from_slice(chunk);
+                    self.word(u64::from_le_bytes(bytes));
+                }
+            }
+        }
+    }
+
+    fn write_line(&mut self, t: u64, host: HostRef<'_>, rec: &Record<'_>) {
+        use std::fmt::Write as _;
+        self.line.clear();
+        let _ = write!(
+            self.line,
+            "{:>6}.{:09} {:<14} ",
+            t / 1_000_000_000,
+            t % 1_000_000_000,
+            host.name
+        );
+        let l = &mut self.line;
+        let _ = match *rec {
+            Record::ProcessStarted => write!(l, "process started (follower)"),
+            Record::ProcessCrashed => write!(l, "process crashed"),
+            Record::Paused => write!(l, "paused"),
+            Record::Resumed { deferred } => {
+                write!(l, "resumed; handling {deferred} events that queued while paused")
+            }
+            Record::Isolated { start: true } => write!(l, "isolated from every host"),
+            Record::Isolated { start: false } => write!(l, "isolation healed"),
+            Record::Cut { to, start: true } => write!(l, "link to {} cut", to.name),
+            Record::Cut { to, start: false } => write!(l, "link to {} restored", to.name),
+            Record::Partitioned { start: true, groups } => write!(l, "partition {groups}"),
+            Record::Partitioned { start: false, groups } => {
+                write!(l, "partition {groups} healed")
+            }
+            Record::Dropped { to, kind, reason } => {
+                write!(l, "{} to {} dropped: {}", kind.text(), to.name, reason.text())
+            }
+            Record::LeaseHandled {
+                from,
+                request,
+                result,
+            } => match result {
+                LeaseResult::Granted { token, expires_at } => write!(
+                    l,
+                    "request #{request} from {}: granted token {token}, expires {expires_at}",
+                    from.name
+                ),
+                LeaseResult::Renewed { token, expires_at } => write!(
+                    l,
+                    "request #{request} from {}: renewed token {token}, expires {expires_at}",
+                    from.name
+                ),
+                LeaseResult::Held { holder } => write!(
+                    l,
+                    "request #{request} from {}: refused, held by {} (token {}) until {}",
+                    from.name, holder.owner, holder.token, holder.expires_at
+                ),
+            },
+            Record::LeaseRejected {
+                from,
+                request,
+                error,
+            } => write!(l, "request #{request} from {}: error: {error}", from.name),
+            Record::ReleaseHandled {
+                from,
+                token,
+                released,
+            } => write!(
+                l,
+                "release of token {token} from {}: {}",
+                from.name,
+                if released { "released" } else { "ignored (not the live holder)" }
+            ),
+            Record::HeartbeatHandled { from, joined } => write!(
+                l,
+                "heartbeat from {}{}",
+                from.name,
+                if joined { ": joined" } else { "" }
+            ),
+            Record::MemberLeft { node } => write!(l, "{} left (liveness TTL ran out)", node.name),
+            Record::ResponseHandled {
+                request,
+                disposition,
+                acquired,
+            } => {
+                let what = match (disposition, acquired) {
+                    (0, Some(token)) => format!("holds token {token}"),
+                    (0, None) => "refused".to_string(),
+                    (1, _) => "stale, ignored".to_string(),
+                    _ => "too late to use, ignored".to_string(),
+                };
+                write!(l, "response #{request}: {what}")
+            }
+            Record::RequestFailed { request } => write!(l, "request #{request} failed"),
+            Record::TermStarted { token } => write!(l, "LEADS with token {token}"),
+            Record::TermEnded { token, reason } => {
+                write!(l, "steps down from token {token}: {reason}")
+            }
+            Record::WorkStarted { token, unit } => {
+                write!(l, "unit {unit} started under token {token}")
+            }
+            Record::WriteSent { token, unit } => {
+                write!(l, "unit {unit} done; write sent with token {token}")
+            }
+            Record::WorkCancelled { token, unit } => {
+                write!(l, "unit {unit} cancelled: term {token} ended")
+            }
+            Record::WriteHandled {
+                from,
+                token,
+                unit,
+                outcome,
+            } => match outcome {
+                WriteOutcome::Accepted => write!(
+                    l,
+                    "write unit {unit} from {} with token {token}: accepted",
+                    from.name
+                ),
+                WriteOutcome::RejectedStale { highest, .. } => write!(
+                    l,
+                    "write unit {unit} from {} with token {token}: REJECTED, stale (highest {highest})",
+                    from.name
+                ),
+                WriteOutcome::RejectedWrongWriter { bound_to, .. } => write!(
+                    l,
+                    "write unit {unit} from {} with token {token}: REJECTED, token belongs to {bound_to}",
+                    from.name
+                ),
+            },
+            Record::Note { text } => write!(l, "{text}"),
+        };
+        self.line.push('\n');
+        if self.error.is_none() {
+            if let Some(out) = self.out.as_mut() {
+                if let Err(err) = out.write_all(self.line.as_bytes()) {
+                    self.error = Some(err);
+                }
+            }
+        }
+    }
+}
