@@ -37,7 +37,7 @@ fn config(name: &str, timings: ElectorTimings) -> ElectorConfig {
 }
 
 /// An elector with the default timings: TTL 30 s, renew 10 s, retry 2 s,
-/// margin 3 s (so 27 s of validity per success), rejoin delay 30 s.
+/// margin 3 s (so 27 s of validity per success), rejoin delay 34 s.
 fn elector(name: &str) -> Elector {
     Elector::new(config(name, ElectorTimings::default()))
 }
@@ -449,16 +449,16 @@ fn a_leader_whose_answers_are_lost_steps_down_exactly_at_its_local_deadline() {
             ),
             (secs(37), ElectorOutput::Release { token: token(1) }),
             (secs(37), ElectorOutput::LeaderObserved { leader: None }),
-            // Quiet for the rejoin delay (one TTL), then contending again.
+            // Quiet for the rejoin delay (TTL + 2 retries = 34 s), then contending again.
             (
-                secs(67),
+                secs(71),
                 ElectorOutput::SendLeaseRequest {
                     id: RequestId(12),
                     ttl: Duration::from_secs(30)
                 }
             ),
             (
-                secs(69),
+                secs(73),
                 ElectorOutput::SendLeaseRequest {
                     id: RequestId(13),
                     ttl: Duration::from_secs(30)
@@ -466,7 +466,9 @@ fn a_leader_whose_answers_are_lost_steps_down_exactly_at_its_local_deadline() {
             ),
         ]
         .into_iter()
-        .chain((71..=99).step_by(2).enumerate().map(|(i, s)| {
+        // Still no answer 27 s (one validity) after the first unanswered
+        // request at 71 s: a deaf follower goes quiet again at 98 s.
+        .chain((75..=97).step_by(2).enumerate().map(|(i, s)| {
             (
                 secs(s),
                 ElectorOutput::SendLeaseRequest {
@@ -731,6 +733,7 @@ fn stop_ends_the_work_then_releases_the_lease() {
                 }
             ),
             (secs(10), ElectorOutput::Release { token: token(1) }),
+            (secs(10), ElectorOutput::LeaderObserved { leader: None }),
         ]
     );
     assert_eq!(h.nodes[a].elector.phase(), Phase::Idle);
@@ -742,10 +745,10 @@ fn stop_ends_the_work_then_releases_the_lease() {
         h.nodes[a].dispositions.last(),
         Some(&(ms(10_001), RequestId(2), ResponseDisposition::Stale))
     );
-    assert_eq!(h.nodes[a].log.len(), 6);
+    assert_eq!(h.nodes[a].log.len(), 7);
     // Stopping an idle elector does nothing.
     h.stop(a);
-    assert_eq!(h.nodes[a].log.len(), 6);
+    assert_eq!(h.nodes[a].log.len(), 7);
 }
 
 #[test]
@@ -887,5 +890,87 @@ fn time_passed_backwards_counts_as_the_latest_seen() {
     // Nor can a timeout dated back inside the old term make it send early: the rejoin delay counts from 40 s.
     e.handle_timeout(secs(21));
     assert!(drain(&mut e).is_empty());
-    assert_eq!(e.next_timeout(), Some(secs(70)));
+    assert_eq!(e.next_timeout(), Some(secs(74)));
+}
+
+#[test]
+fn an_answer_renewing_a_released_term_is_not_led_on_and_the_release_is_resent() {
+    // Proves that when a release is overtaken by a later request (so the store renews the term the release is about to free), the elector does not lead on that token and sends the release again.
+    let mut e = leader_at_zero("node-a");
+    e.stop(secs(5));
+    assert!(drain(&mut e).contains(&ElectorOutput::Release { token: token(1) }));
+    e.start(secs(5));
+    let id = sent_id(&drain(&mut e));
+    // The new request reached the store before the release did: renewed, token 1.
+    assert_eq!(
+        e.handle_response(id, renewed(1, secs(35)), ms(5_002)),
+        ResponseDisposition::AlreadyReleased
+    );
+    assert_eq!(
+        drain(&mut e),
+        vec![ElectorOutput::Release { token: token(1) }]
+    );
+    assert_eq!(e.token_at(ms(5_002)), None);
+    assert_eq!(e.phase(), Phase::Follower);
+    // Once the release has landed, the store grants a new term, which is led on.
+    e.handle_timeout(secs(7));
+    let id = sent_id(&drain(&mut e));
+    assert_eq!(
+        e.handle_response(id, granted(2, secs(37)), ms(7_001)),
+        ResponseDisposition::Applied
+    );
+    assert_eq!(e.token_at(ms(7_001)), Some(token(2)));
+}
+
+#[test]
+fn a_follower_that_hears_nothing_for_a_validity_goes_quiet() {
+    // Proves that a follower whose answers are all lost (it may hold a lease it was never told about) stops asking for rejoin_delay after one validity without any answer, so that lease can lapse.
+    let mut e = elector("node-a");
+    e.start(secs(0));
+    drain(&mut e);
+    let mut sends = Vec::new();
+    while let Some(at) = e.next_timeout().filter(|t| *t < secs(80)) {
+        e.handle_timeout(at);
+        for output in drain(&mut e) {
+            if let ElectorOutput::SendLeaseRequest { .. } = output {
+                sends.push(at);
+            }
+        }
+    }
+    // Requests at 2, 4, ... 26 s (the first, at 0 s, went out on start);
+    // quiet from 27 s (0 + 27 s of validity) for 34 s; asking again from 61 s.
+    let expected: Vec<Instant> = (2..=26)
+        .step_by(2)
+        .chain((61..=79).step_by(2))
+        .map(secs)
+        .collect();
+    assert_eq!(sends, expected);
+}
+
+#[test]
+fn without_release_on_deadline_a_deadline_step_down_sends_no_release() {
+    // Proves that the release_on_deadline knob switches off the release that normally follows a deadline step-down (and that stop still releases).
+    let timings = ElectorTimings {
+        release_on_deadline: false,
+        rejoin_delay: Some(Duration::ZERO),
+        ..ElectorTimings::default()
+    };
+    let mut e = Elector::new(config("node-a", timings));
+    e.start(secs(0));
+    let id = sent_id(&drain(&mut e));
+    e.handle_response(id, granted(1, secs(30)), ms(1));
+    drain(&mut e);
+    e.handle_timeout(secs(27));
+    let outputs = drain(&mut e);
+    assert!(outputs.contains(&ElectorOutput::StopWork {
+        token: token(1),
+        reason: StepDownReason::LocalDeadline
+    }));
+    assert!(!outputs
+        .iter()
+        .any(|o| matches!(o, ElectorOutput::Release { .. })));
+    // A zero rejoin delay asks again at once.
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, ElectorOutput::SendLeaseRequest { .. })));
 }

@@ -19,7 +19,6 @@
 //! capped lists.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use fenced::{FencingToken, LeaseResult, OwnerId, ReleaseResult, StepDownReason, WriteOutcome};
 
@@ -136,21 +135,12 @@ impl Checker {
         }
     }
 
-    pub(crate) fn highest_granted(&self) -> u64 {
-        self.highest_granted
-    }
-
     /// The process the checker believes holds the lease, if any.
     pub(crate) fn lease_holder_pid(&self, now: u64) -> Option<u32> {
         self.lease
             .as_ref()
             .filter(|l| now < l.expires_at)
             .map(|l| l.pid)
-    }
-
-    /// Whether some process believes it leads.
-    pub(crate) fn has_believer(&self) -> bool {
-        self.believers > 0
     }
 
     /// The highest token the downstream accepted, and when its last write was.
@@ -171,16 +161,6 @@ impl Checker {
                 events,
             });
         }
-    }
-
-    pub(crate) fn violation(
-        &mut self,
-        invariant: &str,
-        at: u64,
-        detail: String,
-        events: Vec<String>,
-    ) {
-        self.violate(invariant, at, detail, events);
     }
 
     fn lease_evidence(&self) -> Vec<String> {
@@ -525,20 +505,5 @@ impl Checker {
             StepDownReason::NewTerm { .. } => "new-term",
             StepDownReason::Stopped => "stopped",
         }
-    }
-
-    /// A short human summary of the fence, for violation evidence.
-    pub(crate) fn describe_fence(&self) -> String {
-        let mut s = String::new();
-        if let Some(f) = &self.fence {
-            let _ = write!(
-                s,
-                "highest accepted token {} from {} (last write {})",
-                f.token,
-                f.owner,
-                secs(f.last_accept_at)
-            );
-        }
-        s
     }
 }

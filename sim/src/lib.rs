@@ -25,12 +25,14 @@
 mod checker;
 mod clock;
 mod expect;
+pub mod file;
 mod network;
 mod queue;
 pub mod report;
 mod rng;
 pub mod scenario;
 mod sim;
+pub mod summary;
 mod trace;
 
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};

@@ -20,6 +20,10 @@ pub(crate) const DOWNSTREAM_ENDPOINT: u16 = 1;
 /// The first node's endpoint.
 pub(crate) const FIRST_NODE_ENDPOINT: u16 = 2;
 
+/// The partition group of a host named in no group: it can reach every
+/// group (a bridge), like a host on both sides of a split.
+pub(crate) const BRIDGE: u16 = u16::MAX;
+
 /// What the network does with one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Transit {
@@ -71,7 +75,8 @@ impl Network {
             return false;
         }
         if let Some(groups) = &self.groups {
-            if groups[usize::from(from)] != groups[usize::from(to)] {
+            let (a, b) = (groups[usize::from(from)], groups[usize::from(to)]);
+            if a != b && a != BRIDGE && b != BRIDGE {
                 return false;
             }
         }
@@ -125,13 +130,6 @@ impl Network {
     pub(crate) fn partition(&mut self, groups: Option<Vec<u16>>) {
         self.groups = groups;
     }
-
-    /// Heals every isolation, cut and partition at once.
-    pub(crate) fn heal_all(&mut self) {
-        self.isolated.iter_mut().for_each(|c| *c = 0);
-        self.cuts.clear();
-        self.groups = None;
-    }
 }
 
 #[cfg(test)]
@@ -172,6 +170,8 @@ mod tests {
         n.partition(Some(vec![0, 1, 0, 1]));
         assert!(n.link_up(0, 2) && n.link_up(1, 3));
         assert!(!n.link_up(0, 1) && !n.link_up(3, 2));
+        n.partition(Some(vec![0, BRIDGE, 1, 1]));
+        assert!(n.link_up(1, 0) && n.link_up(2, 1) && !n.link_up(0, 2));
         n.partition(None);
         assert!(n.link_up(0, 1));
     }

@@ -83,11 +83,6 @@ impl<E> EventQueue<E> {
     pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
-
-    /// How many slots exist (the high-water mark of pending events).
-    pub(crate) fn capacity_used(&self) -> usize {
-        self.slots.len()
-    }
 }
 
 #[cfg(test)]
@@ -115,6 +110,6 @@ mod tests {
             q.pop();
             q.pop();
         }
-        assert_eq!(q.capacity_used(), 2);
+        assert_eq!(q.slots.len(), 2);
     }
 }

@@ -62,8 +62,11 @@ pub struct Election {
     pub retry_interval: Duration,
     /// Default `lease_ttl / 10`.
     pub safety_margin: Option<Duration>,
-    /// Quiet period after a deadline step-down. Default `lease_ttl`.
+    /// Quiet period after a deadline step-down (or a whole validity without
+    /// any answer). Default `lease_ttl + 2 × retry_interval`.
     pub rejoin_delay: Option<Duration>,
+    /// Whether a deadline step-down releases the lease. Default true.
+    pub release_on_deadline: bool,
     /// Jitter fraction in `[0, 1)`; each process's RNG is seeded from the run
     /// seed. Default 0 (none).
     pub jitter: f64,
@@ -79,6 +82,7 @@ impl Default for Election {
             retry_interval: t.retry_interval,
             safety_margin: None,
             rejoin_delay: None,
+            release_on_deadline: true,
             jitter: 0.0,
         }
     }
@@ -94,6 +98,7 @@ impl Election {
             retry_interval: self.retry_interval,
             safety_margin: self.safety_margin,
             rejoin_delay: self.rejoin_delay,
+            release_on_deadline: self.release_on_deadline,
             jitter: (self.jitter > 0.0 || self.jitter.is_nan()).then_some(Jitter {
                 fraction: self.jitter,
                 seed: jitter_seed,
@@ -290,8 +295,10 @@ pub enum FaultSpec {
         /// How long it lasts.
         duration: Duration,
     },
-    /// Hosts in different groups cannot talk. Hosts named in no group form
-    /// one more group together.
+    /// Hosts in different groups cannot talk. A host named in no group
+    /// bridges the split: it still reaches every group (so `[["node-a"],
+    /// ["lease-store"]]` cuts node-a off from the store while both still reach
+    /// the downstream and the other nodes).
     Partition {
         /// At least two groups, each host in at most one.
         groups: Vec<Vec<String>>,

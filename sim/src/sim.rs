@@ -36,7 +36,9 @@ use rand_chacha::ChaCha8Rng;
 use crate::checker::{ms, secs, Checker, Who};
 use crate::clock::HostClock;
 use crate::expect::evaluate;
-use crate::network::{Network, Transit, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
+use crate::network::{
+    Network, Transit, BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT,
+};
 use crate::queue::EventQueue;
 use crate::report::Report;
 use crate::rng::{exponential_nanos, uniform_inclusive, SeedDeriver};
@@ -334,7 +336,7 @@ enum ActiveFault {
     PauseDownstream,
     Isolate(u16),
     Cut(u16, u16),
-    Partition(String),
+    Partition { text: String, members: Vec<u16> },
 }
 
 /// A recurring fault on one node, with its own RNG stream.
@@ -608,6 +610,12 @@ impl Simulation {
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// Events scheduled and not yet processed (messages in flight, timers,
+    /// faults): with the hosts, what the simulation's memory is made of.
+    pub fn pending_events(&self) -> usize {
+        self.queue.len()
     }
 
     /// The trace hash so far.
@@ -1159,6 +1167,7 @@ impl Simulation {
                     ResponseDisposition::Applied => 0,
                     ResponseDisposition::Stale => 1,
                     ResponseDisposition::TooLate => 2,
+                    ResponseDisposition::AlreadyReleased => 3,
                 };
                 if disposition != ResponseDisposition::Applied
                     && matches!(result, LeaseResult::Renewed { .. })
@@ -1457,9 +1466,8 @@ impl Simulation {
                 groups, duration, ..
             } => {
                 let endpoints = usize::from(FIRST_NODE_ENDPOINT) + self.hosts.nodes.len();
-                // Unnamed hosts form one more group together.
-                let rest = groups.len() as u16;
-                let mut group_of = vec![rest; endpoints];
+                // Hosts named in no group bridge the split: they reach everyone.
+                let mut group_of = vec![BRIDGE; endpoints];
                 for (g, group) in groups.iter().enumerate() {
                     for host in group {
                         if let Some(e) = self.hosts.endpoint_of_host(host) {
@@ -1472,8 +1480,11 @@ impl Simulation {
                     .map(|g| format!("[{}]", g.join(", ")))
                     .collect::<Vec<_>>()
                     .join(" | ");
+                let members: Vec<u16> = (0..endpoints as u16)
+                    .filter(|&e| group_of[usize::from(e)] != BRIDGE)
+                    .collect();
                 self.net.partition(Some(group_of));
-                for e in 0..endpoints as u16 {
+                for &e in &members {
                     self.disturb(e, true);
                 }
                 self.tracer.record(
@@ -1484,7 +1495,7 @@ impl Simulation {
                         groups: &text,
                     },
                 );
-                self.schedule_end(ActiveFault::Partition(text), nanos(duration));
+                self.schedule_end(ActiveFault::Partition { text, members }, nanos(duration));
             }
             FaultSpec::Crash {
                 node,
@@ -1666,10 +1677,9 @@ impl Simulation {
                     },
                 );
             }
-            ActiveFault::Partition(text) => {
+            ActiveFault::Partition { text, members } => {
                 self.net.partition(None);
-                let endpoints = usize::from(FIRST_NODE_ENDPOINT) + self.hosts.nodes.len();
-                for e in 0..endpoints as u16 {
+                for e in members {
                     self.disturb(e, false);
                 }
                 self.tracer.record(

@@ -157,9 +157,6 @@ pub(crate) enum Record<'a> {
         unit: u64,
         outcome: &'a WriteOutcome,
     },
-    Note {
-        text: &'a str,
-    },
 }
 
 /// The trace hash, and the text trace when asked for.
@@ -196,17 +193,9 @@ impl Tracer {
         self.out = Some(out);
     }
 
-    pub(crate) fn is_writing(&self) -> bool {
-        self.out.is_some()
-    }
-
     /// The finished hash of everything recorded so far.
     pub(crate) fn hash(&self) -> u64 {
         mix64(self.hash ^ self.records)
-    }
-
-    pub(crate) fn records(&self) -> u64 {
-        self.records
     }
 
     /// Flushes the writer and returns the first write error, if any.
@@ -378,14 +367,6 @@ impl Tracer {
                     WriteOutcome::RejectedWrongWriter { .. } => 3,
                 });
             }
-            Record::Note { text } => {
-                self.word(22);
-                for chunk in text.as_bytes().chunks(8) {
-                    let mut bytes = [0u8; 8];
-                    bytes[..chunk.len()].copy_from_slice(chunk);
-                    self.word(u64::from_le_bytes(bytes));
-                }
-            }
         }
     }
 
@@ -470,7 +451,8 @@ impl Tracer {
                     (0, Some(token)) => format!("holds token {token}"),
                     (0, None) => "refused".to_string(),
                     (1, _) => "stale, ignored".to_string(),
-                    _ => "too late to use, ignored".to_string(),
+                    (2, _) => "too late to use, ignored".to_string(),
+                    _ => "grants a term already released; released again".to_string(),
                 };
                 write!(l, "response #{request}: {what}")
             }
@@ -510,7 +492,6 @@ impl Tracer {
                     from.name
                 ),
             },
-            Record::Note { text } => write!(l, "{text}"),
         };
         self.line.push('\n');
         if self.error.is_none() {

@@ -21,10 +21,16 @@ pub struct ElectorTimings {
     /// absorb clock drift between it and the store. `None` means
     /// `lease_ttl / 10`.
     pub safety_margin: Option<Duration>,
-    /// After stepping down on its own local deadline, how long the node stays
-    /// quiet (sends nothing) before contending again. `None` means one
-    /// `lease_ttl`. See [`ElectorConfig::rejoin_delay`] for the trade-off.
+    /// After stepping down on its own local deadline, or after hearing no
+    /// answer at all for `lease_ttl - safety_margin`, how long the node stays
+    /// quiet (sends nothing) before contending again. `None` means
+    /// `lease_ttl + 2 × retry_interval`. See [`ElectorConfig::rejoin_delay`]
+    /// for the trade-off.
     pub rejoin_delay: Option<Duration>,
+    /// Whether a leader that steps down on its local deadline releases the
+    /// lease (with its token). Default true. See
+    /// [`ElectorConfig::release_on_deadline`].
+    pub release_on_deadline: bool,
     /// Random shortening of each interval, to keep followers from asking in
     /// lock-step. `None`: no jitter.
     pub jitter: Option<Jitter>,
@@ -38,6 +44,7 @@ impl Default for ElectorTimings {
             retry_interval: Duration::from_secs(2),
             safety_margin: None,
             rejoin_delay: None,
+            release_on_deadline: true,
             jitter: None,
         }
     }
@@ -135,6 +142,7 @@ pub struct ElectorConfig {
     retry_interval: Duration,
     safety_margin: Duration,
     rejoin_delay: Duration,
+    release_on_deadline: bool,
     jitter: Option<Jitter>,
 }
 
@@ -152,6 +160,7 @@ impl ElectorConfig {
             retry_interval,
             safety_margin,
             rejoin_delay,
+            release_on_deadline,
             jitter,
         } = timings;
         if lease_ttl.is_zero() {
@@ -191,7 +200,9 @@ impl ElectorConfig {
             renew_interval,
             retry_interval,
             safety_margin,
-            rejoin_delay: rejoin_delay.unwrap_or(lease_ttl),
+            rejoin_delay: rejoin_delay
+                .unwrap_or_else(|| lease_ttl.saturating_add(retry_interval.saturating_mul(2))),
+            release_on_deadline,
             jitter,
         })
     }
@@ -220,22 +231,33 @@ impl ElectorConfig {
     pub fn safety_margin(&self) -> Duration {
         self.safety_margin
     }
-    /// How long the elector stays silent after stepping down on its own deadline.
+    /// How long the elector stays silent after stepping down on its own
+    /// deadline, or after hearing no answer at all for a whole validity
+    /// (`lease_ttl - safety_margin`) as a follower.
     ///
-    /// Why this exists: a leader whose requests reach the store but whose
-    /// answers are lost (an asymmetric partition) keeps renewing a lease it
-    /// cannot use. It steps down on its deadline, but if it kept asking, each
-    /// request would renew the lease again at the store and nobody could ever
-    /// take over. So on a deadline step-down the elector releases the lease (in
-    /// case the store can hear it) and then sends nothing for `rejoin_delay`,
-    /// long enough for the lease to lapse and a healthy follower to win it.
+    /// Why this exists: a node whose requests reach the store but whose
+    /// answers are lost (an asymmetric partition) holds a lease it cannot use.
+    /// As a leader it steps down on its deadline; but if it kept asking, each
+    /// request would renew the lease again at the store (same owner, live), and
+    /// nobody could ever take over. The same trap catches a deaf *follower*
+    /// that happened to be granted the lease without hearing it. So the
+    /// elector goes quiet for `rejoin_delay`: long enough (by default
+    /// `lease_ttl + 2 × retry_interval`) for any lease it holds to lapse and
+    /// for a healthy follower, asking every `retry_interval`, to win it.
     ///
-    /// The trade-off: a node that stepped down for a passing reason waits this
+    /// The trade-off: a node that went quiet for a passing reason waits this
     /// long before contending again. With other healthy nodes that costs
     /// nothing (they take over); a single-node deployment is leaderless for up
-    /// to `rejoin_delay` more. Zero restores the eager behaviour and its trap.
+    /// to `rejoin_delay` longer. Zero restores the eager behaviour and its trap.
     pub fn rejoin_delay(&self) -> Duration {
         self.rejoin_delay
+    }
+    /// Whether a deadline step-down also releases the lease. Releasing lets a
+    /// successor take over at once instead of after the lease lapses, when the
+    /// store can still hear the old leader (the asymmetric case). It is always
+    /// safe: the store frees the lease only for this owner with this token.
+    pub fn release_on_deadline(&self) -> bool {
+        self.release_on_deadline
     }
     /// The jitter, if any.
     pub fn jitter(&self) -> Option<Jitter> {
@@ -263,7 +285,8 @@ mod tests {
         assert_eq!(c.renew_interval(), Duration::from_secs(10));
         assert_eq!(c.retry_interval(), Duration::from_secs(2));
         assert_eq!(c.safety_margin(), Duration::from_secs(3));
-        assert_eq!(c.rejoin_delay(), Duration::from_secs(30));
+        assert_eq!(c.rejoin_delay(), Duration::from_secs(34));
+        assert!(c.release_on_deadline());
         assert_eq!(c.validity(), Duration::from_secs(27));
         assert_eq!(c.jitter(), None);
     }

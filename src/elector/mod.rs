@@ -35,8 +35,14 @@
 //!   ([`ElectorOutput::StopWork`] with the old token) before the new one starts:
 //!   there is never a moment with two live terms.
 //! * After losing leadership the elector keeps contending. After stepping down
-//!   on its own deadline it first releases the lease and stays quiet for
-//!   [`rejoin_delay`](ElectorConfig::rejoin_delay).
+//!   on its own deadline it first releases the lease (unless
+//!   [`release_on_deadline`](ElectorConfig::release_on_deadline) is off) and
+//!   stays quiet for [`rejoin_delay`](ElectorConfig::rejoin_delay). A follower
+//!   that hears no answer at all for `lease_ttl - safety_margin` goes quiet for
+//!   as long: it may hold a lease it was never told about.
+//! * An elector never leads on a token it has released: a release can be
+//!   overtaken by a later request, and the store would then renew a lease the
+//!   release is about to free. Such an answer re-sends the release instead.
 //! * [`stop`](Elector::stop) ends the work, then releases the lease.
 
 mod config;
@@ -195,6 +201,10 @@ pub enum ResponseDisposition {
     /// It granted or renewed the lease, but arrived after the validity it
     /// would have given had already passed: not acted on.
     TooLate,
+    /// It granted or renewed a term this elector had already released (the
+    /// release was overtaken by the request): not acted on; the release is
+    /// sent again.
+    AlreadyReleased,
 }
 
 /// One contender for one role. See the [module documentation](self).
@@ -206,6 +216,10 @@ pub struct Elector {
     /// When the next request is due (local clock); `None` while idle.
     next_request_at: Option<Instant>,
     last_request_id: u64,
+    /// Send time of the first request since the last answer, if unanswered.
+    unanswered_since: Option<Instant>,
+    /// The token of the last term this elector released.
+    released: Option<FencingToken>,
     observed: Option<ObservedLeader>,
     outputs: VecDeque<ElectorOutput>,
     latest_now: Instant,
@@ -226,6 +240,8 @@ impl Elector {
             in_flight: None,
             next_request_at: None,
             last_request_id: 0,
+            unanswered_since: None,
+            released: None,
             observed: None,
             outputs: VecDeque::with_capacity(4),
             latest_now: Instant::ZERO,
@@ -317,10 +333,14 @@ impl Elector {
             }
             _ => None,
         };
-        match (self.next_request_at, deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let deafness = self
+            .unanswered_since
+            .filter(|_| self.phase == Phase::Follower && !self.config.rejoin_delay().is_zero())
+            .map(|since| since + self.config.validity());
+        [self.next_request_at, deadline, deafness]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Begins contending: the first request goes out at once. No-op unless idle.
@@ -340,11 +360,13 @@ impl Elector {
         let _ = self.observe(now);
         if let Phase::Leader { token, .. } = self.phase {
             self.end_term(token, StepDownReason::Stopped);
-            self.outputs.push_back(ElectorOutput::Release { token });
+            self.release(token);
         }
         self.phase = Phase::Idle;
         self.in_flight = None;
         self.next_request_at = None;
+        self.unanswered_since = None;
+        self.observe_leader(None);
     }
 
     /// Advances the elector to `now`: steps down on the local deadline, and
@@ -355,6 +377,7 @@ impl Elector {
             return;
         }
         self.check_deadline(now);
+        self.check_deafness(now);
         self.send_due_request(now);
     }
 
@@ -378,6 +401,7 @@ impl Elector {
             return ResponseDisposition::Stale;
         };
         self.in_flight = None;
+        self.unanswered_since = None;
         let disposition = match result {
             LeaseResult::Granted { token, .. } | LeaseResult::Renewed { token, .. } => {
                 self.on_acquired(token, request.sent_at, now)
@@ -415,8 +439,36 @@ impl Elector {
         }
         if self.phase != Phase::Idle {
             self.check_deadline(now);
+            self.check_deafness(now);
             self.send_due_request(now);
         }
+    }
+
+    fn release(&mut self, token: FencingToken) {
+        self.released = Some(token);
+        self.outputs.push_back(ElectorOutput::Release { token });
+    }
+
+    /// A follower that has heard nothing for a whole validity may hold a lease
+    /// it was never told about (its answers are lost); it goes quiet so that
+    /// lease lapses. See [`ElectorConfig::rejoin_delay`].
+    fn check_deafness(&mut self, now: Instant) {
+        let Some(since) = self.unanswered_since else {
+            return;
+        };
+        if self.phase != Phase::Follower
+            || self.config.rejoin_delay().is_zero()
+            || now < since + self.config.validity()
+        {
+            return;
+        }
+        self.go_quiet(now);
+    }
+
+    fn go_quiet(&mut self, now: Instant) {
+        self.in_flight = None;
+        self.unanswered_since = None;
+        self.next_request_at = Some(now + self.config.rejoin_delay());
     }
 
     #[inline]
@@ -450,12 +502,13 @@ impl Elector {
             return;
         }
         self.end_term(token, StepDownReason::LocalDeadline);
-        self.outputs.push_back(ElectorOutput::Release { token });
+        if self.config.release_on_deadline() {
+            self.release(token);
+        }
         self.phase = Phase::Follower;
         // Whatever is in flight was sent under the old term; its answer would
         // anchor a new term on a request sent before we knew we had lost.
-        self.in_flight = None;
-        self.next_request_at = Some(now + self.config.rejoin_delay());
+        self.go_quiet(now);
         self.observe_leader(None);
     }
 
@@ -470,6 +523,9 @@ impl Elector {
         self.last_request_id += 1;
         let id = RequestId(self.last_request_id);
         self.in_flight = Some(InFlight { id, sent_at: now });
+        if self.unanswered_since.is_none() {
+            self.unanswered_since = Some(now);
+        }
         let retry = self.jittered(self.config.retry_interval());
         self.next_request_at = Some(now + retry);
         self.outputs.push_back(ElectorOutput::SendLeaseRequest {
@@ -490,6 +546,13 @@ impl Elector {
             // it would mean leading past the deadline; the next request (due
             // now, since it took longer than retry_interval) gets a fresh one.
             return ResponseDisposition::TooLate;
+        }
+        if self.released == Some(token) {
+            // Our release of this very term is still on its way (or was
+            // lost): leading on it could outlive the release. Release again;
+            // the next grant will carry a fresh token.
+            self.outputs.push_back(ElectorOutput::Release { token });
+            return ResponseDisposition::AlreadyReleased;
         }
         if let Phase::Leader { token: held, .. } = self.phase {
             if held != token {

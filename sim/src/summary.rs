@@ -1,0 +1,159 @@
+//! The human summary of a run: what a person reads in ten seconds.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::report::Report;
+use crate::scenario::Scenario;
+
+/// How many terms and failovers the summary lists before eliding the rest.
+const MAX_ROWS: usize = 12;
+
+fn secs_ms(ms: u64) -> String {
+    format!("{}.{:03}s", ms / 1000, ms % 1000)
+}
+
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// Renders the summary of `report` for `scenario`; `replay` is the command
+/// that reproduces this exact run.
+pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", report.scenario);
+    if let Some(description) = &scenario.description {
+        if let Some(first) = description.lines().map(str::trim).find(|l| !l.is_empty()) {
+            let _ = writeln!(s, "  {first}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "  seed {} · {} virtual · {} nodes · {} events · trace {} · fencing {}",
+        report.seed,
+        human(Duration::from_millis(report.virtual_ms)),
+        scenario.nodes.len(),
+        report.events,
+        report.trace_hash,
+        if report.fencing { "on" } else { "OFF" }
+    );
+    let e = &scenario.election;
+    let _ = writeln!(
+        s,
+        "  lease_ttl {} (margin {}), renew every {}, retry every {}",
+        human(e.lease_ttl),
+        human(e.effective_safety_margin()),
+        human(e.renew_interval),
+        human(e.retry_interval)
+    );
+    if let Some(bug) = &report.planted_bug {
+        let _ = writeln!(s, "  PLANTED BUG: {bug}");
+    }
+
+    let _ = writeln!(s);
+    if report.terms.is_empty() {
+        let _ = writeln!(s, "Leadership: nobody led");
+    } else {
+        let _ = writeln!(
+            s,
+            "Leadership ({} terms, {} leader changes)",
+            report.terms.len(),
+            report.leader_changes
+        );
+        for term in report.terms.iter().take(MAX_ROWS) {
+            let end = if term.end_reason == "run-ended" {
+                "end of run".to_string()
+            } else {
+                format!("{} ({})", secs_ms(term.end_ms), term.end_reason)
+            };
+            let _ = writeln!(
+                s,
+                "  {:<12} token {:<4} {:>10} → {}",
+                term.owner,
+                term.token,
+                secs_ms(term.start_ms),
+                end
+            );
+        }
+        if report.terms.len() > MAX_ROWS {
+            let _ = writeln!(
+                s,
+                "  … {} more terms (see --json)",
+                report.terms.len() - MAX_ROWS
+            );
+        }
+    }
+    if !report.failovers.is_empty() {
+        let _ = writeln!(
+            s,
+            "Failovers (last write of the old term → first write of the new)"
+        );
+        for f in report.failovers.iter().take(MAX_ROWS) {
+            let _ = writeln!(
+                s,
+                "  {} → {}  gap {}  (token {} → {}, at {})",
+                f.from,
+                f.to,
+                secs_ms(f.gap_ms),
+                f.from_token,
+                f.to_token,
+                secs_ms(f.at_ms)
+            );
+        }
+        if report.failovers.len() > MAX_ROWS {
+            let _ = writeln!(
+                s,
+                "  … {} more failovers",
+                report.failovers.len() - MAX_ROWS
+            );
+        }
+    }
+    let w = &report.writes;
+    let _ = writeln!(
+        s,
+        "Writes: {} accepted, {} rejected as stale, {} rejected (token of another writer), {} cancelled",
+        w.accepted, w.rejected_stale, w.rejected_wrong_writer, w.cancelled
+    );
+    let _ = writeln!(
+        s,
+        "Belief overlap: {} · leaderless: {} · spurious failovers: {} · membership flaps: {}",
+        secs_ms(report.overlap_ms),
+        secs_ms(report.leaderless_ms),
+        report.spurious_failovers,
+        report.membership.flaps
+    );
+
+    if report.violations_total == 0 {
+        let _ = writeln!(s, "Violations: none");
+    } else {
+        let _ = writeln!(s, "Violations: {}", report.violations_total);
+        for v in report.violations.iter().take(MAX_ROWS) {
+            let _ = writeln!(
+                s,
+                "  at {} [{}] {}",
+                secs_ms(v.at_ms),
+                v.invariant,
+                v.detail
+            );
+        }
+        if report.violations_total as usize > MAX_ROWS {
+            let _ = writeln!(
+                s,
+                "  … {} more (see --json)",
+                report.violations_total as usize - MAX_ROWS.min(report.violations.len())
+            );
+        }
+    }
+    if report.expect.met {
+        let _ = writeln!(s, "Expectations: met");
+    } else {
+        let _ = writeln!(s, "Expectations: NOT met");
+        for u in &report.expect.unmet {
+            let _ = writeln!(s, "  {u}");
+        }
+    }
+    let _ = writeln!(s, "{}", if report.expect.met { "PASS" } else { "FAIL" });
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Replay: {replay}");
+    s
+}
