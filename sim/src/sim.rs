@@ -372,9 +372,11 @@ pub struct RunOptions {
 /// use std::time::Duration;
 /// use fenced_sim::{FaultSpec, RunOptions, Scenario, Simulation};
 ///
-/// let scenario = Scenario::new("pause-demo", Duration::from_secs(120))
-///     .with_nodes(["node-a", "node-b"])
-///     .with_fault(FaultSpec::Pause {
+/// let mut scenario = Scenario::new("pause-demo", Duration::from_secs(120))
+///     .with_nodes(["node-a", "node-b"]);
+/// // node-a asks first and leads; then it stalls for 40 s inside a unit of work.
+/// scenario.nodes[1].start_at = Duration::from_secs(1);
+/// let scenario = scenario.with_fault(FaultSpec::Pause {
 ///         host: "node-a".into(),
 ///         at: Duration::from_millis(12_020),
 ///         duration: Duration::from_secs(40),
@@ -383,7 +385,8 @@ pub struct RunOptions {
 /// sim.run_to_end();
 /// let report = sim.report();
 /// assert!(report.violations.is_empty());
-/// assert!(report.leader_changes >= 1);
+/// assert_eq!(report.leader_changes, 1);
+/// assert_eq!(report.writes.rejected_stale, 1); // the paused leader's late write
 /// # Ok::<(), fenced_sim::ScenarioError>(())
 /// ```
 #[derive(Debug)]
