@@ -135,12 +135,9 @@ impl Checker {
         }
     }
 
-    /// The process the checker believes holds the lease, if any.
-    pub(crate) fn lease_holder_pid(&self, now: u64) -> Option<u32> {
-        self.lease
-            .as_ref()
-            .filter(|l| now < l.expires_at)
-            .map(|l| l.pid)
+    /// The process that last held the lease (live, expired, not released).
+    pub(crate) fn last_holder_pid(&self) -> Option<u32> {
+        self.lease.as_ref().map(|l| l.pid)
     }
 
     /// The highest token the downstream accepted, and when its last write was.

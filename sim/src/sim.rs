@@ -878,7 +878,7 @@ impl Simulation {
                 match answer {
                     Ok(result) => {
                         if matches!(result, LeaseResult::Granted { .. }) {
-                            if let Some(prev) = self.checker.lease_holder_pid(self.now) {
+                            if let Some(prev) = self.checker.last_holder_pid() {
                                 let p = &self.hosts.procs[prev as usize];
                                 if prev != pid && p.alive && p.pause_depth > 0 {
                                     self.checker.coverage.takeover_during_pause += 1;
