@@ -74,13 +74,24 @@ fn validate(kind: &'static str, s: &str) -> Result<(), IdError> {
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident, $kind:literal) => {
         $(#[$doc])*
-        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Clone, PartialOrd, Ord, Hash)]
         #[cfg_attr(
             feature = "serde",
             derive(serde::Serialize, serde::Deserialize),
             serde(try_from = "String", into = "String")
         )]
         pub struct $name(Arc<str>);
+
+        impl PartialEq for $name {
+            /// Equal text. Clones of one identity share their allocation, so
+            /// the common case is a pointer comparison.
+            #[inline]
+            fn eq(&self, other: &Self) -> bool {
+                Arc::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
+            }
+        }
+
+        impl Eq for $name {}
 
         impl $name {
             /// Validates `name` and wraps it.

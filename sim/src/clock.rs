@@ -47,6 +47,11 @@ impl HostClock {
     /// The host's reading at true time `t`.
     #[inline]
     pub(crate) fn local(self, t: u64) -> Instant {
+        if self.drift_ppb == 0 {
+            // The common case, without 128-bit division.
+            let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
+            return Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX));
+        }
         let t = i128::from(t);
         let local = t
             + t * i128::from(self.drift_ppb) / BILLION
@@ -63,6 +68,9 @@ impl HostClock {
             return not_before;
         }
         let target = i128::from(local.as_nanos()) - i128::from(self.offset_nanos) - EPOCH_NANOS;
+        if self.drift_ppb == 0 {
+            return u64::try_from(target.max(i128::from(not_before))).unwrap_or(u64::MAX);
+        }
         let rate = BILLION + i128::from(self.drift_ppb);
         // ceil(target * 1e9 / rate), then correct for the rounding of `local`.
         let mut t = (target * BILLION + rate - 1).div_euclid(rate);
