@@ -1008,7 +1008,12 @@ impl Simulation {
             .registry
             .next_timeout()
             .map(|t| t.as_nanos());
-        if next != self.store.state.registry_timer_at {
+        // Arm only when nothing earlier is armed: a timer that fires before
+        // the (since refreshed) earliest expiry just re-arms. Re-arming on
+        // every heartbeat instead would leave one stale timer per heartbeat
+        // in the queue — thousands in a large fleet.
+        let armed = self.store.state.registry_timer_at;
+        if next.is_some() && (armed.is_none() || next < armed) {
             if let Some(at) = next {
                 self.store.state.registry_generation += 1;
                 self.store.state.registry_timer_at = Some(at);

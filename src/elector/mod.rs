@@ -61,6 +61,15 @@ use crate::lease::LeaseResult;
 use crate::planted::PlantedBug;
 use crate::time::Instant;
 
+/// The earlier of two optional instants.
+#[inline]
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Identifies one lease request of one elector, so its response can be matched.
 /// Ids increase by one per request and are never reused by an elector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -335,14 +344,15 @@ impl Elector {
             }
             _ => None,
         };
-        let deafness = self
-            .unanswered_since
-            .filter(|_| self.phase == Phase::Follower && !self.config.rejoin_delay().is_zero())
-            .map(|since| since + self.config.validity());
-        [self.next_request_at, deadline, deafness]
-            .into_iter()
-            .flatten()
-            .min()
+        let deafness = match self.unanswered_since {
+            Some(since)
+                if self.phase == Phase::Follower && !self.config.rejoin_delay().is_zero() =>
+            {
+                Some(since + self.config.validity())
+            }
+            _ => None,
+        };
+        earliest(earliest(self.next_request_at, deadline), deafness)
     }
 
     /// Begins contending: the first request goes out at once. No-op unless idle.
