@@ -74,7 +74,7 @@ fn validate(kind: &'static str, s: &str) -> Result<(), IdError> {
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident, $kind:literal) => {
         $(#[$doc])*
-        #[derive(Clone, PartialOrd, Ord, Hash)]
+        #[derive(Clone, PartialOrd, Ord)]
         #[cfg_attr(
             feature = "serde",
             derive(serde::Serialize, serde::Deserialize),
@@ -92,6 +92,12 @@ macro_rules! string_id {
         }
 
         impl Eq for $name {}
+
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.0.hash(state);
+            }
+        }
 
         impl $name {
             /// Validates `name` and wraps it.
