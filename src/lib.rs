@@ -16,6 +16,11 @@
 //! `next_timeout()`. The same code therefore runs under the deterministic
 //! simulator (`fenced-sim`), in a real runtime, and in your tests.
 //!
+//! With the cargo feature **`tokio`** (off by default), the module `tokio`
+//! drives these machines on a tokio runtime: a leader elector that runs your
+//! work while leading, lease and registry backends, a heartbeat task and an
+//! in-process fenced store. Without it the crate pulls in no runtime.
+//!
 //! ## Driving an elector
 //!
 //! 1. Build a validated [`ElectorConfig`] and an [`Elector`] from it.
@@ -87,6 +92,8 @@ pub mod planted;
 mod planted;
 pub mod registry;
 mod time;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use elector::{
     ConfigError, Elector, ElectorConfig, ElectorOutput, ElectorTimings, Jitter, ObservedLeader,

@@ -1,0 +1,105 @@
+//! An in-process handle on a [`FencedStore`], shared by the work of every
+//! elector of the process.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use super::{lock, Clock, SharedStateError};
+use crate::fenced_store::{FencedStore, Fencing, WriteOutcome};
+use crate::id::{FencingToken, OwnerId, ResourceId};
+
+const FENCED_STORE: &str = "fenced store";
+
+/// A [`FencedStore`] behind `Arc<Mutex<..>>`: the downstream that the leaders'
+/// work writes to, stamping each write with its fencing token.
+///
+/// Cloning is cheap and shares the store. Each call holds the lock for one
+/// synchronous state-machine call, so it is fine to call from async code.
+/// Writes are stamped with the [`Clock`]'s now.
+pub struct SharedFencedStore<V> {
+    store: Arc<Mutex<FencedStore<V>>>,
+    clock: Clock,
+}
+
+impl<V> Clone for SharedFencedStore<V> {
+    fn clone(&self) -> Self {
+        SharedFencedStore {
+            store: Arc::clone(&self.store),
+            clock: self.clock,
+        }
+    }
+}
+
+impl<V> fmt::Debug for SharedFencedStore<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedFencedStore")
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V> SharedFencedStore<V> {
+    /// An empty store; [`Fencing::Disabled`] accepts every write (to show
+    /// split-brain, never for real use).
+    pub fn new(fencing: Fencing, clock: Clock) -> Self {
+        SharedFencedStore {
+            store: Arc::new(Mutex::new(FencedStore::new(fencing))),
+            clock,
+        }
+    }
+
+    /// Writes `payload` to `resource` for `writer` holding `token`, with the
+    /// contract of [`FencedStore::write`]: rejected when `token` is below the
+    /// highest accepted one, or was first used by another writer. A rejection
+    /// is an outcome, not an error: it is the fence doing its job.
+    ///
+    /// # Errors
+    /// [`SharedStateError::Poisoned`] if a thread panicked inside the store.
+    pub fn write(
+        &self,
+        resource: &ResourceId,
+        token: FencingToken,
+        writer: &OwnerId,
+        payload: V,
+    ) -> Result<WriteOutcome, SharedStateError> {
+        let now = self.clock.now();
+        let outcome = lock(&self.store, FENCED_STORE)?.write(resource, token, writer, payload, now);
+        if let WriteOutcome::RejectedStale { stale, highest } = &outcome {
+            tracing::warn!(%resource, %writer, stale = stale.get(), highest = highest.get(),
+                "write rejected: stale fencing token");
+        } else if let WriteOutcome::RejectedWrongWriter { token, bound_to } = &outcome {
+            tracing::error!(%resource, %writer, token = token.get(), %bound_to,
+                "write rejected: token bound to another writer (the lease layer is broken)");
+        }
+        Ok(outcome)
+    }
+
+    /// The highest token accepted for `resource`.
+    ///
+    /// # Errors
+    /// [`SharedStateError::Poisoned`] if a thread panicked inside the store.
+    pub fn highest_token(
+        &self,
+        resource: &ResourceId,
+    ) -> Result<Option<FencingToken>, SharedStateError> {
+        Ok(lock(&self.store, FENCED_STORE)?.highest_token(resource))
+    }
+
+    /// How many writes `resource` has accepted.
+    ///
+    /// # Errors
+    /// [`SharedStateError::Poisoned`] if a thread panicked inside the store.
+    pub fn accepted_count(&self, resource: &ResourceId) -> Result<u64, SharedStateError> {
+        Ok(lock(&self.store, FENCED_STORE)?.accepted_count(resource))
+    }
+}
+
+impl<V: Clone> SharedFencedStore<V> {
+    /// A copy of the last accepted value of `resource`.
+    ///
+    /// # Errors
+    /// [`SharedStateError::Poisoned`] if a thread panicked inside the store.
+    pub fn value(&self, resource: &ResourceId) -> Result<Option<V>, SharedStateError> {
+        Ok(lock(&self.store, FENCED_STORE)?.value(resource).cloned())
+    }
+}
