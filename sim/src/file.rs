@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::scenario::{
@@ -112,9 +113,37 @@ pub fn parse(text: &str, origin: &Path) -> Result<Scenario, LoadError> {
                 .to_string(),
         ));
     }
+    // Parse the syntax first: its spanned tree names the key behind a later
+    // deserialisation error (`election.lease_tll`, `fault[1].kind`).
+    let (doc, syntax_errors) = DeTable::parse_recoverable(text);
+    if let Some(e) = syntax_errors.first() {
+        let mut message = e.message().trim().to_string();
+        if let Some(span) = e.span().filter(|s| !s.is_empty()) {
+            if message == "duplicate key" {
+                message = format!(
+                    "duplicate key `{}`; a key may appear only once in a table",
+                    text.get(span).unwrap_or("?").trim()
+                );
+            }
+        }
+        return Err(fail(None, e.span(), format!("not valid TOML: {message}")));
+    }
+    if doc.get_ref().is_empty() {
+        return Err(fail(
+            None,
+            None,
+            "the file has nothing but comments; a scenario needs at least `name`, `duration` \
+             and one [[node]]"
+                .to_string(),
+        ));
+    }
     let raw: RawScenario = toml::from_str(text).map_err(|err| {
-        let message = err.message().trim().to_string();
-        fail(None, err.span(), explain_toml_error(&message))
+        let path = err
+            .span()
+            .and_then(|span| path_covering(doc.get_ref(), &span));
+        let (key, message) = explain_toml_error(err.message().trim(), path);
+        // An empty span (a missing top-level key) points at no place.
+        fail(key, err.span().filter(|s| !s.is_empty()), message)
     })?;
     let mut spans = Spans::default();
     let scenario = convert(raw, &mut spans).map_err(|e| fail(Some(e.key), e.span, e.message))?;
@@ -125,12 +154,130 @@ pub fn parse(text: &str, origin: &Path) -> Result<Scenario, LoadError> {
     Ok(scenario)
 }
 
-fn explain_toml_error(message: &str) -> String {
-    if message.starts_with("missing field") {
-        let field = message.split('`').nth(1).unwrap_or("").to_string();
-        return format!("{message}: every scenario needs `{field}`");
+/// Turns a serde/TOML error into the key at fault and a message that says
+/// what is wrong and what is allowed; `path` is the key or table the error's
+/// span points at.
+fn explain_toml_error(message: &str, path: Option<String>) -> (Option<String>, String) {
+    if let Some(rest) = message.strip_prefix("missing field ") {
+        let field = rest.trim_matches('`');
+        let needs = match path.as_deref() {
+            None => format!("every scenario needs `{field}`"),
+            Some(p) if p.starts_with("node[") => format!("every [[node]] needs `{field}`"),
+            Some(p) if p.starts_with("fault[") && field == "kind" => {
+                format!("every [[fault]] needs `kind`, one of: {FAULT_KINDS}")
+            }
+            Some(p) if p.starts_with("fault[") => format!("every [[fault]] needs `{field}`"),
+            Some(p) => format!("`{p}` needs `{field}`"),
+        };
+        let key = match path {
+            Some(p) => format!("{p}.{field}"),
+            None => field.to_string(),
+        };
+        return (Some(key), format!("missing key `{field}`: {needs}"));
     }
-    message.to_string()
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        return match rest.split_once(", expected ") {
+            Some((field, allowed)) => (
+                path,
+                format!(
+                    "unknown key {field}; the keys allowed here are {}",
+                    allowed.trim_start_matches("one of ")
+                ),
+            ),
+            None => (path, format!("unknown key {rest}")),
+        };
+    }
+    if let Some(rest) = message.strip_prefix("invalid type: ") {
+        if let Some((found, expected)) = rest.split_once(", expected ") {
+            let expected = match expected {
+                "i64" | "u64" => "an integer",
+                "f64" => "a number",
+                "a sequence" => "an array",
+                "a boolean" => "a boolean (true or false)",
+                other => other,
+            };
+            let found = match found {
+                "map" => "a table",
+                "sequence" => "an array",
+                other => other,
+            };
+            let mut message = format!("expected {expected}, found {found}");
+            if path.as_deref().is_some_and(is_duration_key) {
+                message = format!("{message}; {DURATION_HELP}");
+            }
+            return (path, message);
+        }
+    }
+    if message.contains("untagged enum RawSpan") {
+        return (
+            path,
+            "expected one duration or a [min, max] range, such as \"30s\" or [\"1ms\", \"5ms\"]"
+                .to_string(),
+        );
+    }
+    (path, message.to_string())
+}
+
+/// Whether the key at `path` takes a duration (its value is a string).
+fn is_duration_key(path: &str) -> bool {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    matches!(
+        last,
+        "duration"
+            | "lease_ttl"
+            | "renew_interval"
+            | "retry_interval"
+            | "safety_margin"
+            | "rejoin_delay"
+            | "heartbeat_interval"
+            | "liveness_ttl"
+            | "write_interval"
+            | "work_duration"
+            | "clock_offset"
+            | "start_at"
+            | "at"
+            | "every"
+            | "restart_after"
+            | "max_failover"
+            | "max_overlap"
+            | "min_overlap"
+    )
+}
+
+/// The path (`election.lease_ttl`, `fault[1]`, `network.latency`) of the
+/// deepest key or value of `table` whose span covers `target`. A table
+/// opened by a header spans only its header, so every table is searched.
+fn path_covering(table: &DeTable<'_>, target: &Range<usize>) -> Option<String> {
+    fn covers(span: &Range<usize>, target: &Range<usize>) -> bool {
+        span.start <= target.start && target.end <= span.end
+    }
+    fn in_table(table: &DeTable<'_>, prefix: &str, target: &Range<usize>) -> Option<String> {
+        table.iter().find_map(|(key, value)| {
+            let path = if prefix.is_empty() {
+                key.get_ref().to_string()
+            } else {
+                format!("{prefix}.{}", key.get_ref())
+            };
+            in_value(value.get_ref(), &path, target).or_else(|| {
+                (covers(&key.span(), target) || covers(&value.span(), target)).then_some(path)
+            })
+        })
+    }
+    fn in_value(value: &DeValue<'_>, path: &str, target: &Range<usize>) -> Option<String> {
+        match value {
+            DeValue::Table(table) => in_table(table, path, target),
+            DeValue::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+                let path = format!("{path}[{i}]");
+                in_value(item.get_ref(), &path, target)
+                    .or_else(|| covers(&item.span(), target).then_some(path))
+            }),
+            _ => None,
+        }
+    }
+    if target.is_empty() {
+        return None;
+    }
+    in_table(table, "", target)
 }
 
 /// 1-based line and column (in characters) of byte offset `at`.
@@ -270,7 +417,7 @@ fn duration_range(
                     key,
                     span,
                     format!(
-                        "the range is inverted: minimum {} is above maximum {}",
+                        "the range is inverted: minimum {} is above maximum {}; write [min, max]",
                         humantime::format_duration(low),
                         humantime::format_duration(high)
                     ),

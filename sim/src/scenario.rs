@@ -576,7 +576,7 @@ impl Scenario {
             return Err(ScenarioError::new(
                 "network.latency",
                 format!(
-                    "the range is inverted: minimum {} is above maximum {}",
+                    "the range is inverted: minimum {} is above maximum {}; write [min, max]",
                     human(n.latency.0),
                     human(n.latency.1)
                 ),
@@ -630,7 +630,11 @@ impl Scenario {
             if !hosts.insert(&node.id) {
                 return Err(ScenarioError::new(
                     format!("{key}.id"),
-                    format!("duplicate node id `{}`", node.id),
+                    format!(
+                        "duplicate node id `{}` (also node[{}]); node ids must be unique",
+                        node.id,
+                        self.nodes.iter().position(|n| n.id == node.id).unwrap_or(i)
+                    ),
                 ));
             }
             if node.clock_offset.0.unsigned_abs() > MAX_CLOCK_OFFSET_NANOS.unsigned_abs() {
@@ -840,7 +844,7 @@ impl Scenario {
                         return Err(ScenarioError::new(
                             format!("{key}.duration"),
                             format!(
-                                "the range is inverted: minimum {} is above maximum {}",
+                                "the range is inverted: minimum {} is above maximum {}; write [min, max]",
                                 human(duration.low),
                                 human(duration.high)
                             ),

@@ -13,6 +13,11 @@ fn secs_ms(ms: u64) -> String {
     format!("{}.{:03}s", ms / 1000, ms % 1000)
 }
 
+/// `1 term`, `2 terms`.
+fn count(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
@@ -29,10 +34,10 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "  seed {} · {} virtual · {} nodes · {} events · trace {} · fencing {}",
+        "  seed {} · {} virtual · {} · {} events · trace {} · fencing {}",
         report.seed,
         human(Duration::from_millis(report.virtual_ms)),
-        scenario.nodes.len(),
+        count(scenario.nodes.len() as u64, "node"),
         report.events,
         report.trace_hash,
         if report.fencing { "on" } else { "OFF" }
@@ -56,9 +61,9 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
     } else {
         let _ = writeln!(
             s,
-            "Leadership ({} terms, {} leader changes)",
-            report.terms.len(),
-            report.leader_changes
+            "Leadership ({}, {})",
+            count(report.terms.len() as u64, "term"),
+            count(report.leader_changes, "leader change")
         );
         for term in report.terms.iter().take(MAX_ROWS) {
             let end = if term.end_reason == "run-ended" {

@@ -1,0 +1,174 @@
+//! Helpers shared by the command-line, bad-input and scenario-library tests.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use fenced_sim::{summary, RunOptions, Scenario, Simulation};
+
+/// The smallest valid scenario; tests append sections to it.
+pub const MINIMAL: &str = "name = \"minimal\"\nduration = \"1m\"\n\n[[node]]\nid = \"node-a\"\n";
+
+/// The workspace root: `scenarios/` lives here, and the binary runs here so
+/// that its replay lines read `fenced-sim run scenarios/…`.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("sim/ has a parent")
+        .to_path_buf()
+}
+
+/// Every shipped scenario file, sorted, as paths relative to the workspace
+/// root (`scenarios/steady-state.toml`).
+pub fn scenario_files() -> Vec<PathBuf> {
+    let root = workspace_root();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
+        .expect("scenarios/ is readable")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| p.strip_prefix(&root).expect("under the root").to_path_buf())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenarios shipped");
+    files
+}
+
+/// The shipped scenario `name` (without `.toml`), relative to the root.
+pub fn shipped(name: &str) -> String {
+    format!("scenarios/{name}.toml")
+}
+
+/// The text of the shipped scenario `name`.
+pub fn shipped_text(name: &str) -> String {
+    std::fs::read_to_string(workspace_root().join(shipped(name))).expect("a shipped scenario")
+}
+
+/// `fenced-sim` with `args`, run from the workspace root.
+pub fn fenced_sim<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    assert_cmd::Command::new(env!("CARGO_BIN_EXE_fenced-sim"))
+        .current_dir(workspace_root())
+        .args(args)
+        .output()
+        .expect("fenced-sim runs")
+}
+
+/// Standard output as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// Standard error as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// Asserts the exit code, showing both streams when it is wrong.
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "expected exit code {code}\n--- stdout\n{}\n--- stderr\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
+/// Writes `text` as `dir/file_name` and returns the path.
+pub fn write_file(dir: &Path, file_name: &str, text: &str) -> PathBuf {
+    let path = dir.join(file_name);
+    std::fs::write(&path, text).expect("the temp file is writable");
+    path
+}
+
+/// Writes `text` as `dir/file_name`, runs `fenced-sim run` on it with
+/// `extra` arguments, asserts the exit code and returns stdout.
+pub fn run_text(dir: &Path, file_name: &str, text: &str, extra: &[&str], code: i32) -> String {
+    let path = write_file(dir, file_name, text);
+    let mut args = vec!["run".into(), path.into_os_string()];
+    args.extend(extra.iter().map(Into::into));
+    let out = fenced_sim(&args);
+    assert_exit(&out, code);
+    stdout(&out)
+}
+
+/// `fenced-sim run scenarios/<name>.toml --trace <trace>` with `extra`
+/// arguments.
+pub fn run_traced(name: &str, trace: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["run".into(), shipped(name).into(), "--trace".into()];
+    args.push(trace.as_os_str().to_os_string());
+    args.extend(extra.iter().map(Into::into));
+    fenced_sim(&args)
+}
+
+/// A shipped scenario's text with `from` replaced by `to` (which must occur).
+pub fn edited(name: &str, from: &str, to: &str) -> String {
+    let text = shipped_text(name);
+    assert!(text.contains(from), "{name} has no `{from}`");
+    text.replace(from, to)
+}
+
+/// A trace writer the test can read back: a `Vec<u8>` shared with the
+/// simulation.
+#[derive(Clone, Default)]
+pub struct SharedBuf(pub Arc<Mutex<Vec<u8>>>);
+
+impl SharedBuf {
+    /// Everything written so far, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("not poisoned").clone()).expect("UTF-8 trace")
+    }
+}
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A finished run of a shipped scenario through the library.
+pub struct Run {
+    /// The loaded scenario.
+    pub scenario: Scenario,
+    /// Its report.
+    pub report: fenced_sim::Report,
+    /// The command line that replays it.
+    pub replay: String,
+}
+
+impl Run {
+    /// The human summary, exactly as `fenced-sim run` prints it.
+    pub fn summary(&self) -> String {
+        summary::render(&self.scenario, &self.report, &self.replay)
+    }
+}
+
+/// Loads `path` (relative to the workspace root) and runs it to the end,
+/// optionally capturing the text trace.
+pub fn run_library(path: &Path, trace: Option<&SharedBuf>) -> Run {
+    let scenario = fenced_sim::file::load(&workspace_root().join(path))
+        .unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
+    let mut sim = Simulation::new(&scenario, RunOptions::default())
+        .unwrap_or_else(|e| panic!("{} is refused: {e}", path.display()));
+    if let Some(buf) = trace {
+        sim.set_trace_writer(Box::new(buf.clone()));
+    }
+    sim.run_to_end();
+    sim.finish_trace().expect("an in-memory trace cannot fail");
+    let report = sim.report();
+    let replay = format!("fenced-sim run {} --seed {}", path.display(), report.seed);
+    Run {
+        scenario,
+        report,
+        replay,
+    }
+}
