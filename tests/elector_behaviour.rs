@@ -708,7 +708,7 @@ fn after_losing_leadership_an_elector_keeps_contending_and_leads_again() {
 
 #[test]
 fn stop_ends_the_work_then_releases_the_lease() {
-    // Proves that `stop` on a leader emits StopWork(Stopped) then Release with the term's token, goes idle, and makes answers stale.
+    // Proves that `stop` on a leader emits StopWork(Stopped) then Release with the term's token, goes idle, and never acts on answers still in flight (a late grant is released again).
     let mut h = Harness::new();
     let a = h.add("node-a", ElectorTimings::default(), LATENCY);
     h.start(a);
@@ -740,15 +740,21 @@ fn stop_ends_the_work_then_releases_the_lease() {
     assert_eq!(h.nodes[a].elector.next_timeout(), None);
     assert_eq!(h.store.holder(&h.role, secs(10)), None);
     h.run_until(secs(60));
-    // The in-flight renewal's answer arrived and was ignored; nothing else happened.
+    // The in-flight renewal's answer (a grant the stopped elector will never
+    // use) was not acted on; the elector released it once more, and nothing
+    // else happened.
     assert_eq!(
         h.nodes[a].dispositions.last(),
-        Some(&(ms(10_001), RequestId(2), ResponseDisposition::Stale))
+        Some(&(ms(10_001), RequestId(2), ResponseDisposition::AlreadyReleased))
     );
-    assert_eq!(h.nodes[a].log.len(), 7);
+    assert_eq!(
+        h.nodes[a].outputs_from(ms(10_001)),
+        vec![(ms(10_001), ElectorOutput::Release { token: token(1) })]
+    );
+    assert_eq!(h.nodes[a].log.len(), 8);
     // Stopping an idle elector does nothing.
     h.stop(a);
-    assert_eq!(h.nodes[a].log.len(), 7);
+    assert_eq!(h.nodes[a].log.len(), 8);
 }
 
 #[test]
@@ -973,4 +979,58 @@ fn without_release_on_deadline_a_deadline_step_down_sends_no_release() {
     assert!(outputs
         .iter()
         .any(|o| matches!(o, ElectorOutput::SendLeaseRequest { .. })));
+}
+
+#[test]
+fn a_grant_answering_a_request_in_flight_at_stop_is_released() {
+    // Proves that a follower stopped while its acquire request is in flight releases the lease that request is granted, instead of leaving it unused until the TTL.
+    let mut e = elector("node-a");
+    e.start(secs(0));
+    let id = sent_id(&drain(&mut e));
+    e.stop(ms(1));
+    drain(&mut e);
+    assert_eq!(
+        e.handle_response(id, granted(1, secs(30)), ms(2)),
+        ResponseDisposition::AlreadyReleased
+    );
+    assert_eq!(drain(&mut e), vec![ElectorOutput::Release { token: token(1) }]);
+    assert_eq!(e.token_at(ms(2)), None);
+    // A refusal answering it changes nothing.
+    e.start(secs(1));
+    let id = sent_id(&drain(&mut e));
+    e.stop(secs(1));
+    drain(&mut e);
+    let holder = Lease {
+        owner: owner("node-b"),
+        token: token(2),
+        expires_at: secs(40),
+    };
+    assert_eq!(
+        e.handle_response(id, LeaseResult::Held { holder }, secs(2)),
+        ResponseDisposition::Stale
+    );
+    assert!(drain(&mut e).is_empty());
+}
+
+#[test]
+fn abdicating_ends_the_term_releases_and_stays_quiet() {
+    // Proves that a leader whose work gave up can abdicate: StopWork(Abdicated), Release, then silence for rejoin_delay before contending again.
+    let mut e = leader_at_zero("node-a");
+    e.abdicate(secs(5));
+    assert_eq!(
+        drain(&mut e),
+        vec![
+            ElectorOutput::StopWork {
+                token: token(1),
+                reason: StepDownReason::Abdicated
+            },
+            ElectorOutput::Release { token: token(1) },
+            ElectorOutput::LeaderObserved { leader: None },
+        ]
+    );
+    assert_eq!(e.phase(), Phase::Follower);
+    assert_eq!(e.next_timeout(), Some(secs(5 + 34)));
+    // Abdicating when not leading does nothing.
+    e.abdicate(secs(6));
+    assert!(drain(&mut e).is_empty());
 }

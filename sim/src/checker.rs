@@ -14,6 +14,13 @@
 //!    non-decreasing order, and each token from one writer only.
 //! 4. `split-brain`: an accepted write from an older term after an accepted
 //!    write from a newer one (checked with fencing on or off).
+//! 5. `local-deadline` (checked by the simulator, which knows host clocks): a
+//!    holder starts a unit of work only before its own deadline — the send
+//!    time of its last successful request plus `lease_ttl - safety_margin`, on
+//!    its own clock. This is the elector's half of the protocol; fencing is
+//!    the downstream's.
+//! 6. `liveness` (runs with a liveness phase): after every fault is healed,
+//!    one leader holds and its writes are accepted within the bound.
 //!
 //! Its state is bounded: one lease view, one downstream fence, counters, and
 //! capped lists.
@@ -31,9 +38,7 @@ use crate::report::{
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Who<'a> {
     pub(crate) owner: &'a OwnerId,
-    pub(crate) node: u32,
     pub(crate) node_name: &'a str,
-    pub(crate) incarnation: u32,
     pub(crate) pid: u32,
 }
 
@@ -52,9 +57,7 @@ struct LeaseView {
 struct FenceView {
     token: u64,
     owner: OwnerId,
-    node: u32,
     node_name: String,
-    incarnation: u32,
     first_accept_at: u64,
     last_accept_at: u64,
 }
@@ -173,6 +176,18 @@ impl Checker {
                 )
             })
             .collect()
+    }
+
+    /// Records a violation found by the simulator itself (invariants that
+    /// need a host's clock, like `local-deadline`).
+    pub(crate) fn violation(
+        &mut self,
+        invariant: &str,
+        at: u64,
+        detail: String,
+        events: Vec<String>,
+    ) {
+        self.violate(invariant, at, detail, events);
     }
 
     /// The lease store answered `who`'s request at store time `now`.
@@ -353,6 +368,7 @@ impl Checker {
         token: FencingToken,
         unit: u64,
         outcome: &WriteOutcome,
+        replaced: bool,
     ) {
         let token = token.get();
         match outcome {
@@ -360,11 +376,8 @@ impl Checker {
             WriteOutcome::RejectedStale { .. } => {
                 self.writes.rejected_stale += 1;
                 self.coverage.stale_write_rejected += 1;
-                if self
-                    .fence
-                    .as_ref()
-                    .is_some_and(|f| f.node == who.node && f.incarnation > who.incarnation)
-                {
+                // A zombie: its node already runs a newer incarnation.
+                if replaced {
                     self.coverage.zombie_fenced += 1;
                 }
             }
@@ -385,9 +398,7 @@ impl Checker {
             self.fence = Some(FenceView {
                 token,
                 owner: who.owner.clone(),
-                node: who.node,
                 node_name: who.node_name.to_string(),
-                incarnation: who.incarnation,
                 first_accept_at: now,
                 last_accept_at: now,
             });
@@ -411,9 +422,7 @@ impl Checker {
             *fence = FenceView {
                 token,
                 owner: who.owner.clone(),
-                node: who.node,
                 node_name: who.node_name.to_string(),
-                incarnation: who.incarnation,
                 first_accept_at: now,
                 last_accept_at: now,
             };
@@ -501,6 +510,7 @@ impl Checker {
             StepDownReason::Superseded { .. } => "superseded",
             StepDownReason::NewTerm { .. } => "new-term",
             StepDownReason::Stopped => "stopped",
+            StepDownReason::Abdicated => "abdicated",
         }
     }
 }

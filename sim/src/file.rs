@@ -443,6 +443,7 @@ struct RawScenario {
     description: Option<String>,
     seed: Option<Spanned<i64>>,
     duration: Spanned<String>,
+    heal_at: Option<Spanned<String>>,
     election: Option<RawElection>,
     membership: Option<RawMembership>,
     work: Option<RawWork>,
@@ -586,6 +587,7 @@ fn convert(raw: RawScenario, spans: &mut Spans) -> Result<Scenario, ConvertError
     let duration_value = duration("duration", &raw.duration, spans)?;
     let mut scenario = Scenario::new(raw.name.get_ref().clone(), duration_value);
     scenario.description = raw.description;
+    scenario.heal_at = opt_duration("heal_at", &raw.heal_at, spans)?;
     if let Some(seed) = &raw.seed {
         spans.note("seed", seed);
         scenario.seed = u64::try_from(*seed.get_ref())

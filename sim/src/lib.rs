@@ -25,6 +25,7 @@
 mod checker;
 mod clock;
 mod expect;
+pub mod explore;
 pub mod file;
 mod network;
 mod queue;

@@ -126,6 +126,13 @@ impl Network {
         }
     }
 
+    /// Stops random loss and duplication (the liveness phase: every fault
+    /// healed, the network reliable).
+    pub(crate) fn stop_loss_and_duplication(&mut self) {
+        self.loss = 0.0;
+        self.duplicate = 0.0;
+    }
+
     /// Starts a partition (`Some(group of each endpoint)`) or heals it (`None`).
     pub(crate) fn partition(&mut self, groups: Option<Vec<u16>>) {
         self.groups = groups;

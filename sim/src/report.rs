@@ -162,8 +162,8 @@ pub struct Coverage {
     pub step_down_on_deadline: u64,
     /// Renewal requests of a leader that got no (timely) answer.
     pub renewal_lost: u64,
-    /// Writes from an older incarnation of a node rejected after a newer
-    /// incarnation of it led.
+    /// Stale writes rejected from an older incarnation of a node while a newer
+    /// incarnation of it was running (a zombie, fenced).
     pub zombie_fenced: u64,
     /// Lease requests refused because another owner held the lease.
     pub refused: u64,

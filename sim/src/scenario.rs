@@ -47,6 +47,11 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// What the run must show; unmet expectations fail the run.
     pub expect: Expectations,
+    /// When set, the liveness phase starts here: every fault ends, paused
+    /// hosts resume, crashed nodes restart, recurring faults stop; by the end
+    /// of the run one process must lead with its writes accepted, or the run
+    /// has a `liveness` violation. Exploration sets it; files may too.
+    pub heal_at: Option<Duration>,
 }
 
 /// Elector settings shared by every node.
@@ -454,6 +459,7 @@ impl Scenario {
             nodes: Vec::new(),
             faults: Vec::new(),
             expect: Expectations::default(),
+            heal_at: None,
         }
     }
 
@@ -495,6 +501,18 @@ impl Scenario {
         }
         if self.duration > Duration::from_secs(365 * 24 * 3600) {
             return Err(ScenarioError::new("duration", "must be at most one year"));
+        }
+        if let Some(heal_at) = self.heal_at {
+            if heal_at >= self.duration {
+                return Err(ScenarioError::new(
+                    "heal_at",
+                    format!(
+                        "{} is not inside the run's duration of {}; the liveness phase needs time after it",
+                        human(heal_at),
+                        human(self.duration)
+                    ),
+                ));
+            }
         }
         self.validate_election()?;
         self.validate_membership_and_work()?;

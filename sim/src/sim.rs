@@ -155,6 +155,7 @@ enum Event {
     Restart {
         node: u32,
     },
+    Heal,
 }
 
 /// Who an event is for, for pausing and for dropping events of dead processes.
@@ -189,7 +190,8 @@ impl Event {
             | Event::FaultStart { .. }
             | Event::FaultEnd { .. }
             | Event::Recur { .. }
-            | Event::Restart { .. } => Target::Engine,
+            | Event::Restart { .. }
+            | Event::Heal => Target::Engine,
         }
     }
 }
@@ -219,6 +221,11 @@ struct Process {
     work_generation: u32,
     next_unit: u64,
     believed: Option<FencingToken>,
+    /// The request in flight and its local send time, as the elector sent it.
+    last_sent: Option<(RequestId, fenced::Instant)>,
+    /// The local send time of the request whose grant or renewal the elector
+    /// last acted on: the checker's own copy of the elector's anchor.
+    anchor: Option<fenced::Instant>,
     clock: HostClock,
     /// True time of the last pause start or end, for spurious-failover checks.
     last_paused_at: Option<u64>,
@@ -320,9 +327,7 @@ impl Hosts {
         let p = &self.procs[pid as usize];
         Who {
             owner: &p.owner,
-            node: p.node,
             node_name: self.nodes[p.node as usize].id.as_str(),
-            incarnation: p.incarnation,
             pid,
         }
     }
@@ -405,6 +410,9 @@ pub struct Simulation {
     heartbeat_ns: u64,
     write_interval: Duration,
     work_duration: Duration,
+    /// `lease_ttl - safety_margin`: how long one successful request lets a
+    /// holder act, on its own clock.
+    validity: Duration,
     seeds: SeedDeriver,
     store: Server<StoreState>,
     downstream: Server<FencedStore<u64>>,
@@ -416,6 +424,8 @@ pub struct Simulation {
     checker: Checker,
     tracer: Tracer,
     expect: Expectations,
+    /// Set once the liveness phase has begun (see [`Scenario::heal_at`]).
+    healed: bool,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<PlantedBug>,
 }
@@ -484,6 +494,10 @@ impl Simulation {
             ttl_ns: nanos(scenario.election.lease_ttl),
             heartbeat_ns: nanos(scenario.membership.heartbeat_interval),
             write_interval: scenario.work.write_interval,
+            validity: scenario
+                .election
+                .lease_ttl
+                .saturating_sub(scenario.election.effective_safety_margin()),
             work_duration: scenario.work.work_duration,
             seeds,
             store: Server::new(StoreState {
@@ -504,6 +518,7 @@ impl Simulation {
             checker: Checker::new(scenario.fencing),
             tracer: Tracer::new(),
             expect: scenario.expect.clone(),
+            healed: false,
             #[cfg(feature = "planted-bugs")]
             planted_bug: options.planted_bug,
         };
@@ -518,6 +533,9 @@ impl Simulation {
         }
         for i in 0..scenario.faults.len() {
             sim.schedule_fault(i)?;
+        }
+        if let Some(heal_at) = scenario.heal_at {
+            sim.queue.push(nanos(heal_at), Event::Heal);
         }
         Ok(sim)
     }
@@ -770,12 +788,24 @@ impl Simulation {
             Event::StartNode { node } => {
                 self.spawn_process(node);
             }
-            Event::FaultStart { fault } => self.start_fault(fault as usize),
-            Event::FaultEnd { active } => self.end_fault(active),
-            Event::Recur { generator } => self.recur(generator),
-            Event::Restart { node } => {
-                self.spawn_process(node);
+            Event::FaultStart { fault } => {
+                if !self.healed {
+                    self.start_fault(fault as usize);
+                }
             }
+            Event::FaultEnd { active } => self.end_fault(active),
+            Event::Recur { generator } => {
+                if !self.healed {
+                    self.recur(generator);
+                }
+            }
+            Event::Restart { node } => {
+                // After healing, every node already runs a process.
+                if !(self.healed && self.node_alive(node)) {
+                    self.spawn_process(node);
+                }
+            }
+            Event::Heal => self.heal_all(),
         }
     }
 
@@ -887,12 +917,10 @@ impl Simulation {
                         }
                         let who = Who {
                             owner: &owner,
-                            node: self.hosts.procs[pid as usize].node,
                             node_name: self.hosts.nodes
                                 [self.hosts.procs[pid as usize].node as usize]
                                 .id
                                 .as_str(),
-                            incarnation,
                             pid,
                         };
                         self.checker.on_lease_result(self.now, who, &result);
@@ -1051,12 +1079,16 @@ impl Simulation {
         let node = self.hosts.procs[pid as usize].node;
         let who = Who {
             owner: &owner,
-            node,
             node_name: self.hosts.nodes[node as usize].id.as_str(),
-            incarnation,
             pid,
         };
-        self.checker.on_write(self.now, who, token, unit, &outcome);
+        let replaced = matches!(outcome, fenced::WriteOutcome::RejectedStale { .. })
+            && self.hosts.nodes[node as usize].pids.iter().any(|&p| {
+                let p = &self.hosts.procs[p as usize];
+                p.alive && p.incarnation > incarnation
+            });
+        self.checker
+            .on_write(self.now, who, token, unit, &outcome, replaced);
         let from_host = HostRef {
             code: u64::from(self.hosts.nodes[node as usize].endpoint)
                 | (u64::from(incarnation) << 32),
@@ -1119,6 +1151,8 @@ impl Simulation {
             work_generation: 0,
             next_unit: 1,
             believed: None,
+            last_sent: None,
+            anchor: None,
             clock,
             last_paused_at: None,
         };
@@ -1171,6 +1205,14 @@ impl Simulation {
                     result.clone(),
                     local,
                 );
+                if disposition == ResponseDisposition::Applied && result.acquired_token().is_some()
+                {
+                    let p = &mut self.hosts.procs[pid as usize];
+                    if let Some((sent_id, sent_at)) = p.last_sent.filter(|(sent, _)| *sent == id) {
+                        let _ = sent_id;
+                        p.anchor = Some(sent_at);
+                    }
+                }
                 let code = match disposition {
                     ResponseDisposition::Applied => 0,
                     ResponseDisposition::Stale => 1,
@@ -1215,6 +1257,9 @@ impl Simulation {
             let endpoint = self.hosts.nodes[p.node as usize].endpoint;
             match output {
                 ElectorOutput::SendLeaseRequest { id, ttl } => {
+                    let sent_at = p.clock.local(self.now);
+                    self.hosts.procs[pid as usize].last_sent = Some((id, sent_at));
+                    let p = &self.hosts.procs[pid as usize];
                     let msg = Message::LeaseRequest {
                         pid,
                         incarnation: p.incarnation,
@@ -1325,6 +1370,26 @@ impl Simulation {
         if p.elector.token_at(local) != Some(token) {
             return;
         }
+        // Invariant `local-deadline`: a unit starts only before the holder's
+        // own deadline, measured from the send time of the request that last
+        // succeeded, on its own clock. Checked from the simulator's record of
+        // what was sent and answered, not from the elector's state.
+        let validity = self.validity;
+        if let Some(anchor) = p.anchor {
+            if local >= anchor + validity {
+                let over = local - (anchor + validity);
+                let owner = p.owner.to_string();
+                let detail = format!(
+                    "{owner} started a unit of work with token {token} {} past its local deadline \
+                     (its last successful request was sent {} earlier by its clock)",
+                    secs(nanos(over)),
+                    secs(nanos(local - anchor))
+                );
+                self.checker
+                    .violation("local-deadline", self.now, detail, Vec::new());
+            }
+        }
+        let p = &mut self.hosts.procs[pid as usize];
         let unit = p.next_unit;
         p.next_unit += 1;
         let (incarnation, generation) = (p.incarnation, p.work_generation);
@@ -1526,6 +1591,40 @@ impl Simulation {
                 }
             }
             FaultSpec::Recurring { .. } => {}
+        }
+    }
+
+    fn node_alive(&self, node: u32) -> bool {
+        self.hosts.nodes[node as usize]
+            .pids
+            .iter()
+            .any(|&pid| self.hosts.procs[pid as usize].alive)
+    }
+
+    /// Begins the liveness phase: ends every active fault (paused hosts
+    /// resume and handle what queued), stops random loss and duplication,
+    /// restarts every node that has no live process, and stops scheduled and
+    /// recurring faults from starting. Clock offsets and drifts stay: they are
+    /// properties of the hosts, not faults.
+    /// Idempotent.
+    pub fn heal_all(&mut self) {
+        if self.healed {
+            return;
+        }
+        self.healed = true;
+        self.tracer.record(
+            self.now,
+            self.hosts.endpoint_host(STORE_ENDPOINT),
+            Record::Healed,
+        );
+        for slot in 0..self.active.len() as u32 {
+            self.end_fault(slot);
+        }
+        self.net.stop_loss_and_duplication();
+        for node in 0..self.hosts.nodes.len() as u32 {
+            if !self.node_alive(node) {
+                self.spawn_process(node);
+            }
         }
     }
 
@@ -1799,6 +1898,12 @@ impl Simulation {
             planted_bug: self.planted_bug_name(),
         };
         let leader_at_end = self.leader_at_end();
+        if let Some(violation) = self.liveness_violation(leader_at_end) {
+            report.violations_total += 1;
+            if report.violations.len() < crate::report::MAX_VIOLATIONS_LISTED {
+                report.violations.push(violation);
+            }
+        }
         report.expect = evaluate(
             &self.expect,
             &report,
@@ -1819,6 +1924,41 @@ impl Simulation {
         {
             None
         }
+    }
+
+    /// The `liveness` violation of a finished run with a liveness phase that
+    /// did not converge to one leader with accepted writes.
+    fn liveness_violation(&self, leader_at_end: bool) -> Option<crate::report::Violation> {
+        let heal_at = nanos(self.scenario.heal_at?);
+        if leader_at_end || self.now < self.end || self.now <= heal_at {
+            return None;
+        }
+        let mut events: Vec<String> = self
+            .hosts
+            .procs
+            .iter()
+            .filter(|p| p.alive)
+            .filter_map(|p| {
+                p.believed
+                    .map(|t| format!("{} believes it leads with token {t}", p.owner))
+            })
+            .collect();
+        if let Some((token, last)) = self.checker.fence() {
+            events.push(format!(
+                "the downstream last accepted token {token} at {}",
+                secs(last)
+            ));
+        }
+        Some(crate::report::Violation {
+            invariant: "liveness".to_string(),
+            at_ms: ms(self.now),
+            detail: format!(
+                "{} after every fault was healed at {}, there was no single leader whose writes the downstream accepted",
+                secs(self.now - heal_at),
+                secs(heal_at)
+            ),
+            events,
+        })
     }
 
     /// Whether one process leads at the end and the downstream accepted its

@@ -82,6 +82,7 @@ pub(crate) struct HostRef<'a> {
 pub(crate) enum Record<'a> {
     ProcessStarted,
     ProcessCrashed,
+    Healed,
     Paused,
     Resumed {
         deferred: u64,
@@ -234,6 +235,7 @@ impl Tracer {
         match *rec {
             Record::ProcessStarted => self.word(1),
             Record::ProcessCrashed => self.word(2),
+            Record::Healed => self.word(23),
             Record::Paused => self.word(3),
             Record::Resumed { deferred } => {
                 self.word(4);
@@ -334,6 +336,7 @@ impl Tracer {
                     StepDownReason::Superseded { token, .. } => 2 | (token.get() << 8),
                     StepDownReason::NewTerm { token } => 3 | (token.get() << 8),
                     StepDownReason::Stopped => 4,
+                    StepDownReason::Abdicated => 5,
                 });
             }
             Record::WorkStarted { token, unit } => {
@@ -384,6 +387,10 @@ impl Tracer {
         let _ = match *rec {
             Record::ProcessStarted => write!(l, "process started (follower)"),
             Record::ProcessCrashed => write!(l, "process crashed"),
+            Record::Healed => write!(
+                l,
+                "every fault healed; liveness phase: one leader with accepted writes must follow"
+            ),
             Record::Paused => write!(l, "paused"),
             Record::Resumed { deferred } => {
                 write!(l, "resumed; handling {deferred} events that queued while paused")

@@ -101,12 +101,26 @@ fn an_elector_that_ignores_its_deadline_is_caught_as_split_brain_when_unfenced()
     scenario.fencing = false;
     let report = caught(&scenario, PlantedBug::ElectorIgnoresDeadline, "split-brain");
     assert!(report.split_brain);
-    // With fencing on, the same bug is contained: its writes are rejected.
-    scenario.fencing = true;
-    let fenced = with_bug(&scenario, Some(PlantedBug::ElectorIgnoresDeadline));
-    assert_eq!(fenced.violations, vec![]);
-    assert!(fenced.writes.rejected_stale > 0);
-    assert!(fenced.overlap_ms > 0);
+    assert!(invariants(&report).contains(&"local-deadline"));
+}
+
+#[test]
+fn an_elector_that_ignores_its_deadline_is_caught_by_the_local_deadline_invariant_when_fenced() {
+    // Proves the local-deadline invariant catches the same bug when fencing contains its writes: the leader starts units of work past its own deadline.
+    let scenario = trio("deaf-leader", secs(120)).with_fault(FaultSpec::Partition {
+        groups: vec![vec!["node-a".into()], vec!["lease-store".into()]],
+        at: secs(15),
+        duration: secs(60),
+    });
+    let report = caught(
+        &scenario,
+        PlantedBug::ElectorIgnoresDeadline,
+        "local-deadline",
+    );
+    // Fencing still keeps the downstream safe: the late writes are rejected.
+    assert!(!report.split_brain);
+    assert!(report.writes.rejected_stale > 0);
+    assert!(report.overlap_ms > 0);
 }
 
 #[test]

@@ -112,6 +112,9 @@ pub enum StepDownReason {
     },
     /// [`Elector::stop`] was called.
     Stopped,
+    /// [`Elector::abdicate`] was called: the work gave up (it failed or
+    /// finished) while the lease was still good.
+    Abdicated,
 }
 
 impl fmt::Display for StepDownReason {
@@ -123,6 +126,7 @@ impl fmt::Display for StepDownReason {
             }
             StepDownReason::NewTerm { token } => write!(f, "new term (token {token})"),
             StepDownReason::Stopped => f.write_str("stopped"),
+            StepDownReason::Abdicated => f.write_str("abdicated"),
         }
     }
 }
@@ -210,9 +214,10 @@ pub enum ResponseDisposition {
     /// It granted or renewed the lease, but arrived after the validity it
     /// would have given had already passed: not acted on.
     TooLate,
-    /// It granted or renewed a term this elector had already released (the
-    /// release was overtaken by the request): not acted on; the release is
-    /// sent again.
+    /// It granted or renewed a term this elector will not lead on — it had
+    /// released that term (the release was overtaken by the request), or it
+    /// was stopped while the request was in flight: not acted on, and a
+    /// release is sent so the lease does not sit unused until it expires.
     AlreadyReleased,
 }
 
@@ -229,6 +234,9 @@ pub struct Elector {
     unanswered_since: Option<Instant>,
     /// The token of the last term this elector released.
     released: Option<FencingToken>,
+    /// The request that was in flight when the elector was stopped: a grant
+    /// answering it is released, not ignored.
+    in_flight_at_stop: Option<RequestId>,
     observed: Option<ObservedLeader>,
     outputs: VecDeque<ElectorOutput>,
     latest_now: Instant,
@@ -253,6 +261,7 @@ impl Elector {
             last_request_id: 0,
             unanswered_since: None,
             released: None,
+            in_flight_at_stop: None,
             observed: None,
             outputs: VecDeque::with_capacity(4),
             latest_now: Instant::ZERO,
@@ -361,6 +370,7 @@ impl Elector {
         if self.phase != Phase::Idle {
             return;
         }
+        self.in_flight_at_stop = None;
         self.phase = Phase::Follower;
         self.next_request_at = Some(now);
         self.send_due_request(now);
@@ -375,9 +385,27 @@ impl Elector {
             self.release(token);
         }
         self.phase = Phase::Idle;
-        self.in_flight = None;
+        self.in_flight_at_stop = self.in_flight.take().map(|r| r.id);
         self.next_request_at = None;
         self.unanswered_since = None;
+        self.observe_leader(None);
+    }
+
+    /// Gives up leadership voluntarily — for work that failed or finished
+    /// while the lease is still good, so that a node that is alive but not
+    /// working does not keep the role. Ends the work
+    /// ([`StepDownReason::Abdicated`]), releases the lease, and stays quiet for
+    /// [`rejoin_delay`](ElectorConfig::rejoin_delay) before contending again,
+    /// so another node takes over. No-op unless leading.
+    pub fn abdicate(&mut self, now: Instant) {
+        let now = self.observe(now);
+        let Phase::Leader { token, .. } = self.phase else {
+            return;
+        };
+        self.end_term(token, StepDownReason::Abdicated);
+        self.release(token);
+        self.phase = Phase::Follower;
+        self.go_quiet(now);
         self.observe_leader(None);
     }
 
@@ -406,6 +434,13 @@ impl Elector {
     ) -> ResponseDisposition {
         let now = self.observe(now);
         if self.phase == Phase::Idle {
+            if self.in_flight_at_stop == Some(id) {
+                self.in_flight_at_stop = None;
+                if let Some(token) = result.acquired_token() {
+                    self.release(token);
+                    return ResponseDisposition::AlreadyReleased;
+                }
+            }
             return ResponseDisposition::Stale;
         }
         self.check_deadline(now);

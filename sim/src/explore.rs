@@ -1,0 +1,556 @@
+//! Swarm exploration: each seed draws its own fault schedule on top of a base
+//! scenario, runs a fault phase, heals everything, and checks that the cluster
+//! converges (the liveness phase).
+//!
+//! *Swarm testing* (Groce et al., 2012): every fault kind is switched on or off
+//! per seed, so campaigns cover varied mixes instead of one fixed blend that
+//! dilutes each fault. Fault lengths are biased toward the lease's boundaries —
+//! just under, at and just over `lease_ttl - safety_margin`, `lease_ttl`,
+//! `renew_interval` and `rejoin_delay` — and clock drifts toward the safety
+//! margin's ratio, because that is where off-by-one bugs live and uniform
+//! draws almost never land.
+//!
+//! A generated schedule is *materialized*: [`generate`] returns an ordinary
+//! [`Scenario`] whose faults are all scheduled explicitly, so a failing seed
+//! can be replayed, shrunk and saved as a standalone scenario file.
+
+use std::time::Duration;
+
+use rand_chacha::ChaCha8Rng;
+
+use crate::rng::{uniform_inclusive, unit_f64, SeedDeriver};
+use crate::scenario::{ClockOffset, FaultSpec, Scenario, DOWNSTREAM, LEASE_STORE};
+
+/// The default mix's base: five nodes, ten virtual minutes of faults, the
+/// design's default timings, and 200 ms units of work (so a pause lands inside
+/// a unit often enough to exercise the late write).
+pub fn default_base() -> Scenario {
+    let mut s = Scenario::new("explore-default", Duration::from_secs(600))
+        .with_nodes((1..=5).map(|i| format!("node-{i}")));
+    s.description = Some(
+        "The default exploration fleet: five nodes, one role, ten minutes of swarm faults."
+            .to_string(),
+    );
+    s.election.role = "reports".to_string();
+    s.work.work_duration = Duration::from_millis(200);
+    // node-1 asks first and leads at the start, so the generator can aim
+    // faults at the likely leader.
+    for node in s.nodes.iter_mut().skip(1) {
+        node.start_at = Duration::from_secs(1);
+    }
+    s
+}
+
+/// Which fault kinds a seed switched on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mix {
+    /// GC pauses.
+    pub pause: bool,
+    /// Whole-host isolation.
+    pub isolate: bool,
+    /// One-way link cuts.
+    pub cut: bool,
+    /// Two-sided partitions.
+    pub partition: bool,
+    /// Crashes (mostly with restarts).
+    pub crash: bool,
+    /// Zombie replacements (a new incarnation while the old one is paused).
+    pub zombie: bool,
+    /// Clock offsets and drifts.
+    pub clock: bool,
+    /// Random message loss.
+    pub loss: bool,
+    /// Random message duplication.
+    pub duplicate: bool,
+}
+
+impl Mix {
+    /// The names of the kinds switched on, for reports.
+    pub fn names(&self) -> Vec<&'static str> {
+        let all = [
+            (self.pause, "pause"),
+            (self.isolate, "isolate"),
+            (self.cut, "cut"),
+            (self.partition, "partition"),
+            (self.crash, "crash"),
+            (self.zombie, "zombie"),
+            (self.clock, "clock"),
+            (self.loss, "loss"),
+            (self.duplicate, "duplicate"),
+        ];
+        all.into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| n)
+            .collect()
+    }
+}
+
+fn coin(rng: &mut ChaCha8Rng, p: f64) -> bool {
+    unit_f64(rng) < p
+}
+
+fn pick<'a, T>(rng: &mut ChaCha8Rng, items: &'a [T]) -> &'a T {
+    &items[uniform_inclusive(rng, 0, items.len() as u64 - 1) as usize]
+}
+
+fn span(rng: &mut ChaCha8Rng, low: Duration, high: Duration) -> Duration {
+    let (low, high) = (low.as_millis() as u64, high.as_millis() as u64);
+    Duration::from_millis(uniform_inclusive(rng, low, high.max(low)))
+}
+
+/// The spans worth probing for this scenario's timings.
+fn boundaries(base: &Scenario) -> Vec<Duration> {
+    let e = &base.election;
+    let margin = e.effective_safety_margin();
+    let rejoin = e
+        .rejoin_delay
+        .unwrap_or_else(|| e.lease_ttl + e.retry_interval * 2);
+    vec![
+        e.lease_ttl.saturating_sub(margin),
+        e.lease_ttl,
+        e.renew_interval,
+        rejoin,
+        e.lease_ttl + e.retry_interval,
+    ]
+}
+
+/// A fault length: half the time just under, at or just over a lease
+/// boundary; otherwise uniform up to two TTLs.
+fn fault_length(rng: &mut ChaCha8Rng, base: &Scenario) -> Duration {
+    if coin(rng, 0.5) {
+        let boundary = *pick(rng, &boundaries(base));
+        let nudge = Duration::from_millis(*pick(rng, &[0u64, 20, 200, 1000]));
+        let length = if coin(rng, 0.5) {
+            boundary.saturating_sub(nudge)
+        } else {
+            boundary + nudge
+        };
+        length.max(Duration::from_millis(1))
+    } else {
+        span(rng, Duration::from_millis(100), base.election.lease_ttl * 2)
+    }
+}
+
+/// Draws seed `seed`'s schedule on top of `base` and returns it as a concrete
+/// scenario: the fault phase lasts `base.duration`; then every fault is healed
+/// (`heal_at`) and the run goes on for the liveness bound, expecting one
+/// leader with accepted writes at the end.
+pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
+    let mut rng = SeedDeriver::new(seed, "explore").rng();
+    let mut s = base.clone();
+    s.seed = seed;
+    s.name = format!("{}-seed-{seed}", base.name);
+    let fault_phase = base.duration;
+    let nodes: Vec<String> = base.nodes.iter().map(|n| n.id.clone()).collect();
+    let mix = Mix {
+        pause: coin(&mut rng, 0.6),
+        isolate: coin(&mut rng, 0.4),
+        cut: coin(&mut rng, 0.4),
+        partition: coin(&mut rng, 0.3),
+        crash: coin(&mut rng, 0.4),
+        zombie: coin(&mut rng, 0.2),
+        clock: coin(&mut rng, 0.3),
+        loss: coin(&mut rng, 0.3),
+        duplicate: coin(&mut rng, 0.3),
+    };
+    let at = |rng: &mut ChaCha8Rng| {
+        span(
+            rng,
+            Duration::from_secs(1),
+            fault_phase.saturating_sub(Duration::from_secs(1)),
+        )
+    };
+    // Half the time, the first node (the one that leads at the start).
+    let target = |rng: &mut ChaCha8Rng| -> String {
+        if coin(rng, 0.5) {
+            nodes[0].clone()
+        } else {
+            pick(rng, &nodes).clone()
+        }
+    };
+    // Half the time, the middle of a unit of work of a leader that started at
+    // about zero: a pause there delays a write past the pause.
+    let unit = base.work.write_interval.max(Duration::from_millis(1));
+    let in_unit = |rng: &mut ChaCha8Rng| -> Duration {
+        if coin(rng, 0.5) {
+            let units = (fault_phase.as_millis() / unit.as_millis()).max(2) as u64;
+            let k = uniform_inclusive(rng, 1, units - 1);
+            unit * k as u32 + base.work.work_duration / 2
+        } else {
+            at(rng)
+        }
+    };
+    if mix.pause {
+        for _ in 0..uniform_inclusive(&mut rng, 1, 4) {
+            let host = target(&mut rng);
+            let (at, duration) = (in_unit(&mut rng), fault_length(&mut rng, base));
+            s.faults.push(FaultSpec::Pause { host, at, duration });
+        }
+    }
+    if mix.isolate {
+        for _ in 0..uniform_inclusive(&mut rng, 1, 2) {
+            let host = target(&mut rng);
+            let (at, duration) = (at(&mut rng), fault_length(&mut rng, base));
+            s.faults.push(FaultSpec::Isolate { host, at, duration });
+        }
+    }
+    if mix.cut {
+        for _ in 0..uniform_inclusive(&mut rng, 1, 3) {
+            let node = target(&mut rng);
+            let other = if coin(&mut rng, 0.8) {
+                LEASE_STORE
+            } else {
+                DOWNSTREAM
+            }
+            .to_string();
+            let (from, to) = if coin(&mut rng, 0.6) {
+                (other, node)
+            } else {
+                (node, other)
+            };
+            let (at, duration) = (at(&mut rng), fault_length(&mut rng, base));
+            s.faults.push(FaultSpec::Cut {
+                from,
+                to,
+                at,
+                duration,
+            });
+        }
+    }
+    if mix.partition && nodes.len() > 1 {
+        // One partition (they may not overlap): some nodes lose the store;
+        // the downstream bridges the split or sides with the store.
+        let mut minority: Vec<String> = nodes
+            .iter()
+            .filter(|_| coin(&mut rng, 0.4))
+            .cloned()
+            .collect();
+        if minority.is_empty() {
+            minority.push(pick(&mut rng, &nodes).clone());
+        }
+        let mut majority = vec![LEASE_STORE.to_string()];
+        if coin(&mut rng, 0.3) {
+            majority.push(DOWNSTREAM.to_string());
+        }
+        let (at, duration) = (at(&mut rng), fault_length(&mut rng, base));
+        s.faults.push(FaultSpec::Partition {
+            groups: vec![minority, majority],
+            at,
+            duration,
+        });
+    }
+    if mix.crash {
+        for _ in 0..uniform_inclusive(&mut rng, 1, 2) {
+            let node = target(&mut rng);
+            let at = at(&mut rng);
+            let restart_after = coin(&mut rng, 0.8)
+                .then(|| span(&mut rng, Duration::from_secs(1), Duration::from_secs(60)));
+            s.faults.push(FaultSpec::Crash {
+                node,
+                at,
+                restart_after,
+            });
+        }
+    }
+    if mix.zombie {
+        let node = target(&mut rng);
+        let start = in_unit(&mut rng);
+        let length =
+            base.election.lease_ttl * 2 + span(&mut rng, Duration::ZERO, base.election.lease_ttl);
+        s.faults.push(FaultSpec::Pause {
+            host: node.clone(),
+            at: start,
+            duration: length,
+        });
+        s.faults.push(FaultSpec::Replace {
+            node,
+            at: (start + span(&mut rng, Duration::from_secs(1), base.election.lease_ttl))
+                .min(fault_phase.saturating_sub(Duration::from_millis(1))),
+        });
+    }
+    if mix.clock {
+        let ratio = base.election.effective_safety_margin().as_secs_f64()
+            / base.election.lease_ttl.as_secs_f64();
+        for node in s.nodes.iter_mut() {
+            if !coin(&mut rng, 0.4) {
+                continue;
+            }
+            let offset = span(&mut rng, Duration::ZERO, Duration::from_secs(3600));
+            node.clock_offset = if coin(&mut rng, 0.5) {
+                ClockOffset::ahead(offset)
+            } else {
+                ClockOffset::behind(offset)
+            };
+            let drift = if coin(&mut rng, 0.5) {
+                // Near the margin's ratio, where safety starts to depend on fencing.
+                ratio * *pick(&mut rng, &[0.5, 0.9, 1.0, 1.1, 1.5])
+            } else {
+                0.2 * unit_f64(&mut rng)
+            };
+            node.clock_drift = if coin(&mut rng, 0.5) { -drift } else { drift }
+                .clamp(-crate::MAX_CLOCK_DRIFT, crate::MAX_CLOCK_DRIFT);
+        }
+    }
+    if mix.loss {
+        s.network.loss = 0.3 * unit_f64(&mut rng);
+    }
+    if mix.duplicate {
+        s.network.duplicate = 0.3 * unit_f64(&mut rng);
+    }
+    // Recurring faults of the base keep running during the fault phase.
+    s.heal_at = Some(fault_phase);
+    s.duration = fault_phase + liveness_bound(&s);
+    s.expect = crate::scenario::Expectations {
+        leader_at_end: Some(true),
+        ..base.expect.clone()
+    };
+    (s, mix)
+}
+
+/// How long after healing one leader must hold with accepted writes.
+///
+/// `max(lease_ttl, rejoin_delay)`: a lease held by a process that cannot use
+/// it lapses within one TTL, and a node that went quiet (the rejoin policy)
+/// asks again within `rejoin_delay`; then `retry_interval` for a follower to
+/// ask, a unit of work, and latency for the request, the answer and the write
+/// (twice, for slack). Scaled up for the slowest clock: its intervals last
+/// longer in true time.
+pub fn liveness_bound(s: &Scenario) -> Duration {
+    let e = &s.election;
+    let rejoin = e
+        .rejoin_delay
+        .unwrap_or_else(|| e.lease_ttl + e.retry_interval * 2);
+    let latency = s.network.latency.1;
+    let base = e.lease_ttl.max(rejoin)
+        + e.retry_interval
+        + s.work.work_duration
+        + s.work.write_interval
+        + latency * 8
+        + Duration::from_millis(1);
+    let slowest = s.nodes.iter().map(|n| n.clock_drift).fold(0.0f64, f64::min);
+    base.mul_f64(1.0 / (1.0 + slowest))
+}
+
+/// What one seed of a campaign found.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SeedOutcome {
+    /// The seed.
+    pub seed: u64,
+    /// No violation (safety or liveness) and, if checked, deterministic.
+    pub ok: bool,
+    /// The first violation's invariant (`non-determinism` when two runs of
+    /// the seed disagreed).
+    pub invariant: Option<String>,
+    /// When the first violation happened, ms.
+    pub at_ms: Option<u64>,
+    /// The first violation in one sentence.
+    pub detail: Option<String>,
+    /// How many violations the run had.
+    pub violations: u64,
+    /// The run's trace hash.
+    pub trace_hash: String,
+    /// Events processed.
+    pub events: u64,
+    /// Whether this seed was run twice to check determinism.
+    pub determinism_checked: bool,
+    /// The fault kinds the seed switched on.
+    pub mix: Vec<String>,
+    /// The interesting things that happened.
+    pub coverage: crate::report::Coverage,
+}
+
+/// One seed in every this-many is run twice and its hashes compared.
+pub const DETERMINISM_SAMPLE: u64 = 16;
+
+/// Runs seed `seed` of a campaign over `base`.
+pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> SeedOutcome {
+    let (scenario, mix) = generate(base, seed);
+    let run = || -> Result<crate::Report, crate::ScenarioError> {
+        let mut sim = crate::Simulation::new(&scenario, options.clone())?;
+        sim.run_to_end();
+        Ok(sim.report())
+    };
+    let report = match run() {
+        Ok(report) => report,
+        Err(e) => {
+            // A generated schedule the validator refuses is a generator bug.
+            return SeedOutcome {
+                seed,
+                ok: false,
+                invariant: Some("generator".to_string()),
+                at_ms: None,
+                detail: Some(format!("the generated scenario is invalid: {e}")),
+                violations: 0,
+                trace_hash: String::new(),
+                events: 0,
+                determinism_checked: false,
+                mix: mix.names().iter().map(|s| s.to_string()).collect(),
+                coverage: Default::default(),
+            };
+        }
+    };
+    let determinism_checked = seed % DETERMINISM_SAMPLE == 0;
+    let mismatch =
+        determinism_checked && run().map_or(true, |again| again.trace_hash != report.trace_hash);
+    let first = report.violations.first();
+    let (invariant, at_ms, detail) = if mismatch {
+        (
+            Some("non-determinism".to_string()),
+            None,
+            Some("two runs of this seed gave different trace hashes: a simulator bug".to_string()),
+        )
+    } else {
+        (
+            first.map(|v| v.invariant.clone()),
+            first.map(|v| v.at_ms),
+            first.map(|v| v.detail.clone()),
+        )
+    };
+    SeedOutcome {
+        seed,
+        ok: report.violations_total == 0 && !mismatch,
+        invariant,
+        at_ms,
+        detail,
+        violations: report.violations_total,
+        trace_hash: report.trace_hash,
+        events: report.events,
+        determinism_checked,
+        mix: mix.names().iter().map(|s| s.to_string()).collect(),
+        coverage: report.coverage,
+    }
+}
+
+/// Which seeds a campaign runs: `count` seeds from `start`, of which this
+/// shard takes every `shards`-th, beginning with the `shard`-th.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeedRange {
+    /// The first seed.
+    pub start: u64,
+    /// How many seeds in all shards together.
+    pub count: u64,
+    /// This shard's index, `0..shards`.
+    pub shard: u64,
+    /// How many shards.
+    pub shards: u64,
+}
+
+impl SeedRange {
+    /// The seeds of this shard, in order.
+    pub fn seeds(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.count)
+            .filter(move |i| i % self.shards.max(1) == self.shard)
+            .map(move |i| self.start.wrapping_add(i))
+    }
+}
+
+/// Runs every seed of `range` on `jobs` threads and returns the outcomes in
+/// seed order — identical whatever `jobs` is. `progress` is called once per
+/// finished seed (from any thread).
+pub fn run_campaign(
+    base: &Scenario,
+    range: SeedRange,
+    jobs: usize,
+    options: &crate::RunOptions,
+    progress: &(dyn Fn() + Sync),
+) -> Vec<SeedOutcome> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let seeds: Vec<u64> = range.seeds().collect();
+    let next = AtomicUsize::new(0);
+    let jobs = jobs.clamp(1, seeds.len().max(1));
+    let mut outcomes: Vec<(usize, SeedOutcome)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&seed) = seeds.get(i) else {
+                            break;
+                        };
+                        mine.push((i, run_seed(base, seed, options)));
+                        progress();
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    outcomes.sort_by_key(|(i, _)| *i);
+    outcomes.into_iter().map(|(_, o)| o).collect()
+}
+
+/// Totals over a campaign.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CampaignSummary {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Seeds that failed.
+    pub failed: u64,
+    /// Seeds run twice for determinism.
+    pub determinism_checked: u64,
+    /// Events processed in all.
+    pub events: u64,
+    /// Per-invariant count of failing seeds (by their first violation).
+    pub failures_by_invariant: std::collections::BTreeMap<String, u64>,
+    /// Coverage summed over all seeds.
+    pub coverage: crate::report::Coverage,
+    /// How many seeds exercised each coverage item at least once.
+    pub seeds_covering: crate::report::Coverage,
+}
+
+impl CampaignSummary {
+    /// Sums `outcomes`.
+    pub fn of(outcomes: &[SeedOutcome]) -> Self {
+        let mut s = CampaignSummary::default();
+        for o in outcomes {
+            s.seeds += 1;
+            s.events += o.events;
+            s.determinism_checked += u64::from(o.determinism_checked);
+            if !o.ok {
+                s.failed += 1;
+                let name = o.invariant.clone().unwrap_or_else(|| "unknown".to_string());
+                *s.failures_by_invariant.entry(name).or_insert(0) += 1;
+            }
+            let c = &o.coverage;
+            let (t, n) = (&mut s.coverage, &mut s.seeds_covering);
+            t.stale_write_rejected += c.stale_write_rejected;
+            t.takeover_during_pause += c.takeover_during_pause;
+            t.step_down_on_deadline += c.step_down_on_deadline;
+            t.renewal_lost += c.renewal_lost;
+            t.zombie_fenced += c.zombie_fenced;
+            t.refused += c.refused;
+            n.stale_write_rejected += u64::from(c.stale_write_rejected > 0);
+            n.takeover_during_pause += u64::from(c.takeover_during_pause > 0);
+            n.step_down_on_deadline += u64::from(c.step_down_on_deadline > 0);
+            n.renewal_lost += u64::from(c.renewal_lost > 0);
+            n.zombie_fenced += u64::from(c.zombie_fenced > 0);
+            n.refused += u64::from(c.refused > 0);
+        }
+        s
+    }
+
+    /// The "sometimes" properties no seed exercised: a campaign on the default
+    /// mix where this is non-empty means the generator is too tame.
+    pub fn never_exercised(&self) -> Vec<&'static str> {
+        let n = &self.seeds_covering;
+        [
+            (n.stale_write_rejected, "stale write rejected"),
+            (n.takeover_during_pause, "takeover during a pause"),
+            (n.step_down_on_deadline, "step-down on the local deadline"),
+            (n.renewal_lost, "renewal lost"),
+            (n.zombie_fenced, "zombie incarnation fenced"),
+        ]
+        .into_iter()
+        .filter(|(count, _)| *count == 0)
+        .map(|(_, name)| name)
+        .collect()
+    }
+}
