@@ -510,6 +510,35 @@ async fn shutdown_releases_the_lease_so_a_follower_takes_over_within_one_retry_i
     assert_eq!(b.stop().await, Ok(()));
 }
 
+// Proves: a leader whose work returns while it still holds the lease gives
+// the role up (abdicates and releases) instead of keeping a lease nobody
+// works under, so a follower takes over within one retry interval.
+#[tokio::test(start_paused = true)]
+async fn work_that_returns_while_leading_gives_the_role_up() {
+    let world = World::new();
+    let slow = timings(ms(10_000), ms(3_000), ms(1_000));
+    let quitter = move |_token: FencingToken, _cancel: CancellationToken| async move {
+        sleep(ms(2_000)).await;
+    };
+    let a = Node::spawn(world.backend.clone(), world.clock, "node-a", slow, quitter);
+    a.leads().await;
+    let b = world.writer_node("node-b", slow, ms(100));
+    let b_leads = b.leads().await;
+    assert_eq!(b_leads.token(), Some(token(2)));
+    assert!(
+        (2_000..=3_100).contains(&world.now_ms()),
+        "took over at {} ms; the work quit at 2000 ms, retry 1000 ms, TTL 10000 ms",
+        world.now_ms()
+    );
+    let a_state = a.handle.snapshot();
+    assert_eq!(
+        a_state.last_step_down(),
+        Some(&(token(1), StepDownReason::Abdicated))
+    );
+    assert_eq!(a.stop().await, Ok(()));
+    assert_eq!(b.stop().await, Ok(()));
+}
+
 // Proves, by contrast: a leader whose `run` future is dropped (a crash) does
 // not release, so the follower has to wait for the lease to lapse.
 #[tokio::test(start_paused = true)]

@@ -610,16 +610,21 @@ where
             return;
         };
         let live = self.term.as_ref().is_some_and(|term| term.token == token);
+        // Aborted work was stopped by the driver itself; anything else that
+        // ends a live term's work (a return or a panic) gives up the role.
+        let gave_up = live && error.as_ref().is_none_or(|e| e.is_panic());
         match error {
             Some(error) if error.is_panic() => {
                 tracing::error!(token = token.get(), live, %error, "work panicked");
             }
             Some(_) => tracing::debug!(token = token.get(), "work aborted"),
-            None if live => tracing::info!(
-                token = token.get(),
-                "work returned while still leading; the lease is kept until the term ends"
-            ),
+            None if live => tracing::info!(token = token.get(), "work returned while leading"),
             None => tracing::debug!(token = token.get(), "work of an ended term returned"),
+        }
+        // A leader whose work is gone is alive but not working: the very
+        // failure leases exist to catch. Give the role to someone who works.
+        if gave_up {
+            self.elector.abdicate(self.clock.now());
         }
     }
 
@@ -632,14 +637,20 @@ where
 
         // 1. Let requests in flight land first: one landing after the release
         //    would renew (or re-grant) the lease it frees.
+        //    A grant answering the request that was in flight at the stop is
+        //    the elector's to judge: it answers with another release.
+        let mut releases = releases;
         let settled = timeout(bound, async {
             while let Some(done) = self.requests.join_next().await {
                 if let Ok((id, Ok(Ok(result)))) = done {
-                    log_answer_after_stop(id, &result, &releases);
+                    let disposition = self.elector.handle_response(id, result, self.clock.now());
+                    tracing::debug!(request = %id, ?disposition, "answer after shutdown");
+                    releases.extend(self.apply_outputs(true));
                 }
             }
         })
         .await;
+        releases.dedup();
         if settled.is_err() {
             tracing::warn!("lease requests still unanswered at shutdown; abandoning them");
             self.requests.shutdown().await;
@@ -692,20 +703,6 @@ async fn release_lease<B: LeaseBackend>(
             token = token.get(),
             "release unanswered; the lease lapses at its expiry"
         ),
-    }
-}
-
-/// Logs an answer that arrived after the elector stopped. A grant of a token
-/// not being released is left to expire: deciding to release it is the
-/// elector's business, and a stopped elector ignores answers.
-fn log_answer_after_stop(id: RequestId, result: &LeaseResult, releasing: &[FencingToken]) {
-    match result.acquired_token() {
-        Some(token) if !releasing.contains(&token) => tracing::warn!(
-            request = %id,
-            token = token.get(),
-            "a request answered after shutdown holds the lease; it lapses at its expiry"
-        ),
-        _ => tracing::debug!(request = %id, "answer after shutdown ignored"),
     }
 }
 
