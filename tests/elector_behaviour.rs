@@ -745,7 +745,11 @@ fn stop_ends_the_work_then_releases_the_lease() {
     // else happened.
     assert_eq!(
         h.nodes[a].dispositions.last(),
-        Some(&(ms(10_001), RequestId(2), ResponseDisposition::AlreadyReleased))
+        Some(&(
+            ms(10_001),
+            RequestId(2),
+            ResponseDisposition::AlreadyReleased
+        ))
     );
     assert_eq!(
         h.nodes[a].outputs_from(ms(10_001)),
@@ -993,7 +997,10 @@ fn a_grant_answering_a_request_in_flight_at_stop_is_released() {
         e.handle_response(id, granted(1, secs(30)), ms(2)),
         ResponseDisposition::AlreadyReleased
     );
-    assert_eq!(drain(&mut e), vec![ElectorOutput::Release { token: token(1) }]);
+    assert_eq!(
+        drain(&mut e),
+        vec![ElectorOutput::Release { token: token(1) }]
+    );
     assert_eq!(e.token_at(ms(2)), None);
     // A refusal answering it changes nothing.
     e.start(secs(1));

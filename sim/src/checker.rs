@@ -416,6 +416,8 @@ impl Checker {
                         from_token: fence.token,
                         to_token: token,
                         at_ms: ms(now),
+                        from_owner: fence.owner.to_string(),
+                        to_owner: who.owner.to_string(),
                     });
                 }
             }

@@ -554,3 +554,17 @@ impl CampaignSummary {
         .collect()
     }
 }
+
+/// The fleet workload's recurring pauses: every node, a Poisson process with
+/// a mean interval of ten minutes, each pause uniform in 0–60 s.
+pub fn fleet_like_pauses() -> FaultSpec {
+    FaultSpec::Recurring {
+        kind: crate::RecurringKind::Pause,
+        node: None,
+        every: Duration::from_secs(600),
+        duration: crate::DurationRange {
+            low: Duration::ZERO,
+            high: Duration::from_secs(60),
+        },
+    }
+}

@@ -32,8 +32,11 @@ mod queue;
 pub mod report;
 mod rng;
 pub mod scenario;
+pub mod shrink;
 mod sim;
 pub mod summary;
+pub mod timeline;
+pub mod to_toml;
 mod trace;
 
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};

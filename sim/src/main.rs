@@ -1,4 +1,5 @@
-//! `fenced-sim`: run scenarios, validate and list them.
+//! `fenced-sim`: run scenarios, validate and list them, explore random fault
+//! schedules, replay and shrink what exploration finds.
 //!
 //! Exit codes (a contract scripts rely on): 0 — no violation and every
 //! expectation met; 1 — a violation or an unmet expectation; 2 — bad input
@@ -54,6 +55,116 @@ enum Command {
         #[arg(default_value = "scenarios")]
         dir: PathBuf,
     },
+    /// Swarm testing: each seed draws its own fault schedule on top of the
+    /// scenario (or the default five-node fleet), then heals everything and
+    /// checks that one leader emerges. Reports every failing seed with the
+    /// command that replays it.
+    #[command(
+        after_help = "Examples:\n  fenced-sim explore --seeds 10000 --jobs 2\n  \
+                            fenced-sim explore scenarios/fleet-election.toml --seeds 1000000 --shard 3/64 --json > shard-3.jsonl\n\n\
+                            Exit codes: 0 no seed failed, 1 some seed failed, 2 bad input."
+    )]
+    Explore(ExploreArgs),
+    /// Re-run one explored seed exactly as `explore` ran it, with the full
+    /// summary (and optionally its trace, or the schedule saved as a scenario).
+    #[command(
+        after_help = "Example:\n  fenced-sim replay --seed 1234 --trace seed-1234.trace --save seed-1234.toml"
+    )]
+    Replay(ReplayArgs),
+    /// Shrink a failing explored seed to the smallest schedule that still
+    /// breaks the same invariant, written as a standalone scenario file.
+    #[command(
+        after_help = "Example:\n  fenced-sim shrink --seed 1234 -o shrunk.toml && fenced-sim run shrunk.toml"
+    )]
+    Shrink(ShrinkArgs),
+}
+
+/// Selects a deliberate bug (negative controls).
+#[derive(clap::Args, Debug, Default)]
+struct PlantArg {
+    /// Plant a deliberate bug in the state machines (negative controls).
+    #[cfg(feature = "planted-bugs")]
+    #[arg(long, value_name = "BUG")]
+    plant: Option<String>,
+}
+
+impl PlantArg {
+    /// Applies the bug to `options`; returns the flag to repeat in replay
+    /// commands.
+    fn apply(&self, options: &mut RunOptions) -> Result<String, ExitCode> {
+        #[cfg(feature = "planted-bugs")]
+        if let Some(name) = &self.plant {
+            return match name.parse::<fenced::PlantedBug>() {
+                Ok(bug) => {
+                    options.planted_bug = Some(bug);
+                    Ok(format!(" --plant {}", bug.name()))
+                }
+                Err(e) => Err(bad_input(e)),
+            };
+        }
+        let _ = options;
+        Ok(String::new())
+    }
+}
+
+#[derive(clap::Args, Debug)]
+struct ExploreArgs {
+    /// The base scenario (default: five nodes, ten minutes, default timings).
+    scenario: Option<PathBuf>,
+    /// How many seeds (over all shards).
+    #[arg(long)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Worker threads (the output is identical whatever this is).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Run only shard I of N (every N-th seed, starting with the I-th; I from 0).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Print one JSON object per seed (JSON lines), for merging shards.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    plant: PlantArg,
+}
+
+#[derive(clap::Args, Debug)]
+struct ReplayArgs {
+    /// The base scenario explored (default: the default fleet).
+    scenario: Option<PathBuf>,
+    /// The explored seed.
+    #[arg(long)]
+    seed: u64,
+    /// Print one JSON object instead of the human summary.
+    #[arg(long)]
+    json: bool,
+    /// Write the full event trace to this file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Save the seed's schedule as a standalone scenario file.
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+    #[command(flatten)]
+    plant: PlantArg,
+}
+
+#[derive(clap::Args, Debug)]
+struct ShrinkArgs {
+    /// The base scenario explored (default: the default fleet).
+    scenario: Option<PathBuf>,
+    /// The failing explored seed.
+    #[arg(long)]
+    seed: u64,
+    /// Where to write the shrunk scenario (default: standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// At most this many simulation runs while shrinking.
+    #[arg(long, default_value_t = 5000)]
+    budget: u64,
+    #[command(flatten)]
+    plant: PlantArg,
 }
 
 #[derive(clap::Args, Debug)]
@@ -69,10 +180,8 @@ struct RunArgs {
     /// Write the full event trace (one line per event) to this file.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// Plant a deliberate bug (negative controls; see `--plant help`).
-    #[cfg(feature = "planted-bugs")]
-    #[arg(long, value_name = "BUG")]
-    plant: Option<String>,
+    #[command(flatten)]
+    plant: PlantArg,
 }
 
 fn main() -> ExitCode {
@@ -81,6 +190,9 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Check { scenarios } => check(&scenarios),
         Command::List { dir } => list(&dir),
+        Command::Explore(args) => explore(&args),
+        Command::Replay(args) => replay(&args),
+        Command::Shrink(args) => shrink(&args),
     }
 }
 
@@ -110,28 +222,46 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    #[allow(unused_mut)]
     let mut options = RunOptions {
         seed: args.seed,
         ..RunOptions::default()
     };
-    #[allow(unused_mut)]
-    let mut plant_flag = String::new();
-    #[cfg(feature = "planted-bugs")]
-    if let Some(name) = &args.plant {
-        match name.parse::<fenced::PlantedBug>() {
-            Ok(bug) => {
-                options.planted_bug = Some(bug);
-                plant_flag = format!(" --plant {}", bug.name());
-            }
-            Err(e) => return bad_input(e),
-        }
-    }
-    let mut sim = match Simulation::new(&scenario, options) {
-        Ok(sim) => sim,
-        Err(e) => return bad_input(format!("{}: {e}", args.scenario.display())),
+    let plant_flag = match args.plant.apply(&mut options) {
+        Ok(flag) => flag,
+        Err(code) => return code,
     };
-    if let Some(path) = &args.trace {
+    let replay = |seed: u64| {
+        format!(
+            "fenced-sim run {} --seed {seed}{plant_flag}",
+            shell_word(&args.scenario.display().to_string())
+        )
+    };
+    let origin = args.scenario.display().to_string();
+    execute(
+        &scenario,
+        options,
+        &origin,
+        args.trace.as_deref(),
+        args.json,
+        &replay,
+    )
+}
+
+/// Runs `scenario` and prints its summary (or JSON); the exit code says
+/// whether it passed.
+fn execute(
+    scenario: &Scenario,
+    options: RunOptions,
+    origin: &str,
+    trace: Option<&Path>,
+    json: bool,
+    replay: &dyn Fn(u64) -> String,
+) -> ExitCode {
+    let mut sim = match Simulation::new(scenario, options) {
+        Ok(sim) => sim,
+        Err(e) => return bad_input(format!("{origin}: {e}")),
+    };
+    if let Some(path) = trace {
         match File::create(path) {
             Ok(file) => sim.set_trace_writer(Box::new(BufWriter::new(file))),
             Err(e) => {
@@ -144,19 +274,15 @@ fn run(args: &RunArgs) -> ExitCode {
         return bad_input(format!("writing the trace failed: {e}"));
     }
     let report = sim.report();
-    let replay = format!(
-        "fenced-sim run {} --seed {}{plant_flag}",
-        shell_word(&args.scenario.display().to_string()),
-        report.seed
-    );
+    let replay = replay(report.seed);
     let mut out = std::io::stdout().lock();
-    let written = if args.json {
+    let written = if json {
         match serde_json::to_string(&report) {
             Ok(json) => writeln!(out, "{json}"),
             Err(e) => return bad_input(format!("cannot encode the report: {e}")),
         }
     } else {
-        write!(out, "{}", summary::render(&scenario, &report, &replay))
+        write!(out, "{}", summary::render(scenario, &report, &replay))
     };
     if let Err(e) = written.and_then(|()| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
@@ -219,8 +345,8 @@ fn list(dir: &Path) -> ExitCode {
                 let line = s
                     .description
                     .as_deref()
-                    .and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
-                    .unwrap_or("(no description)");
+                    .map(first_sentence)
+                    .unwrap_or_else(|| "(no description)".to_string());
                 println!("{stem:<width$}  {line}");
             }
             Err(e) => {
@@ -234,4 +360,277 @@ fn list(dir: &Path) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The base of an exploration: the scenario given, or the default fleet.
+fn explore_base(path: Option<&Path>) -> Result<(Scenario, String), ExitCode> {
+    match path {
+        Some(path) => Ok((
+            load_or_report(path)?,
+            format!("{} ", shell_word(&path.display().to_string())),
+        )),
+        None => Ok((fenced_sim::explore::default_base(), String::new())),
+    }
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("--shard `{text}` must be I/N, e.g. 3/64"))?;
+    let i: u64 = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard `{text}`: `{i}` is not a number"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard `{text}`: `{n}` is not a number"))?;
+    if n == 0 || i >= n {
+        return Err(format!(
+            "--shard `{text}`: I must be in 0..N and N at least 1"
+        ));
+    }
+    Ok((i, n))
+}
+
+fn explore(args: &ExploreArgs) -> ExitCode {
+    use fenced_sim::explore::{run_campaign, CampaignSummary, SeedRange};
+    use std::io::IsTerminal;
+    let (base, base_arg) = match explore_base(args.scenario.as_deref()) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    if let Err(e) = base.validate() {
+        return bad_input(e);
+    }
+    let mut options = RunOptions::default();
+    let plant_flag = match args.plant.apply(&mut options) {
+        Ok(flag) => flag,
+        Err(code) => return code,
+    };
+    let (shard, shards) = match args.shard.as_deref().map(parse_shard).transpose() {
+        Ok(s) => s.unwrap_or((0, 1)),
+        Err(e) => return bad_input(e),
+    };
+    if args.jobs == 0 {
+        return bad_input("--jobs must be at least 1");
+    }
+    let range = SeedRange {
+        start: args.start,
+        count: args.seeds,
+        shard,
+        shards,
+    };
+    let total = range.seeds().count() as u64;
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let started = std::time::Instant::now();
+    let outcomes = run_campaign(&base, range, args.jobs, &options, &|| bar.inc(1));
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    let summary = CampaignSummary::of(&outcomes);
+    let replay = |seed: u64| format!("fenced-sim replay {base_arg}--seed {seed}{plant_flag}");
+    let shrink = |seed: u64| {
+        format!("fenced-sim shrink {base_arg}--seed {seed}{plant_flag} -o seed-{seed}.toml")
+    };
+    let mut out = std::io::stdout().lock();
+    let mut write = || -> std::io::Result<()> {
+        if args.json {
+            for o in &outcomes {
+                let mut value = serde_json::to_value(o).map_err(std::io::Error::other)?;
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("replay".to_string(), replay(o.seed).into());
+                }
+                writeln!(out, "{value}")?;
+            }
+            return Ok(());
+        }
+        for o in outcomes.iter().filter(|o| !o.ok) {
+            let at = o
+                .at_ms
+                .map(|ms| format!(" at {}.{:03}s", ms / 1000, ms % 1000))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {}",
+                o.seed,
+                o.invariant.as_deref().unwrap_or("?"),
+                o.detail.as_deref().unwrap_or(""),
+                o.mix.join(", "),
+                replay(o.seed),
+                shrink(o.seed)
+            )?;
+        }
+        Ok(())
+    };
+    if let Err(e) = write() {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return bad_input(format!("cannot write the results: {e}"));
+        }
+    }
+    let never = summary.never_exercised();
+    let c = &summary.seeds_covering;
+    eprintln!(
+        "{} seeds{} in {:.2}s ({:.0} seeds/s, {} jobs): {} failed{}; {} run twice for determinism",
+        summary.seeds,
+        if shards > 1 {
+            format!(" (shard {shard}/{shards})")
+        } else {
+            String::new()
+        },
+        elapsed.as_secs_f64(),
+        summary.seeds as f64 / elapsed.as_secs_f64().max(1e-9),
+        args.jobs,
+        summary.failed,
+        if summary.failures_by_invariant.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                summary
+                    .failures_by_invariant
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+        summary.determinism_checked
+    );
+    eprintln!(
+        "coverage (seeds where it happened): stale write rejected {}, takeover during a pause {}, \
+         step-down on the local deadline {}, renewal lost {}, zombie incarnation fenced {}",
+        c.stale_write_rejected,
+        c.takeover_during_pause,
+        c.step_down_on_deadline,
+        c.renewal_lost,
+        c.zombie_fenced
+    );
+    if !never.is_empty() && summary.seeds >= 100 {
+        eprintln!("warning: never exercised: {}", never.join(", "));
+    }
+    if summary.failed > 0 {
+        ExitCode::from(EXIT_FAIL)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn replay(args: &ReplayArgs) -> ExitCode {
+    let (base, base_arg) = match explore_base(args.scenario.as_deref()) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    if let Err(e) = base.validate() {
+        return bad_input(e);
+    }
+    let mut options = RunOptions::default();
+    let plant_flag = match args.plant.apply(&mut options) {
+        Ok(flag) => flag,
+        Err(code) => return code,
+    };
+    let (scenario, _) = fenced_sim::explore::generate(&base, args.seed);
+    if let Some(path) = &args.save {
+        if let Err(e) = std::fs::write(path, fenced_sim::to_toml::to_toml(&scenario)) {
+            return bad_input(format!("cannot write {}: {e}", path.display()));
+        }
+    }
+    let replay = |seed: u64| format!("fenced-sim replay {base_arg}--seed {seed}{plant_flag}");
+    execute(
+        &scenario,
+        options,
+        &scenario.name.clone(),
+        args.trace.as_deref(),
+        args.json,
+        &replay,
+    )
+}
+
+fn shrink(args: &ShrinkArgs) -> ExitCode {
+    let (base, base_arg) = match explore_base(args.scenario.as_deref()) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    if let Err(e) = base.validate() {
+        return bad_input(e);
+    }
+    let mut options = RunOptions::default();
+    let plant_flag = match args.plant.apply(&mut options) {
+        Ok(flag) => flag,
+        Err(code) => return code,
+    };
+    let (scenario, _) = fenced_sim::explore::generate(&base, args.seed);
+    let shrunk = match fenced_sim::shrink::shrink(&scenario, &options, args.budget) {
+        Ok(shrunk) => shrunk,
+        Err(fenced_sim::shrink::ShrinkError::Passes) => {
+            eprintln!("seed {} passes: nothing to shrink", args.seed);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return bad_input(e),
+    };
+    let header = format!(
+        "# Shrunk by: fenced-sim shrink {base_arg}--seed {}{plant_flag}\n\
+         # {} faults -> {} in {} runs. Reproduce: fenced-sim run <this file>{plant_flag}\n",
+        args.seed, shrunk.faults_before, shrunk.faults_after, shrunk.runs
+    );
+    let text = format!("{header}{}", fenced_sim::to_toml::to_toml(&shrunk.scenario));
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &text) {
+                return bad_input(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        None => print!("{text}"),
+    }
+    eprintln!(
+        "seed {}: `{}` at {}.{:03}s: {}\nshrunk from {} to {} faults in {} runs{}",
+        args.seed,
+        shrunk.invariant,
+        shrunk.violation.at_ms / 1000,
+        shrunk.violation.at_ms % 1000,
+        shrunk.violation.detail,
+        shrunk.faults_before,
+        shrunk.faults_after,
+        shrunk.runs,
+        args.output
+            .as_ref()
+            .map(|p| format!("; written to {}", p.display()))
+            .unwrap_or_default()
+    );
+    ExitCode::SUCCESS
+}
+
+/// The first sentence of a description (up to the first ". "), at most
+/// 160 characters (cut at a word, with an ellipsis), for one-line listings.
+fn first_sentence(description: &str) -> String {
+    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let sentence = match text.find(". ") {
+        Some(i) => &text[..=i],
+        None => text.as_str(),
+    };
+    if sentence.chars().count() <= 160 {
+        return sentence.to_string();
+    }
+    let mut cut = String::new();
+    for word in sentence.split(' ') {
+        if cut.chars().count() + word.chars().count() + 1 > 159 {
+            break;
+        }
+        if !cut.is_empty() {
+            cut.push(' ');
+        }
+        cut.push_str(word);
+    }
+    cut.push('…');
+    cut
 }

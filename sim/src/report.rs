@@ -109,6 +109,10 @@ pub struct Failover {
     pub to_token: u64,
     /// When the new term's first write was accepted, ms.
     pub at_ms: u64,
+    /// The old term's owner (node and incarnation).
+    pub from_owner: String,
+    /// The new term's owner (node and incarnation).
+    pub to_owner: String,
 }
 
 /// Downstream write counts.

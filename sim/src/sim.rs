@@ -46,6 +46,7 @@ use crate::scenario::{
     DurationRange, Expectations, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM,
     LEASE_STORE,
 };
+use crate::timeline::{Recorder, Timeline, WriteFate, WriteMark};
 use crate::trace::{DropReason, HostRef, MessageKind, Record, Tracer};
 
 #[cfg(feature = "planted-bugs")]
@@ -426,6 +427,10 @@ pub struct Simulation {
     expect: Expectations,
     /// Set once the liveness phase has begun (see [`Scenario::heal_at`]).
     healed: bool,
+    /// Every recurring fault that fired, as a scheduled fault, when asked for.
+    recurring_log: Option<Vec<FaultSpec>>,
+    /// What happened when, for pictures, when asked for.
+    timeline: Option<Box<Recorder>>,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<PlantedBug>,
 }
@@ -519,6 +524,8 @@ impl Simulation {
             tracer: Tracer::new(),
             expect: scenario.expect.clone(),
             healed: false,
+            recurring_log: None,
+            timeline: None,
             #[cfg(feature = "planted-bugs")]
             planted_bug: options.planted_bug,
         };
@@ -603,6 +610,36 @@ impl Simulation {
         candidate.validate()?;
         self.scenario = candidate;
         self.schedule_fault(self.scenario.faults.len() - 1)
+    }
+
+    /// Records every recurring fault that fires from now on as the scheduled
+    /// fault it amounts to (see [`recurring_faults`](Self::recurring_faults)):
+    /// what shrinking needs to turn seed-drawn faults into a fixed schedule.
+    /// Off by default, because the log grows with the run.
+    pub fn record_recurring_faults(&mut self) {
+        self.recurring_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The recurring faults that fired since
+    /// [`record_recurring_faults`](Self::record_recurring_faults), in order.
+    pub fn recurring_faults(&self) -> &[FaultSpec] {
+        self.recurring_log.as_deref().unwrap_or(&[])
+    }
+
+    /// Records a [`Timeline`] (truth of the lease, faults per host, writes,
+    /// grants, membership) from now on, for pictures. Off by default: it
+    /// grows with the run.
+    pub fn record_timeline(&mut self) {
+        if self.timeline.is_none() {
+            let nodes = self.hosts.nodes.iter().map(|n| n.id.to_string()).collect();
+            self.timeline = Some(Box::new(Recorder::new(nodes)));
+        }
+    }
+
+    /// The timeline recorded since [`record_timeline`](Self::record_timeline),
+    /// closed at the current time, or `None` if none was recorded.
+    pub fn timeline(&self) -> Option<Timeline> {
+        self.timeline.as_ref().map(|r| r.snapshot(self.now))
     }
 
     /// Writes the text trace (one line per event) to `out` from now on.
@@ -924,6 +961,28 @@ impl Simulation {
                             pid,
                         };
                         self.checker.on_lease_result(self.now, who, &result);
+                        if let Some(t) = self.timeline.as_mut() {
+                            let node = who.node_name;
+                            match &result {
+                                LeaseResult::Granted { token, expires_at } => t.granted(
+                                    self.now,
+                                    owner.as_str(),
+                                    node,
+                                    token.get(),
+                                    expires_at.as_nanos(),
+                                ),
+                                LeaseResult::Renewed { token, expires_at } => t.renewed(
+                                    self.now,
+                                    owner.as_str(),
+                                    node,
+                                    token.get(),
+                                    expires_at.as_nanos(),
+                                ),
+                                LeaseResult::Held { .. } => {
+                                    t.refused(self.now, owner.as_str(), node)
+                                }
+                            }
+                        }
                         let from_host = HostRef {
                             code: u64::from(from) | (u64::from(incarnation) << 32),
                             name: owner.as_str(),
@@ -965,6 +1024,11 @@ impl Simulation {
                     .leases
                     .release(&self.role, &owner, token, now);
                 self.checker.on_release(&owner, token, result);
+                if result == ReleaseResult::Released {
+                    if let Some(t) = self.timeline.as_mut() {
+                        t.released(self.now, owner.as_str(), token.get());
+                    }
+                }
                 let incarnation = self.hosts.procs[pid as usize].incarnation;
                 let from_host = HostRef {
                     code: u64::from(from) | (u64::from(incarnation) << 32),
@@ -1030,6 +1094,14 @@ impl Simulation {
                 }
             }
         }
+        if let Some(t) = self.timeline.as_mut() {
+            let live = self
+                .store
+                .state
+                .registry
+                .live_count(fenced::Instant::from_nanos(self.now));
+            t.live(self.now, live as u64);
+        }
         let next = self
             .store
             .state
@@ -1082,6 +1154,27 @@ impl Simulation {
             node_name: self.hosts.nodes[node as usize].id.as_str(),
             pid,
         };
+        if let Some(t) = self.timeline.as_mut() {
+            let split_brain = outcome == fenced::WriteOutcome::Accepted
+                && self
+                    .checker
+                    .fence()
+                    .is_some_and(|(highest, _)| token.get() < highest);
+            t.wrote(WriteMark {
+                at_ns: self.now,
+                owner: owner.to_string(),
+                node: who.node_name.to_string(),
+                token: token.get(),
+                fate: match outcome {
+                    fenced::WriteOutcome::Accepted => WriteFate::Accepted,
+                    fenced::WriteOutcome::RejectedStale { .. } => WriteFate::RejectedStale,
+                    fenced::WriteOutcome::RejectedWrongWriter { .. } => {
+                        WriteFate::RejectedWrongWriter
+                    }
+                },
+                split_brain,
+            });
+        }
         let replaced = matches!(outcome, fenced::WriteOutcome::RejectedStale { .. })
             && self.hosts.nodes[node as usize].pids.iter().any(|&p| {
                 let p = &self.hosts.procs[p as usize];
@@ -1178,6 +1271,14 @@ impl Simulation {
             self.hosts.process_host(pid),
             Record::ProcessStarted,
         );
+        if let Some(t) = self.timeline.as_mut() {
+            let p = &self.hosts.procs[pid as usize];
+            t.started(
+                self.now,
+                p.owner.as_str(),
+                self.hosts.nodes[node as usize].id.as_str(),
+            );
+        }
         let local = self.local(pid);
         self.hosts.procs[pid as usize].elector.start(local);
         self.drain_elector(pid);
@@ -1465,6 +1566,14 @@ impl Simulation {
             self.hosts.process_host(pid),
             Record::ProcessCrashed,
         );
+        if let Some(t) = self.timeline.as_mut() {
+            let p = &self.hosts.procs[pid as usize];
+            t.crashed(
+                self.now,
+                p.owner.as_str(),
+                self.hosts.nodes[p.node as usize].id.as_str(),
+            );
+        }
     }
 
     // ----- faults -----
@@ -1493,6 +1602,41 @@ impl Simulation {
     }
 
     fn schedule_end(&mut self, fault: ActiveFault, duration: u64) {
+        if let Some(mut t) = self.timeline.take() {
+            let slot = self
+                .active_free
+                .last()
+                .copied()
+                .unwrap_or(self.active.len() as u32);
+            let now = self.now;
+            let name = |e: u16| self.hosts.endpoint_name(e).to_string();
+            let spans: Vec<(String, String)> = match &fault {
+                ActiveFault::PauseProcesses(pids) => pids
+                    .iter()
+                    .map(|(pid, _)| {
+                        (
+                            self.hosts.procs[*pid as usize].owner.to_string(),
+                            "pause".to_string(),
+                        )
+                    })
+                    .collect(),
+                ActiveFault::PauseStore => vec![(LEASE_STORE.to_string(), "pause".to_string())],
+                ActiveFault::PauseDownstream => vec![(DOWNSTREAM.to_string(), "pause".to_string())],
+                ActiveFault::Isolate(e) => vec![(name(*e), "isolated".to_string())],
+                ActiveFault::Cut(a, b) => vec![
+                    (name(*a), format!("cut to {}", name(*b))),
+                    (name(*b), format!("cut from {}", name(*a))),
+                ],
+                ActiveFault::Partition { members, .. } => members
+                    .iter()
+                    .map(|e| (name(*e), "partition".to_string()))
+                    .collect(),
+            };
+            for (i, (host, label)) in spans.iter().enumerate() {
+                t.fault_began(format!("{slot:08}/{i:04}"), host, label, now);
+            }
+            self.timeline = Some(t);
+        }
         let slot = self.add_active(fault);
         self.queue.push(
             self.now.saturating_add(duration),
@@ -1617,6 +1761,9 @@ impl Simulation {
             self.hosts.endpoint_host(STORE_ENDPOINT),
             Record::Healed,
         );
+        if let Some(t) = self.timeline.as_mut() {
+            t.healed(self.now);
+        }
         for slot in 0..self.active.len() as u32 {
             self.end_fault(slot);
         }
@@ -1710,6 +1857,9 @@ impl Simulation {
             return;
         };
         self.active_free.push(slot);
+        if let Some(t) = self.timeline.as_mut() {
+            t.faults_ended(&format!("{slot:08}/"), self.now);
+        }
         match fault {
             ActiveFault::PauseProcesses(pids) => {
                 for (pid, incarnation) in pids {
@@ -1826,6 +1976,30 @@ impl Simulation {
         let (kind, node) = (g.kind, g.node);
         self.queue
             .push(self.now.saturating_add(gap), Event::Recur { generator: id });
+        if let Some(log) = self.recurring_log.as_mut() {
+            let host = self.hosts.nodes[node as usize].id.to_string();
+            let (at, length) = (
+                Duration::from_nanos(self.now),
+                Duration::from_nanos(duration),
+            );
+            log.push(match kind {
+                RecurringKind::Pause => FaultSpec::Pause {
+                    host,
+                    at,
+                    duration: length,
+                },
+                RecurringKind::Isolate => FaultSpec::Isolate {
+                    host,
+                    at,
+                    duration: length,
+                },
+                RecurringKind::Crash => FaultSpec::Crash {
+                    node: host,
+                    at,
+                    restart_after: Some(length),
+                },
+            });
+        }
         match kind {
             RecurringKind::Pause => {
                 let active = self.pause_node(node);

@@ -97,8 +97,8 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
             let _ = writeln!(
                 s,
                 "  {} → {}  gap {}  (token {} → {}, at {})",
-                f.from,
-                f.to,
+                f.from_owner,
+                f.to_owner,
                 secs_ms(f.gap_ms),
                 f.from_token,
                 f.to_token,

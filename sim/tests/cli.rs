@@ -373,13 +373,22 @@ fn list_shows_every_scenario_with_its_description() {
         let description = scenario
             .description
             .expect("every shipped scenario is described");
-        let first = description.lines().next().unwrap().trim();
-        assert!(!first.is_empty(), "{stem}: empty first description line");
+        let words: Vec<&str> = description.split_whitespace().collect();
+        assert!(!words.is_empty(), "{stem}: empty description");
         let line = text
             .lines()
             .find(|l| l.split_whitespace().next() == Some(stem))
             .unwrap_or_else(|| panic!("{stem} not listed:\n{text}"));
-        assert!(line.ends_with(first), "{stem}: {line}");
+        // One line: the description's first sentence.
+        let listed = line[stem.len()..].trim().trim_end_matches('…');
+        assert!(
+            words.join(" ").starts_with(listed),
+            "{stem}: `{listed}` is not the start of its description"
+        );
+        assert!(
+            listed.len() >= 20 && listed.len() <= 200,
+            "{stem}: {listed}"
+        );
     }
     // An explicit directory lists the same.
     let explicit = fenced_sim(["list", "scenarios"]);

@@ -1,0 +1,325 @@
+//! Shrinking a failing run to the smallest schedule that still fails.
+//!
+//! Starting from a failing scenario (typically a seed's generated schedule),
+//! the shrinker first turns every seed-drawn recurring fault into the
+//! scheduled faults it amounted to, then, keeping only changes after which
+//! *the same invariant* still breaks:
+//!
+//! 1. removes faults by delta debugging (Zeller's ddmin: chunks, then one by
+//!    one);
+//! 2. turns off random loss and duplication, and resets clock offsets and
+//!    drifts;
+//! 3. removes nodes that no fault names;
+//! 4. shortens each remaining fault (halving its duration while it fails)
+//!    and moves it earlier (halving its start), except for liveness failures;
+//!
+//! repeating 1–4 until a round changes nothing, then
+//! 5. cuts the run short after the first violation (unless the invariant is
+//!    `liveness`, which needs its whole phase).
+//!
+//! The result is a standalone scenario: no recurring (seed-drawn) faults, so
+//! `fenced-sim run` reproduces the failure from the file alone. The network's
+//! latency draws still come from the scenario's seed, which the file keeps.
+
+use std::time::Duration;
+
+use crate::report::Violation;
+use crate::scenario::{FaultSpec, Scenario};
+use crate::{RunOptions, Simulation};
+
+/// What shrinking produced.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The smallest failing scenario found.
+    pub scenario: Scenario,
+    /// The invariant it breaks.
+    pub invariant: String,
+    /// Its first violation of that invariant.
+    pub violation: Violation,
+    /// Faults before (after materializing recurring ones) and after.
+    pub faults_before: usize,
+    /// Faults left.
+    pub faults_after: usize,
+    /// Simulations run while shrinking.
+    pub runs: u64,
+}
+
+/// Why a scenario could not be shrunk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShrinkError {
+    /// The scenario does not fail: there is nothing to shrink.
+    Passes,
+    /// The scenario is invalid.
+    Invalid(crate::ScenarioError),
+}
+
+impl std::fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShrinkError::Passes => f.write_str("the run has no violation: nothing to shrink"),
+            ShrinkError::Invalid(e) => write!(f, "invalid scenario: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ShrinkError {}
+
+/// One simplification to try on a scenario.
+type Change = Box<dyn Fn(&mut Scenario)>;
+
+struct Shrinker<'a> {
+    options: &'a RunOptions,
+    invariant: String,
+    runs: u64,
+    budget: u64,
+}
+
+impl Shrinker<'_> {
+    /// The first violation of the target invariant, if `candidate` has one.
+    fn fails(&mut self, candidate: &Scenario) -> Option<Violation> {
+        if self.runs >= self.budget || candidate.validate().is_err() {
+            return None;
+        }
+        self.runs += 1;
+        let mut sim = Simulation::new(candidate, self.options.clone()).ok()?;
+        sim.run_to_end();
+        sim.report()
+            .violations
+            .into_iter()
+            .find(|v| v.invariant == self.invariant)
+    }
+
+    fn ddmin(&mut self, scenario: &mut Scenario) {
+        let mut chunks = 2usize;
+        while scenario.faults.len() >= 2 {
+            let len = scenario.faults.len();
+            let size = len.div_ceil(chunks);
+            let mut reduced = false;
+            for start in (0..len).step_by(size) {
+                let mut candidate = scenario.clone();
+                candidate.faults.drain(start..(start + size).min(len));
+                if self.fails(&candidate).is_some() {
+                    *scenario = candidate;
+                    chunks = (chunks - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+            if !reduced {
+                if chunks >= len {
+                    break;
+                }
+                chunks = (chunks * 2).min(len);
+            }
+        }
+        // A last pass, one fault at a time (covers a single remaining fault).
+        let mut i = 0;
+        while i < scenario.faults.len() {
+            let mut candidate = scenario.clone();
+            candidate.faults.remove(i);
+            if self.fails(&candidate).is_some() {
+                *scenario = candidate;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn shorten_faults(&mut self, scenario: &mut Scenario) {
+        for i in 0..scenario.faults.len() {
+            for _ in 0..12 {
+                let mut candidate = scenario.clone();
+                let shorter = match &mut candidate.faults[i] {
+                    FaultSpec::Pause { duration, .. }
+                    | FaultSpec::Isolate { duration, .. }
+                    | FaultSpec::Cut { duration, .. }
+                    | FaultSpec::Partition { duration, .. } => halve(duration),
+                    FaultSpec::Crash {
+                        restart_after: Some(after),
+                        ..
+                    } => halve(after),
+                    _ => false,
+                };
+                if !shorter || self.fails(&candidate).is_none() {
+                    break;
+                }
+                *scenario = candidate;
+            }
+        }
+    }
+
+    /// Moves each fault earlier (halving its start) while it still fails,
+    /// so the run can be cut short sooner.
+    fn move_faults_earlier(&mut self, scenario: &mut Scenario) {
+        for i in 0..scenario.faults.len() {
+            for _ in 0..8 {
+                let mut candidate = scenario.clone();
+                let earlier = match &mut candidate.faults[i] {
+                    FaultSpec::Pause { at, .. }
+                    | FaultSpec::Isolate { at, .. }
+                    | FaultSpec::Cut { at, .. }
+                    | FaultSpec::Partition { at, .. }
+                    | FaultSpec::Crash { at, .. }
+                    | FaultSpec::Replace { at, .. } => halve(at),
+                    FaultSpec::Recurring { .. } => false,
+                };
+                if !earlier || self.fails(&candidate).is_none() {
+                    break;
+                }
+                *scenario = candidate;
+            }
+        }
+    }
+
+    fn simplify_environment(&mut self, scenario: &mut Scenario) {
+        let mut tries: Vec<Change> = vec![
+            Box::new(|s| s.network.loss = 0.0),
+            Box::new(|s| s.network.duplicate = 0.0),
+        ];
+        for i in 0..scenario.nodes.len() {
+            tries.push(Box::new(move |s| s.nodes[i].clock_drift = 0.0));
+            tries.push(Box::new(move |s| s.nodes[i].clock_offset.0 = 0));
+        }
+        for change in tries {
+            let mut candidate = scenario.clone();
+            change(&mut candidate);
+            if candidate != *scenario && self.fails(&candidate).is_some() {
+                *scenario = candidate;
+            }
+        }
+    }
+
+    fn drop_nodes(&mut self, scenario: &mut Scenario) {
+        let mut i = scenario.nodes.len();
+        while i > 0 && scenario.nodes.len() > 1 {
+            i -= 1;
+            let id = scenario.nodes[i].id.clone();
+            if scenario.faults.iter().any(|f| names(f, &id)) {
+                continue;
+            }
+            let mut candidate = scenario.clone();
+            candidate.nodes.remove(i);
+            if self.fails(&candidate).is_some() {
+                *scenario = candidate;
+            }
+        }
+    }
+
+    fn cut_short(&mut self, scenario: &mut Scenario, violation: &Violation) {
+        if self.invariant == "liveness" {
+            return;
+        }
+        let end = Duration::from_millis(violation.at_ms) + Duration::from_secs(1);
+        if end >= scenario.duration {
+            return;
+        }
+        let mut candidate = scenario.clone();
+        candidate.duration = end;
+        candidate.heal_at = None;
+        candidate
+            .faults
+            .retain(|f| f.window().is_none_or(|(at, _)| at < end));
+        if self.fails(&candidate).is_some() {
+            *scenario = candidate;
+        }
+    }
+}
+
+fn halve(d: &mut Duration) -> bool {
+    if *d <= Duration::from_millis(2) {
+        return false;
+    }
+    *d /= 2;
+    true
+}
+
+/// Whether `fault` names host `id`.
+fn names(fault: &FaultSpec, id: &str) -> bool {
+    match fault {
+        FaultSpec::Pause { host, .. } | FaultSpec::Isolate { host, .. } => host == id,
+        FaultSpec::Cut { from, to, .. } => from == id || to == id,
+        FaultSpec::Partition { groups, .. } => groups.iter().flatten().any(|h| h == id),
+        FaultSpec::Crash { node, .. } | FaultSpec::Replace { node, .. } => node == id,
+        FaultSpec::Recurring { node, .. } => node.as_deref().is_none_or(|n| n == id),
+    }
+}
+
+/// Shrinks `scenario`, which must fail, within `budget` simulation runs.
+///
+/// # Errors
+/// [`ShrinkError::Passes`] if the scenario has no violation;
+/// [`ShrinkError::Invalid`] if it is not a valid scenario.
+pub fn shrink(
+    scenario: &Scenario,
+    options: &RunOptions,
+    budget: u64,
+) -> Result<Shrunk, ShrinkError> {
+    let mut sim = Simulation::new(scenario, options.clone()).map_err(ShrinkError::Invalid)?;
+    sim.record_recurring_faults();
+    sim.run_to_end();
+    let report = sim.report();
+    let first = report
+        .violations
+        .first()
+        .cloned()
+        .ok_or(ShrinkError::Passes)?;
+    let mut shrinker = Shrinker {
+        options,
+        invariant: first.invariant.clone(),
+        runs: 1,
+        budget: budget.max(2),
+    };
+    // Seed-drawn faults become scheduled ones, if the run still fails so.
+    let mut current = scenario.clone();
+    if current
+        .faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::Recurring { .. }))
+    {
+        let mut fixed = current.clone();
+        fixed
+            .faults
+            .retain(|f| !matches!(f, FaultSpec::Recurring { .. }));
+        fixed.faults.extend(sim.recurring_faults().iter().cloned());
+        if shrinker.fails(&fixed).is_some() {
+            current = fixed;
+        }
+    }
+    let faults_before = current.faults.len();
+    // Repeat the passes until none makes progress: a simpler environment can
+    // make a fault removable, and fewer faults can make a node removable.
+    loop {
+        let before = current.clone();
+        shrinker.ddmin(&mut current);
+        shrinker.simplify_environment(&mut current);
+        shrinker.drop_nodes(&mut current);
+        shrinker.shorten_faults(&mut current);
+        if shrinker.invariant != "liveness" {
+            shrinker.move_faults_earlier(&mut current);
+        }
+        if current == before || shrinker.runs >= shrinker.budget {
+            break;
+        }
+    }
+    let violation = shrinker.fails(&current).unwrap_or(first);
+    shrinker.cut_short(&mut current, &violation);
+    let violation = shrinker.fails(&current).unwrap_or(violation);
+    current.name = format!("{}-shrunk", scenario.name);
+    current.description = Some(format!(
+        "Shrunk from {} (seed {}): breaks `{}` at {:.3}s — {}",
+        scenario.name,
+        scenario.seed,
+        violation.invariant,
+        violation.at_ms as f64 / 1000.0,
+        violation.detail
+    ));
+    current.expect = Default::default();
+    Ok(Shrunk {
+        faults_after: current.faults.len(),
+        scenario: current,
+        invariant: shrinker.invariant,
+        violation,
+        faults_before,
+        runs: shrinker.runs,
+    })
+}

@@ -1,0 +1,285 @@
+//! Writing a [`Scenario`] back as a scenario file.
+//!
+//! Used to save what exploration and shrinking found as standalone scenarios:
+//! the output parses back (with [`crate::file::parse`]) to an equal scenario —
+//! durations are written in humantime syntax down to the nanosecond, and
+//! floats with Rust's shortest round-trip representation.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::scenario::{Election, FaultSpec, Membership, Network, Scenario, Work};
+
+fn quoted(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn dur(d: Duration) -> String {
+    quoted(&humantime::format_duration(d).to_string())
+}
+
+fn float(x: f64) -> String {
+    format!("{x:?}")
+}
+
+/// The scenario as TOML text, with every non-default setting written out.
+pub fn to_toml(s: &Scenario) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let _ = writeln!(o, "name = {}", quoted(&s.name));
+    if let Some(description) = &s.description {
+        let _ = writeln!(o, "description = {}", quoted(description));
+    }
+    let _ = writeln!(o, "seed = {}", s.seed);
+    let _ = writeln!(o, "duration = {}", dur(s.duration));
+    if let Some(heal_at) = s.heal_at {
+        let _ = writeln!(o, "heal_at = {}", dur(heal_at));
+    }
+    write_election(o, &s.election);
+    write_membership(o, &s.membership);
+    write_work(o, &s.work);
+    write_network(o, &s.network);
+    if !s.fencing {
+        let _ = writeln!(o, "\n[downstream]\nfencing = false");
+    }
+    for node in &s.nodes {
+        let _ = writeln!(o, "\n[[node]]\nid = {}", quoted(&node.id));
+        if node.clock_offset.0 != 0 {
+            let _ = writeln!(
+                o,
+                "clock_offset = {}",
+                quoted(&node.clock_offset.to_string())
+            );
+        }
+        if node.clock_drift != 0.0 {
+            let _ = writeln!(o, "clock_drift = {}", float(node.clock_drift));
+        }
+        if !node.start_at.is_zero() {
+            let _ = writeln!(o, "start_at = {}", dur(node.start_at));
+        }
+    }
+    for fault in &s.faults {
+        write_fault(o, fault);
+    }
+    write_expect(o, s);
+    out
+}
+
+fn write_election(o: &mut String, e: &Election) {
+    if *e == Election::default() {
+        return;
+    }
+    let _ = writeln!(o, "\n[election]\nrole = {}", quoted(&e.role));
+    let _ = writeln!(o, "lease_ttl = {}", dur(e.lease_ttl));
+    let _ = writeln!(o, "renew_interval = {}", dur(e.renew_interval));
+    let _ = writeln!(o, "retry_interval = {}", dur(e.retry_interval));
+    if let Some(margin) = e.safety_margin {
+        let _ = writeln!(o, "safety_margin = {}", dur(margin));
+    }
+    if let Some(rejoin) = e.rejoin_delay {
+        let _ = writeln!(o, "rejoin_delay = {}", dur(rejoin));
+    }
+    if !e.release_on_deadline {
+        let _ = writeln!(o, "release_on_deadline = false");
+    }
+    if e.jitter != 0.0 {
+        let _ = writeln!(o, "jitter = {}", float(e.jitter));
+    }
+}
+
+fn write_membership(o: &mut String, m: &Membership) {
+    if *m == Membership::default() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n[membership]\nheartbeat_interval = {}\nliveness_ttl = {}",
+        dur(m.heartbeat_interval),
+        dur(m.liveness_ttl)
+    );
+}
+
+fn write_work(o: &mut String, w: &Work) {
+    if *w == Work::default() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n[work]\nwrite_interval = {}\nwork_duration = {}",
+        dur(w.write_interval),
+        dur(w.work_duration)
+    );
+    if let Some(resource) = &w.resource {
+        let _ = writeln!(o, "resource = {}", quoted(resource));
+    }
+}
+
+fn write_network(o: &mut String, n: &Network) {
+    if *n == Network::default() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n[network]\nlatency = [{}, {}]\nloss = {}\nduplicate = {}",
+        dur(n.latency.0),
+        dur(n.latency.1),
+        float(n.loss),
+        float(n.duplicate)
+    );
+}
+
+fn write_fault(o: &mut String, fault: &FaultSpec) {
+    let _ = writeln!(o, "\n[[fault]]\nkind = {}", quoted(fault.kind_name()));
+    match fault {
+        FaultSpec::Pause { host, at, duration } | FaultSpec::Isolate { host, at, duration } => {
+            let _ = writeln!(
+                o,
+                "node = {}\nat = {}\nduration = {}",
+                quoted(host),
+                dur(*at),
+                dur(*duration)
+            );
+        }
+        FaultSpec::Cut {
+            from,
+            to,
+            at,
+            duration,
+        } => {
+            let _ = writeln!(
+                o,
+                "from = {}\nto = {}\nat = {}\nduration = {}",
+                quoted(from),
+                quoted(to),
+                dur(*at),
+                dur(*duration)
+            );
+        }
+        FaultSpec::Partition {
+            groups,
+            at,
+            duration,
+        } => {
+            let groups: Vec<String> = groups
+                .iter()
+                .map(|g| {
+                    let hosts: Vec<String> = g.iter().map(|h| quoted(h)).collect();
+                    format!("[{}]", hosts.join(", "))
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "groups = [{}]\nat = {}\nduration = {}",
+                groups.join(", "),
+                dur(*at),
+                dur(*duration)
+            );
+        }
+        FaultSpec::Crash {
+            node,
+            at,
+            restart_after,
+        } => {
+            let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
+            if let Some(after) = restart_after {
+                let _ = writeln!(o, "restart_after = {}", dur(*after));
+            }
+        }
+        FaultSpec::Replace { node, at } => {
+            let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
+        }
+        FaultSpec::Recurring {
+            node,
+            every,
+            duration,
+            ..
+        } => {
+            let node = node.as_deref().unwrap_or("*");
+            let range = if duration.low == duration.high {
+                dur(duration.low)
+            } else {
+                format!("[{}, {}]", dur(duration.low), dur(duration.high))
+            };
+            let _ = writeln!(
+                o,
+                "node = {}\nevery = {}\nduration = {range}",
+                quoted(node),
+                dur(*every)
+            );
+        }
+    }
+}
+
+fn write_expect(o: &mut String, s: &Scenario) {
+    let x = &s.expect;
+    let mut lines = Vec::new();
+    if let Some(v) = x.split_brain {
+        lines.push(format!("split_brain = {v}"));
+    }
+    let counts = [
+        ("violations", x.violations),
+        ("min_leader_changes", x.min_leader_changes),
+        ("max_leader_changes", x.max_leader_changes),
+        ("max_spurious_failovers", x.max_spurious_failovers),
+        ("min_spurious_failovers", x.min_spurious_failovers),
+        ("min_rejected_writes", x.min_rejected_writes),
+        ("max_token", x.max_token),
+        ("min_membership_flaps", x.min_membership_flaps),
+    ];
+    for (key, value) in counts {
+        if let Some(v) = value {
+            lines.push(format!("{key} = {v}"));
+        }
+    }
+    let spans = [
+        ("max_failover", x.max_failover),
+        ("max_overlap", x.max_overlap),
+        ("min_overlap", x.min_overlap),
+    ];
+    for (key, value) in spans {
+        if let Some(v) = value {
+            lines.push(format!("{key} = {}", dur(v)));
+        }
+    }
+    if let Some(v) = x.leader_at_end {
+        lines.push(format!("leader_at_end = {v}"));
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(o, "\n[expect]\n{}", lines.join("\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::parse;
+    use std::path::Path;
+
+    #[test]
+    fn generated_schedules_round_trip_through_toml() {
+        let base = crate::explore::default_base();
+        for seed in 0..200 {
+            let (scenario, _) = crate::explore::generate(&base, seed);
+            let text = to_toml(&scenario);
+            let back = parse(&text, Path::new("round-trip.toml"))
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+            assert_eq!(back, scenario, "seed {seed}:\n{text}");
+        }
+    }
+
+    #[test]
+    fn shipped_scenarios_round_trip_through_toml() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|x| x == "toml") {
+                let scenario = crate::file::load(&path).unwrap();
+                let back = parse(&to_toml(&scenario), &path).unwrap();
+                assert_eq!(back, scenario, "{}", path.display());
+                seen += 1;
+            }
+        }
+        assert!(seen >= 16);
+    }
+}
