@@ -21,6 +21,11 @@
 //! work while leading, lease and registry backends, a heartbeat task and an
 //! in-process fenced store. Without it the crate pulls in no runtime.
 //!
+//! With the cargo feature **`postgres`** (off by default; implies `tokio`),
+//! the module `postgres` keeps leases, node heartbeats and a fenced table in
+//! PostgreSQL, so electors in many processes share one store, on the
+//! database's clock.
+//!
 //! ## Driving an elector
 //!
 //! 1. Build a validated [`ElectorConfig`] and an [`Elector`] from it.
@@ -90,6 +95,8 @@ pub mod planted;
 #[cfg(not(feature = "planted-bugs"))]
 #[allow(dead_code)]
 mod planted;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod registry;
 mod time;
 #[cfg(feature = "tokio")]

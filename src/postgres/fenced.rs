@@ -1,0 +1,147 @@
+//! [`PostgresFencedTable`]: a downstream table that fences its writers.
+
+use std::time::SystemTime;
+
+use super::clock::instant_from_database;
+use super::{
+    identity_from_database, token_from_database, token_to_database, PostgresError, PostgresStore,
+};
+use crate::fenced_store::WriteOutcome;
+use crate::id::{FencingToken, OwnerId, ResourceId};
+use crate::time::Instant;
+
+/// What the fenced table holds for one resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FencedRecord {
+    /// The highest token accepted.
+    pub highest: FencingToken,
+    /// The writer that token is bound to.
+    pub writer: OwnerId,
+    /// The payload of the last accepted write.
+    pub payload: Vec<u8>,
+    /// How many writes were accepted.
+    pub accepted: u64,
+    /// When the last accepted write happened (database clock).
+    pub last_write_at: Instant,
+}
+
+/// The fenced downstream store on PostgreSQL: one row per resource, written
+/// only by the holder of the highest token, with the contract of
+/// [`FencedStore::write`](crate::FencedStore::write) (fencing enforced).
+///
+/// The fence is a single `INSERT … ON CONFLICT DO UPDATE … WHERE` statement:
+/// the token comparison and the write happen together under the row's lock,
+/// so a writer that stalled between its leadership check and its write is
+/// rejected however late it wakes. Fence your own tables the same way: keep
+/// the highest token in the row and make every write
+/// `UPDATE t SET …, token = $token WHERE key = $key AND token <= $token`
+/// (plus the writer check, if one token must mean one writer), never a read
+/// followed by a write.
+#[derive(Clone, Debug)]
+pub struct PostgresFencedTable {
+    store: PostgresStore,
+}
+
+impl PostgresFencedTable {
+    pub(crate) fn new(store: PostgresStore) -> PostgresFencedTable {
+        PostgresFencedTable { store }
+    }
+
+    /// Writes `payload` to `resource` for `writer` holding `token`: accepted
+    /// when `token` is at least the highest accepted (and, if equal, `writer`
+    /// is the one it is bound to); otherwise rejected, with the highest token
+    /// or the writer it is bound to. The first write to a resource is always
+    /// accepted. A rejection is an outcome, not an error.
+    ///
+    /// # Errors
+    /// Connection and statement errors; [`PostgresError::TokenOutOfRange`]
+    /// for a token above `i64::MAX`.
+    pub async fn write(
+        &self,
+        resource: &ResourceId,
+        token: FencingToken,
+        writer: &OwnerId,
+        payload: &[u8],
+    ) -> Result<WriteOutcome, PostgresError> {
+        let token_value = token_to_database(token)?;
+        let now = self.store.now_parameter();
+        let shared = self.store.shared();
+        let row = shared
+            .connection
+            .run(&shared.sql, |session| async move {
+                let statement = &session.statements.fenced_write;
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+                    &resource.as_str(),
+                    &token_value,
+                    &writer.as_str(),
+                    &payload,
+                    &now,
+                ];
+                session.client.query_one(statement, &params).await
+            })
+            .await?;
+        let outcome: &str = row.try_get(0).map_err(PostgresError::Query)?;
+        let highest =
+            token_from_database(row.try_get(1).map_err(PostgresError::Query)?, "highest")?;
+        let bound_to: &str = row.try_get(2).map_err(PostgresError::Query)?;
+        let outcome = match outcome {
+            "accepted" => WriteOutcome::Accepted,
+            "stale" => {
+                tracing::warn!(%resource, %writer, stale = token.get(), highest = highest.get(),
+                    "write rejected: stale fencing token");
+                WriteOutcome::RejectedStale {
+                    stale: token,
+                    highest,
+                }
+            }
+            "wrong_writer" => {
+                let bound_to = identity_from_database::<OwnerId>(bound_to)?;
+                tracing::error!(%resource, %writer, token = token.get(), %bound_to,
+                    "write rejected: token bound to another writer (the lease layer is broken)");
+                WriteOutcome::RejectedWrongWriter { token, bound_to }
+            }
+            other => {
+                return Err(PostgresError::Corrupt {
+                    detail: format!("fenced_write answered {other:?}"),
+                })
+            }
+        };
+        Ok(outcome)
+    }
+
+    /// What the table holds for `resource`, or `None` before its first write.
+    ///
+    /// # Errors
+    /// Connection and statement errors.
+    pub async fn read(&self, resource: &ResourceId) -> Result<Option<FencedRecord>, PostgresError> {
+        let shared = self.store.shared();
+        let row = shared
+            .connection
+            .run(&shared.sql, |session| async move {
+                let statement = &session.statements.fenced_read;
+                session
+                    .client
+                    .query_opt(statement, &[&resource.as_str()])
+                    .await
+            })
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let get = |index: usize| -> Result<_, PostgresError> {
+            row.try_get::<_, i64>(index).map_err(PostgresError::Query)
+        };
+        let writer: &str = row.try_get(1).map_err(PostgresError::Query)?;
+        let accepted = get(3)?;
+        let last_write_at: SystemTime = row.try_get(4).map_err(PostgresError::Query)?;
+        Ok(Some(FencedRecord {
+            highest: token_from_database(get(0)?, "highest")?,
+            writer: identity_from_database::<OwnerId>(writer)?,
+            payload: row.try_get(2).map_err(PostgresError::Query)?,
+            accepted: u64::try_from(accepted).map_err(|_| PostgresError::Corrupt {
+                detail: format!("accepted is {accepted}"),
+            })?,
+            last_write_at: instant_from_database(last_write_at)?,
+        }))
+    }
+}

@@ -1,0 +1,112 @@
+//! [`PostgresRegistry`]: cluster membership from heartbeats in a table.
+
+use std::time::Duration;
+
+use super::{identity_from_database, PostgresError, PostgresStore};
+use crate::id::NodeId;
+use crate::registry::{Heartbeat, RegistryError};
+use crate::tokio::{BackendError, RegistryBackend};
+
+/// A node registry on PostgreSQL: a [`RegistryBackend`] for
+/// [`HeartbeatTask`](crate::tokio::HeartbeatTask).
+///
+/// A heartbeat stores `expires_at = now + liveness_ttl` (database clock) for
+/// its node; a node is live while the database clock is before that, as in
+/// [`NodeRegistry`](crate::NodeRegistry). Each heartbeat also deletes nodes
+/// that expired, so the table stays the size of the live set. Give every
+/// process the same liveness TTL: each heartbeat uses its sender's.
+///
+/// One difference from the pure registry: its clock never runs backwards as
+/// a whole; here each *node's* last heartbeat never moves backwards (a
+/// registry-wide high-water mark would make every heartbeat of the cluster
+/// update one row). Membership changes are not queued; compare successive
+/// [`live_nodes`](RegistryBackend::live_nodes) answers for joins and
+/// departures.
+#[derive(Clone, Debug)]
+pub struct PostgresRegistry {
+    store: PostgresStore,
+    liveness_ttl: Duration,
+    /// The TTL in whole microseconds (rounded up, saturated).
+    ttl_micros: i64,
+}
+
+impl PostgresRegistry {
+    pub(crate) fn new(
+        store: PostgresStore,
+        liveness_ttl: Duration,
+    ) -> Result<PostgresRegistry, RegistryError> {
+        if liveness_ttl.is_zero() {
+            return Err(RegistryError::ZeroLivenessTtl);
+        }
+        let ttl_micros = super::clock::micros_rounded_up(liveness_ttl).unwrap_or(i64::MAX);
+        Ok(PostgresRegistry {
+            store,
+            liveness_ttl,
+            ttl_micros,
+        })
+    }
+
+    /// How long a heartbeat keeps its node live.
+    pub fn liveness_ttl(&self) -> Duration {
+        self.liveness_ttl
+    }
+
+    /// Records a heartbeat from `node` (see [`RegistryBackend::heartbeat`]).
+    ///
+    /// # Errors
+    /// Connection and statement errors.
+    pub async fn try_heartbeat(&self, node: &NodeId) -> Result<Heartbeat, PostgresError> {
+        let now = self.store.now_parameter();
+        let ttl_micros = self.ttl_micros;
+        let shared = self.store.shared();
+        let joined: bool = shared
+            .connection
+            .run(&shared.sql, |session| async move {
+                let statement = &session.statements.heartbeat;
+                session
+                    .client
+                    .query_one(statement, &[&node.as_str(), &ttl_micros, &now])
+                    .await?
+                    .try_get(0)
+            })
+            .await?;
+        Ok(if joined {
+            Heartbeat::Joined
+        } else {
+            Heartbeat::Refreshed
+        })
+    }
+
+    /// The nodes live now (database clock), sorted by id (byte order, like
+    /// [`NodeId`]'s `Ord`: the columns use the `C` collation).
+    ///
+    /// # Errors
+    /// Connection and statement errors.
+    pub async fn try_live_nodes(&self) -> Result<Vec<NodeId>, PostgresError> {
+        let now = self.store.now_parameter();
+        let shared = self.store.shared();
+        let rows = shared
+            .connection
+            .run(&shared.sql, |session| async move {
+                let statement = &session.statements.live_nodes;
+                session.client.query(statement, &[&now]).await
+            })
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let node: &str = row.try_get(0).map_err(PostgresError::Query)?;
+                identity_from_database::<NodeId>(node)
+            })
+            .collect()
+    }
+}
+
+impl RegistryBackend for PostgresRegistry {
+    async fn heartbeat(&self, node: &NodeId) -> Result<Heartbeat, BackendError> {
+        Ok(self.try_heartbeat(node).await?)
+    }
+
+    async fn live_nodes(&self) -> Result<Vec<NodeId>, BackendError> {
+        Ok(self.try_live_nodes().await?)
+    }
+}
