@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use crate::id::{FencingToken, OwnerId, ResourceId};
-use crate::planted::PlantedBug;
+use crate::planted::{BugSlot, PlantedBug};
 use crate::time::Instant;
 
 /// Whether the store checks tokens.
@@ -70,8 +70,7 @@ struct Resource<V> {
 pub struct FencedStore<V> {
     fencing: Fencing,
     resources: BTreeMap<ResourceId, Resource<V>>,
-    #[cfg(feature = "planted-bugs")]
-    planted: Option<PlantedBug>,
+    planted: BugSlot,
 }
 
 impl<V> FencedStore<V> {
@@ -80,8 +79,7 @@ impl<V> FencedStore<V> {
         FencedStore {
             fencing,
             resources: BTreeMap::new(),
-            #[cfg(feature = "planted-bugs")]
-            planted: None,
+            planted: BugSlot::default(),
         }
     }
 
@@ -89,20 +87,12 @@ impl<V> FencedStore<V> {
     /// downstream's have no effect here.
     #[cfg(feature = "planted-bugs")]
     pub fn plant(&mut self, bug: PlantedBug) {
-        self.planted = Some(bug);
+        self.planted.set(bug);
     }
 
     #[inline]
     fn planted(&self, bug: PlantedBug) -> bool {
-        #[cfg(feature = "planted-bugs")]
-        {
-            self.planted == Some(bug)
-        }
-        #[cfg(not(feature = "planted-bugs"))]
-        {
-            let _ = bug;
-            false
-        }
+        self.planted.is(bug)
     }
 
     /// Whether the store checks tokens.

@@ -31,7 +31,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::id::{FencingToken, OwnerId, Role};
-use crate::planted::PlantedBug;
+use crate::planted::{BugSlot, PlantedBug};
 use crate::time::Instant;
 
 /// Why a lease-store call was refused as bad input. Operating outcomes (the
@@ -184,8 +184,7 @@ pub struct LeaseStore {
     config: LeaseStoreConfig,
     roles: BTreeMap<Role, RoleState>,
     latest_now: Instant,
-    #[cfg(feature = "planted-bugs")]
-    planted: Option<PlantedBug>,
+    planted: BugSlot,
 }
 
 impl Default for LeaseStore {
@@ -201,8 +200,7 @@ impl LeaseStore {
             config,
             roles: BTreeMap::new(),
             latest_now: Instant::ZERO,
-            #[cfg(feature = "planted-bugs")]
-            planted: None,
+            planted: BugSlot::default(),
         }
     }
 
@@ -215,20 +213,12 @@ impl LeaseStore {
     /// lease store's have no effect here.
     #[cfg(feature = "planted-bugs")]
     pub fn plant(&mut self, bug: PlantedBug) {
-        self.planted = Some(bug);
+        self.planted.set(bug);
     }
 
     #[inline]
     fn planted(&self, bug: PlantedBug) -> bool {
-        #[cfg(feature = "planted-bugs")]
-        {
-            self.planted == Some(bug)
-        }
-        #[cfg(not(feature = "planted-bugs"))]
-        {
-            let _ = bug;
-            false
-        }
+        self.planted.is(bug)
     }
 
     /// Clamps `now` so the store's time never runs backwards.

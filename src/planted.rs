@@ -92,3 +92,30 @@ impl FromStr for PlantedBug {
             .ok_or_else(|| UnknownPlantedBug(s.to_string()))
     }
 }
+
+/// The planted bug a state machine carries, if any. Zero-sized and always
+/// empty without the `planted-bugs` feature, so the checks compile away.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BugSlot(#[cfg(feature = "planted-bugs")] Option<PlantedBug>);
+
+impl BugSlot {
+    /// Whether `bug` is the one planted.
+    #[inline]
+    pub(crate) fn is(self, bug: PlantedBug) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        {
+            self.0 == Some(bug)
+        }
+        #[cfg(not(feature = "planted-bugs"))]
+        {
+            let _ = bug;
+            false
+        }
+    }
+
+    /// Plants `bug`.
+    #[cfg(feature = "planted-bugs")]
+    pub(crate) fn set(&mut self, bug: PlantedBug) {
+        self.0 = Some(bug);
+    }
+}

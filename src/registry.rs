@@ -53,6 +53,7 @@ pub enum MembershipChange {
 
 /// What a heartbeat did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Heartbeat {
     /// The node was not live and now is.
     Joined,

@@ -1872,13 +1872,8 @@ impl Simulation {
                     p.last_paused_at = Some(now);
                     if p.pause_depth == 0 {
                         let deferred = mem::take(&mut p.deferred);
-                        self.tracer.record(
-                            self.now,
-                            self.hosts.process_host(pid),
-                            Record::Resumed {
-                                deferred: deferred.len() as u64,
-                            },
-                        );
+                        let host = self.hosts.process_host(pid);
+                        self.tracer.record(self.now, host, Self::resumed(&deferred));
                         self.replay(deferred);
                     }
                 }
@@ -1888,13 +1883,8 @@ impl Simulation {
                 self.disturb(STORE_ENDPOINT, false);
                 if self.store.pause_depth == 0 {
                     let deferred = mem::take(&mut self.store.deferred);
-                    self.tracer.record(
-                        self.now,
-                        self.hosts.endpoint_host(STORE_ENDPOINT),
-                        Record::Resumed {
-                            deferred: deferred.len() as u64,
-                        },
-                    );
+                    let host = self.hosts.endpoint_host(STORE_ENDPOINT);
+                    self.tracer.record(self.now, host, Self::resumed(&deferred));
                     self.replay(deferred);
                 }
             }
@@ -1902,13 +1892,8 @@ impl Simulation {
                 self.downstream.pause_depth -= 1;
                 if self.downstream.pause_depth == 0 {
                     let deferred = mem::take(&mut self.downstream.deferred);
-                    self.tracer.record(
-                        self.now,
-                        self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT),
-                        Record::Resumed {
-                            deferred: deferred.len() as u64,
-                        },
-                    );
+                    let host = self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT);
+                    self.tracer.record(self.now, host, Self::resumed(&deferred));
                     self.replay(deferred);
                 }
             }
@@ -1948,6 +1933,13 @@ impl Simulation {
                     },
                 );
             }
+        }
+    }
+
+    /// The trace record of a host resuming with `deferred` queued events.
+    fn resumed(deferred: &[Event]) -> Record<'static> {
+        Record::Resumed {
+            deferred: deferred.len() as u64,
         }
     }
 

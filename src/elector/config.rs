@@ -8,6 +8,7 @@ use crate::id::{OwnerId, Role};
 /// The timing knobs of an elector, before validation. Every field has a
 /// default (`ElectorTimings::default()`), so callers name only what they change.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ElectorTimings {
     /// How long each granted or renewed lease lasts on the store. Default 30 s.
     pub lease_ttl: Duration,
@@ -53,6 +54,7 @@ impl Default for ElectorTimings {
 /// Jitter drawn from an RNG the caller seeds; the elector has no other source of
 /// randomness.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Jitter {
     /// Each interval is shortened by a uniform fraction in `[0, fraction)` of
     /// itself. Must be in `[0, 1)`. Shortening (never lengthening) keeps a

@@ -58,7 +58,7 @@ pub use config::{ConfigError, ElectorConfig, ElectorTimings, Jitter};
 
 use crate::id::{FencingToken, OwnerId};
 use crate::lease::LeaseResult;
-use crate::planted::PlantedBug;
+use crate::planted::{BugSlot, PlantedBug};
 use crate::time::Instant;
 
 /// The earlier of two optional instants.
@@ -143,6 +143,7 @@ pub struct ObservedLeader {
 
 /// What the driver must do, in order. Drain with [`Elector::poll_output`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ElectorOutput {
     /// Call `try_acquire_or_renew(role, owner, ttl)` on the lease store and
     /// feed the answer back with this `id` (or report the failure).
@@ -180,6 +181,7 @@ pub enum ElectorOutput {
 
 /// How the elector stands, as [`Elector::phase`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Phase {
     /// Not started, or stopped: sends nothing.
     Idle,
@@ -205,6 +207,7 @@ struct InFlight {
 
 /// What [`Elector::handle_response`] made of a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ResponseDisposition {
     /// It answered the request in flight and was applied.
     Applied,
@@ -243,8 +246,7 @@ pub struct Elector {
     /// Boxed: a ChaCha state is ~300 bytes, and most electors have no jitter;
     /// keeping the elector small keeps simulated fleets in cache.
     rng: Option<Box<ChaCha8Rng>>,
-    #[cfg(feature = "planted-bugs")]
-    planted: Option<PlantedBug>,
+    planted: BugSlot,
 }
 
 impl Elector {
@@ -266,8 +268,7 @@ impl Elector {
             outputs: VecDeque::with_capacity(4),
             latest_now: Instant::ZERO,
             rng,
-            #[cfg(feature = "planted-bugs")]
-            planted: None,
+            planted: BugSlot::default(),
         }
     }
 
@@ -275,20 +276,12 @@ impl Elector {
     /// elector's have no effect here.
     #[cfg(feature = "planted-bugs")]
     pub fn plant(&mut self, bug: PlantedBug) {
-        self.planted = Some(bug);
+        self.planted.set(bug);
     }
 
     #[inline]
     fn planted(&self, bug: PlantedBug) -> bool {
-        #[cfg(feature = "planted-bugs")]
-        {
-            self.planted == Some(bug)
-        }
-        #[cfg(not(feature = "planted-bugs"))]
-        {
-            let _ = bug;
-            false
-        }
+        self.planted.is(bug)
     }
 
     /// The elector's settings.
