@@ -77,11 +77,64 @@ fn check<S: Strategy>(
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+/// What a differential test runs on: a runtime, a store in a fresh schema on
+/// a manual clock, and the case counter that gives each case its own time
+/// window.
+struct Differential {
+    url: String,
+    tag: &'static str,
+    runtime: tokio::runtime::Runtime,
+    clock: ManualClock,
+    store: PostgresStore,
+    cases: Cell<u64>,
+}
+
+impl Differential {
+    fn new(url: String, tag: &'static str, options: PostgresOptions) -> Differential {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let clock = ManualClock::new(Instant::from_secs(FIRST_CASE_AT_SECS));
+        let options = options.with_time_source(TimeSource::Manual(clock.clone()));
+        let store = runtime.block_on(fresh_store(&url, tag, options));
+        Differential {
+            url,
+            tag,
+            runtime,
+            clock,
+            store,
+            cases: Cell::new(0),
+        }
+    }
+
+    /// Starts the next case: its number, with the clock at the start of its
+    /// window, after every earlier case's (so what earlier cases left is
+    /// long expired).
+    fn next_case(&self) -> (u64, Instant) {
+        let case = self.cases.get() + 1;
+        self.cases.set(case);
+        let start = Instant::from_secs(FIRST_CASE_AT_SECS + case * CASE_WINDOW_SECS);
+        self.clock.set(start);
+        (case, start)
+    }
+
+    fn finish(self) {
+        self.runtime.block_on(async {
+            drop_schema(&admin(&self.url).await, &schema_for(self.tag)).await;
+        });
+    }
+}
+
+/// The database error behind a `BackendError::Unavailable` answer.
+fn unavailable_cause<T: std::fmt::Debug>(answer: Result<T, BackendError>) -> PostgresError {
+    match answer {
+        Err(BackendError::Unavailable(error)) => match error.downcast::<PostgresError>() {
+            Ok(cause) => *cause,
+            Err(other) => panic!("not a PostgresError: {other}"),
+        },
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
 }
 
 /// One step of a lease-store sequence.
@@ -152,11 +205,9 @@ fn backend_answer<T>(
 async fn lease_sequence_agrees(
     store: &PostgresStore,
     clock: &ManualClock,
-    case: u64,
+    (case, start): (u64, Instant),
     ops: &[LeaseOp],
 ) -> Result<(), TestCaseError> {
-    let start = Instant::from_secs(FIRST_CASE_AT_SECS + case * CASE_WINDOW_SECS);
-    clock.set(start);
     let config = LeaseStoreConfig::new(MAX_TTL).expect("valid config");
     // The database keeps the never-backwards clock per role (a store-wide
     // one would make every call of every role update one row), so the model
@@ -255,22 +306,15 @@ fn lease_store_agrees_with_the_pure_lease_store() {
     let Some(url) = database_url("lease_store_agrees_with_the_pure_lease_store") else {
         return;
     };
-    let rt = runtime();
-    let clock = ManualClock::new(Instant::from_secs(FIRST_CASE_AT_SECS));
-    let options = PostgresOptions::default()
-        .with_lease_config(LeaseStoreConfig::new(MAX_TTL).expect("valid config"))
-        .with_time_source(TimeSource::Manual(clock.clone()));
-    let store = rt.block_on(fresh_store(&url, "lease_diff", options));
-    let cases = Cell::new(0);
+    let config = LeaseStoreConfig::new(MAX_TTL).expect("valid config");
+    let options = PostgresOptions::default().with_lease_config(config);
+    let t = Differential::new(url, "lease_diff", options);
     check(128, prop::collection::vec(lease_op(), 1..60), |ops| {
-        let case = cases.get() + 1;
-        cases.set(case);
-        rt.block_on(lease_sequence_agrees(&store, &clock, case, &ops))
+        let case = t.next_case();
+        t.runtime
+            .block_on(lease_sequence_agrees(&t.store, &t.clock, case, &ops))
     });
-    rt.block_on(drop_schema(
-        &rt.block_on(admin(&url)),
-        &schema_for("lease_diff"),
-    ));
+    t.finish();
 }
 
 /// One step of a registry sequence.
@@ -299,22 +343,16 @@ fn registry_agrees_with_the_pure_node_registry() {
         return;
     };
     const LIVENESS_TTL: Duration = Duration::from_millis(2_000);
-    let rt = runtime();
-    let clock = ManualClock::new(Instant::from_secs(FIRST_CASE_AT_SECS));
-    let options = PostgresOptions::default().with_time_source(TimeSource::Manual(clock.clone()));
-    let store = rt.block_on(fresh_store(&url, "registry_diff", options));
-    let registry = store.registry(LIVENESS_TTL).expect("non-zero TTL");
-    let cases = Cell::new(0);
+    let t = Differential::new(url, "registry_diff", PostgresOptions::default());
+    let (clock, registry) = (
+        &t.clock,
+        t.store.registry(LIVENESS_TTL).expect("non-zero TTL"),
+    );
     check(64, prop::collection::vec(registry_op(), 1..40), |ops| {
-        let case = cases.get() + 1;
-        cases.set(case);
-        // Each case's window lies after every earlier one, so the nodes of
-        // earlier cases are long expired in this one.
-        clock.set(Instant::from_secs(
-            FIRST_CASE_AT_SECS + case * CASE_WINDOW_SECS,
-        ));
+        // The nodes of earlier cases are long expired in this one's window.
+        let (case, _) = t.next_case();
         let mut model = NodeRegistry::new(LIVENESS_TTL).expect("non-zero TTL");
-        rt.block_on(async {
+        t.runtime.block_on(async {
             for (step, op) in ops.iter().enumerate() {
                 let now = clock.now();
                 match *op {
@@ -336,10 +374,7 @@ fn registry_agrees_with_the_pure_node_registry() {
             Ok(())
         })
     });
-    rt.block_on(drop_schema(
-        &rt.block_on(admin(&url)),
-        &schema_for("registry_diff"),
-    ));
+    t.finish();
 }
 
 /// One step of a fenced-table sequence.
@@ -372,20 +407,12 @@ fn fenced_table_agrees_with_the_pure_fenced_store() {
     let Some(url) = database_url("fenced_table_agrees_with_the_pure_fenced_store") else {
         return;
     };
-    let rt = runtime();
-    let clock = ManualClock::new(Instant::from_secs(FIRST_CASE_AT_SECS));
-    let options = PostgresOptions::default().with_time_source(TimeSource::Manual(clock.clone()));
-    let store = rt.block_on(fresh_store(&url, "fenced_diff", options));
-    let table = store.fenced_table();
-    let cases = Cell::new(0);
+    let t = Differential::new(url, "fenced_diff", PostgresOptions::default());
+    let (clock, table) = (&t.clock, t.store.fenced_table());
     check(64, prop::collection::vec(write_op(), 1..40), |ops| {
-        let case = cases.get() + 1;
-        cases.set(case);
-        clock.set(Instant::from_secs(
-            FIRST_CASE_AT_SECS + case * CASE_WINDOW_SECS,
-        ));
+        let (case, _) = t.next_case();
         let mut model: FencedStore<Vec<u8>> = FencedStore::new(Fencing::Enforced);
-        rt.block_on(async {
+        t.runtime.block_on(async {
             for (step, op) in ops.iter().enumerate() {
                 let (r, t, w) = match *op {
                     WriteOp::Advance { ms } => {
@@ -415,10 +442,7 @@ fn fenced_table_agrees_with_the_pure_fenced_store() {
             Ok(())
         })
     });
-    rt.block_on(drop_schema(
-        &rt.block_on(admin(&url)),
-        &schema_for("fenced_diff"),
-    ));
+    t.finish();
 }
 
 // Proves: on the database's own clock (no manual time), a lease expires after
@@ -569,13 +593,8 @@ async fn migration_is_idempotent_concurrent_and_namespaced() {
     let unmigrated = store
         .acquire_or_renew(&r, &owner(0), Duration::from_secs(5))
         .await;
-    match unmigrated {
-        Err(BackendError::Unavailable(error)) => assert!(
-            matches!(error.downcast_ref(), Some(PostgresError::NotMigrated(_))),
-            "{error}"
-        ),
-        other => panic!("expected NotMigrated, got {other:?}"),
-    }
+    let cause = unavailable_cause(unmigrated);
+    assert!(matches!(cause, PostgresError::NotMigrated(_)), "{cause}");
 
     let migrations: Vec<_> = (0..8)
         .map(|_| {
@@ -644,13 +663,8 @@ async fn bad_input_and_no_database_are_typed_errors() {
     let unreachable = store
         .acquire_or_renew(&r, &owner(0), Duration::from_secs(1))
         .await;
-    match unreachable {
-        Err(BackendError::Unavailable(error)) => assert!(
-            matches!(error.downcast_ref(), Some(PostgresError::Connect(_))),
-            "{error}"
-        ),
-        other => panic!("expected Unavailable, got {other:?}"),
-    }
+    let cause = unavailable_cause(unreachable);
+    assert!(matches!(cause, PostgresError::Connect(_)), "{cause}");
     assert!(matches!(
         PostgresStore::new("not a url at all ===", PostgresOptions::default()),
         Err(PostgresError::InvalidUrl(_))

@@ -15,7 +15,7 @@ use ::tokio::sync::Mutex;
 use ::tokio::task::JoinHandle;
 use ::tokio::time::timeout;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect, TlsStream};
 use tokio_postgres::{Client, Config, Socket, Statement};
 
 use super::schema::Sql;
@@ -29,18 +29,45 @@ trait Connect: Send + Sync + 'static {
     fn connect(&self) -> BoxFuture<Result<(Client, ConnectionTask), tokio_postgres::Error>>;
 }
 
-struct Connector<T> {
-    config: Config,
-    tls: T,
+/// A TLS connector a store can use from any task: implemented for every
+/// `tokio_postgres` [`MakeTlsConnect`] that is `Clone + Send + Sync` and
+/// whose streams and handshakes are `Send` — [`NoTls`](tokio_postgres::NoTls),
+/// `postgres-native-tls`'s `MakeTlsConnector`, `tokio-postgres-rustls`'s
+/// `MakeRustlsConnect`. Never implement it yourself; it names those bounds.
+pub trait PostgresTls:
+    MakeTlsConnect<Socket, Stream = Self::SendStream, TlsConnect = Self::SendConnect>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+    /// The TLS stream, `Send`.
+    type SendStream: TlsStream + Unpin + Send + 'static;
+    /// The per-connection connector, `Send`, with a `Send` handshake.
+    type SendConnect: TlsConnect<Socket, Stream = Self::SendStream, Future = Self::SendHandshake>
+        + Send;
+    /// The handshake future.
+    type SendHandshake: Send;
 }
 
-impl<T> Connect for Connector<T>
+impl<T> PostgresTls for T
 where
     T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
     T::Stream: Send + 'static,
     T::TlsConnect: Send,
     <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
 {
+    type SendStream = T::Stream;
+    type SendConnect = T::TlsConnect;
+    type SendHandshake = <T::TlsConnect as TlsConnect<Socket>>::Future;
+}
+
+struct Connector<T> {
+    config: Config,
+    tls: T,
+}
+
+impl<T: PostgresTls> Connect for Connector<T> {
     fn connect(&self) -> BoxFuture<Result<(Client, ConnectionTask), tokio_postgres::Error>> {
         let config = self.config.clone();
         let tls = self.tls.clone();
@@ -120,18 +147,12 @@ fn is_missing_schema(error: &tokio_postgres::Error) -> bool {
 }
 
 impl Connection {
-    pub(crate) fn new<T>(
+    pub(crate) fn new<T: PostgresTls>(
         mut config: Config,
         tls: T,
         connect_timeout: Duration,
         query_timeout: Duration,
-    ) -> Connection
-    where
-        T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
-        T::Stream: Send + 'static,
-        T::TlsConnect: Send,
-        <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
-    {
+    ) -> Connection {
         if config.get_application_name().is_none() {
             config.application_name("fenced");
         }

@@ -65,10 +65,9 @@ impl PostgresFencedTable {
     ) -> Result<WriteOutcome, PostgresError> {
         let token_value = token_to_database(token)?;
         let now = self.store.now_parameter();
-        let shared = self.store.shared();
-        let row = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let row = self
+            .store
+            .call(|session| async move {
                 let statement = &session.statements.fenced_write;
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
                     &resource.as_str(),
@@ -114,10 +113,9 @@ impl PostgresFencedTable {
     /// # Errors
     /// Connection and statement errors.
     pub async fn read(&self, resource: &ResourceId) -> Result<Option<FencedRecord>, PostgresError> {
-        let shared = self.store.shared();
-        let row = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let row = self
+            .store
+            .call(|session| async move {
                 let statement = &session.statements.fenced_read;
                 session
                     .client

@@ -95,6 +95,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use clock::{instant_from_database, ManualClock, TimeSource};
+pub use connection::PostgresTls;
 pub use fenced::{FencedRecord, PostgresFencedTable};
 pub use namespace::{Namespace, NamespaceError};
 pub use registry::PostgresRegistry;

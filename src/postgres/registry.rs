@@ -58,10 +58,9 @@ impl PostgresRegistry {
     pub async fn try_heartbeat(&self, node: &NodeId) -> Result<Heartbeat, PostgresError> {
         let now = self.store.now_parameter();
         let ttl_micros = self.ttl_micros;
-        let shared = self.store.shared();
-        let joined: bool = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let joined: bool = self
+            .store
+            .call(|session| async move {
                 let statement = &session.statements.heartbeat;
                 session
                     .client
@@ -84,10 +83,9 @@ impl PostgresRegistry {
     /// Connection and statement errors.
     pub async fn try_live_nodes(&self) -> Result<Vec<NodeId>, PostgresError> {
         let now = self.store.now_parameter();
-        let shared = self.store.shared();
-        let rows = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let rows = self
+            .store
+            .call(|session| async move {
                 let statement = &session.statements.live_nodes;
                 session.client.query(statement, &[&now]).await
             })

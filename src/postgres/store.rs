@@ -2,16 +2,16 @@
 //! registry and the fenced table share.
 
 use std::fmt;
+use std::future::Future;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use tokio_postgres::error::SqlState;
-use tokio_postgres::tls::{MakeTlsConnect, NoTls, TlsConnect};
-use tokio_postgres::{Config, Row, Socket};
+use tokio_postgres::{Config, NoTls, Row};
 
 use super::clock::{instant_from_database, micros_rounded_up};
-use super::connection::Connection;
+use super::connection::{Connection, PostgresTls, Session};
 use super::schema::{Sql, MIGRATION_LOCK_KEY, SCHEMA_VERSION};
 use super::{
     identity_from_database, token_from_database, token_to_database, PostgresError,
@@ -22,10 +22,10 @@ use crate::lease::{Lease, LeaseError, LeaseResult, ReleaseResult};
 use crate::registry::RegistryError;
 use crate::tokio::{BackendError, LeaseBackend};
 
-pub(crate) struct Shared {
-    pub(crate) connection: Connection,
-    pub(crate) sql: Sql,
-    pub(crate) options: PostgresOptions,
+struct Shared {
+    connection: Connection,
+    sql: Sql,
+    options: PostgresOptions,
 }
 
 /// Leases on PostgreSQL: a [`LeaseBackend`] for
@@ -72,17 +72,11 @@ impl PostgresStore {
     ///
     /// # Errors
     /// [`PostgresError::InvalidOptions`] for a zero timeout.
-    pub fn with_tls<T>(
+    pub fn with_tls<T: PostgresTls>(
         config: Config,
         tls: T,
         options: PostgresOptions,
-    ) -> Result<PostgresStore, PostgresError>
-    where
-        T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
-        T::Stream: Send + 'static,
-        T::TlsConnect: Send,
-        <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
-    {
+    ) -> Result<PostgresStore, PostgresError> {
         if options.connect_timeout().is_zero() {
             return Err(PostgresError::InvalidOptions {
                 problem: "the connect timeout must be greater than zero",
@@ -113,8 +107,14 @@ impl PostgresStore {
         &self.shared.options
     }
 
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.shared
+    /// Runs one statement on the store's session (see [`Connection::run`]).
+    pub(crate) async fn call<T, F, Fut>(&self, call: F) -> Result<T, PostgresError>
+    where
+        F: FnOnce(Arc<Session>) -> Fut,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let shared = &self.shared;
+        shared.connection.run(&shared.sql, call).await
     }
 
     pub(crate) fn now_parameter(&self) -> Option<SystemTime> {
@@ -200,10 +200,8 @@ impl PostgresStore {
     /// Connection and statement errors.
     pub async fn holder(&self, role: &Role) -> Result<Option<Lease>, PostgresError> {
         let now = self.now_parameter();
-        let shared = &self.shared;
-        let row = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let row = self
+            .call(|session| async move {
                 let statement = &session.statements.holder;
                 session
                     .client
@@ -227,10 +225,8 @@ impl PostgresStore {
     /// # Errors
     /// Connection and statement errors.
     pub async fn highest_token(&self, role: &Role) -> Result<Option<FencingToken>, PostgresError> {
-        let shared = &self.shared;
-        let highest: Option<i64> = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let highest: Option<i64> = self
+            .call(|session| async move {
                 let statement = &session.statements.highest_token;
                 let row = session
                     .client
@@ -265,10 +261,8 @@ impl PostgresStore {
             return Ok(Err(LeaseError::TimeOverflow));
         };
         let now = self.now_parameter();
-        let shared = &self.shared;
-        let row = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let row = self
+            .call(|session| async move {
                 let statement = &session.statements.acquire_or_renew;
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
                     [&role.as_str(), &owner.as_str(), &ttl_micros, &now];
@@ -343,10 +337,8 @@ impl LeaseBackend for PostgresStore {
             return Ok(ReleaseResult::NotHeld);
         };
         let now = self.now_parameter();
-        let shared = &self.shared;
-        let released: bool = shared
-            .connection
-            .run(&shared.sql, |session| async move {
+        let released: bool = self
+            .call(|session| async move {
                 let statement = &session.statements.release;
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
                     [&role.as_str(), &owner.as_str(), &token, &now];

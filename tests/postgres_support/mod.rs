@@ -2,6 +2,8 @@
 //! is, a loud skip when it is not there, and a schema of its own per test.
 #![allow(dead_code)] // Each test file uses a different part of it.
 
+use std::io::Write;
+
 use fenced::postgres::tokio_postgres::{self, Client, NoTls};
 use fenced::postgres::{Namespace, PostgresOptions, PostgresStore};
 
@@ -24,7 +26,10 @@ pub fn database_url(test: &str) -> Option<String> {
                 !required,
                 "{REQUIRE_VAR}=1 but {URL_VAR} is not set: the PostgreSQL test `{test}` cannot run"
             );
-            eprintln!(
+            // Straight to the process's stderr: the test harness captures
+            // `eprintln!` of passing tests, and a skip must not go unseen.
+            let _ = writeln!(
+                std::io::stderr(),
                 "SKIPPED: {test}: no PostgreSQL. Set {URL_VAR}=postgres://user@host:port/db \
                  to run the PostgreSQL tests ({REQUIRE_VAR}=1 turns this skip into a failure)."
             );
