@@ -64,8 +64,9 @@ impl From<SharedStateError> for BackendError {
 /// [`LeaseStore::try_acquire_or_renew`] and [`LeaseStore::release`].
 ///
 /// **The store decides `now`.** Neither method takes a time: an in-process
-/// backend reads its [`Clock`], a database uses its own clock (`now()` in the
-/// query). The elector only ever uses its *local* clock, for its own deadline,
+/// backend reads its [`Clock`], a database uses its own clock
+/// (`clock_timestamp()`, read after the row lock; not `now()`, which is the
+/// transaction's start). The elector only ever uses its *local* clock, for its own deadline,
 /// which it anchors at the moment it sent the request; the safety margin
 /// absorbs the drift between the two clocks.
 ///
