@@ -63,9 +63,16 @@ impl Elector {
             .args(["--work-ms", "600"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("the example starts");
+        // Its logs, through the test harness's capture: shown on failure.
+        let stderr = child.stderr.take().expect("piped stderr");
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{name} stderr: {line}");
+            }
+        });
         let stdout = child.stdout.take().expect("piped stdout");
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
