@@ -19,7 +19,7 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect, TlsStream};
 use tokio_postgres::{Client, Config, Socket, Statement};
 
 use super::schema::Sql;
-use super::PostgresError;
+use super::{PostgresError, PostgresOptions};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -120,6 +120,7 @@ pub(crate) struct Connection {
     /// Session settings sent after every connect (see [`session_setup`]).
     setup: String,
     connect_timeout: Duration,
+    /// The client's bound on one call: the query timeout plus its grace.
     query_timeout: Duration,
 }
 
@@ -127,7 +128,8 @@ pub(crate) struct Connection {
 /// `READ COMMITTED` (the lease functions rely on it, and check it), commits
 /// that wait for the WAL flush (a grant acknowledged and then lost in a crash
 /// would hand its token out twice), and a server-side statement timeout equal
-/// to the client's, so an abandoned statement does not hold locks on.
+/// to the query timeout, so a stuck statement is cancelled and holds no lock
+/// on (the client waits a grace period longer for that cancellation).
 fn session_setup(query_timeout: Duration) -> String {
     let millis = query_timeout.as_millis().clamp(1, i32::MAX as u128);
     format!(
@@ -161,7 +163,9 @@ impl Connection {
             session: Mutex::new(None),
             setup: session_setup(query_timeout),
             connect_timeout,
-            query_timeout,
+            // The server cancels at the query timeout; the client waits a
+            // little longer for that answer before it gives up on the socket.
+            query_timeout: query_timeout.saturating_add(PostgresOptions::QUERY_TIMEOUT_GRACE),
         }
     }
 

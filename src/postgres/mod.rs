@@ -133,9 +133,12 @@ impl Default for PostgresOptions {
 impl PostgresOptions {
     /// The default bound on opening a connection.
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-    /// The default bound on one statement (client side, and the server's
+    /// The default bound on one statement (the server's
     /// `statement_timeout`).
     pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+    /// How much longer than the query timeout the client waits for an
+    /// answer (the server's cancellation) before it gives the connection up.
+    pub const QUERY_TIMEOUT_GRACE: Duration = Duration::from_secs(1);
 
     /// Tables in `namespace` instead of schema `fenced`.
     pub fn with_namespace(mut self, namespace: Namespace) -> Self {
@@ -155,8 +158,12 @@ impl PostgresOptions {
         self
     }
 
-    /// How long one statement may take before the call fails and the
-    /// connection is replaced. Keep it below the elector's lease TTL.
+    /// How long one statement may take: the server cancels it then (its
+    /// `statement_timeout`, so it holds no lock any longer), and the call
+    /// fails. If not even the cancellation arrives within
+    /// [`QUERY_TIMEOUT_GRACE`](Self::QUERY_TIMEOUT_GRACE) more (a dead
+    /// server, a wedged network), the call fails anyway and the connection is
+    /// replaced. Keep it well below the elector's lease TTL.
     pub fn with_query_timeout(mut self, query_timeout: Duration) -> Self {
         self.query_timeout = query_timeout;
         self
@@ -223,8 +230,10 @@ pub enum PostgresError {
     /// A statement failed (a server error, a lost connection). A lease call
     /// that failed this way may or may not have taken effect.
     Query(tokio_postgres::Error),
-    /// A statement took longer than the query timeout; the connection was
-    /// dropped and the next call reconnects.
+    /// No answer, not even the server's cancellation, within this long (the
+    /// query timeout plus its grace); the connection was dropped and the next
+    /// call reconnects. A statement the server cancels at the query timeout
+    /// is a [`PostgresError::Query`] (SQLSTATE `57014`).
     QueryTimeout(Duration),
     /// A row held something this crate never writes (an invalid identity, a
     /// zero token, an unknown outcome): the tables were edited by hand.
@@ -240,29 +249,53 @@ pub enum PostgresError {
     TokenOutOfRange(FencingToken),
 }
 
+/// A driver error with its causes (`tokio_postgres::Error`'s own `Display`
+/// leaves them out: "db error", without the server's message).
+struct Chain<'a>(&'a tokio_postgres::Error);
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = std::error::Error::source(self.0);
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        if let Some(code) = self.0.code() {
+            write!(f, " (SQLSTATE {})", code.code())?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for PostgresError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PostgresError::InvalidUrl(error) => write!(f, "invalid PostgreSQL URL: {error}"),
+            PostgresError::InvalidUrl(error) => {
+                write!(f, "invalid PostgreSQL URL: {}", Chain(error))
+            }
             PostgresError::InvalidOptions { problem } => {
                 write!(f, "invalid PostgreSQL store options: {problem}")
             }
             PostgresError::Connect(error) => {
-                write!(f, "could not connect to PostgreSQL: {error}")
+                write!(f, "could not connect to PostgreSQL: {}", Chain(error))
             }
             PostgresError::ConnectTimeout(after) => {
                 write!(f, "could not connect to PostgreSQL within {after:?}")
             }
             PostgresError::NotMigrated(error) => write!(
                 f,
-                "the fenced schema is missing or incomplete (run PostgresStore::migrate): {error}"
+                "the fenced schema is missing or incomplete (run PostgresStore::migrate): {}",
+                Chain(error)
             ),
             PostgresError::SchemaTooNew { found, supported } => write!(
                 f,
                 "the fenced schema is at version {found}, newer than the {supported} this \
                  version of the crate supports"
             ),
-            PostgresError::Query(error) => write!(f, "PostgreSQL statement failed: {error}"),
+            PostgresError::Query(error) => {
+                write!(f, "PostgreSQL statement failed: {}", Chain(error))
+            }
             PostgresError::QueryTimeout(after) => {
                 write!(f, "PostgreSQL statement unanswered within {after:?}")
             }
