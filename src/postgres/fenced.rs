@@ -4,7 +4,8 @@ use std::time::SystemTime;
 
 use super::clock::instant_from_database;
 use super::{
-    identity_from_database, token_from_database, token_to_database, PostgresError, PostgresStore,
+    column, identity_from_database, token_from_database, token_to_database, PostgresError,
+    PostgresStore,
 };
 use crate::fenced_store::WriteOutcome;
 use crate::id::{FencingToken, OwnerId, ResourceId};
@@ -79,10 +80,9 @@ impl PostgresFencedTable {
                 session.client.query_one(statement, &params).await
             })
             .await?;
-        let outcome: &str = row.try_get(0).map_err(PostgresError::Query)?;
-        let highest =
-            token_from_database(row.try_get(1).map_err(PostgresError::Query)?, "highest")?;
-        let bound_to: &str = row.try_get(2).map_err(PostgresError::Query)?;
+        let outcome: &str = column(&row, 0)?;
+        let highest = token_from_database(column(&row, 1)?, "highest")?;
+        let bound_to: &str = column(&row, 2)?;
         let outcome = match outcome {
             "accepted" => WriteOutcome::Accepted,
             "stale" => {
@@ -126,16 +126,13 @@ impl PostgresFencedTable {
         let Some(row) = row else {
             return Ok(None);
         };
-        let get = |index: usize| -> Result<_, PostgresError> {
-            row.try_get::<_, i64>(index).map_err(PostgresError::Query)
-        };
-        let writer: &str = row.try_get(1).map_err(PostgresError::Query)?;
-        let accepted = get(3)?;
-        let last_write_at: SystemTime = row.try_get(4).map_err(PostgresError::Query)?;
+        let writer: &str = column(&row, 1)?;
+        let accepted: i64 = column(&row, 3)?;
+        let last_write_at: SystemTime = column(&row, 4)?;
         Ok(Some(FencedRecord {
-            highest: token_from_database(get(0)?, "highest")?,
+            highest: token_from_database(column(&row, 0)?, "highest")?,
             writer: identity_from_database::<OwnerId>(writer)?,
-            payload: row.try_get(2).map_err(PostgresError::Query)?,
+            payload: column(&row, 2)?,
             accepted: u64::try_from(accepted).map_err(|_| PostgresError::Corrupt {
                 detail: format!("accepted is {accepted}"),
             })?,

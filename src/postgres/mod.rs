@@ -333,6 +333,14 @@ impl From<PostgresError> for BackendError {
     }
 }
 
+/// Column `index` of `row`, as a `T`.
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a tokio_postgres::Row,
+    index: usize,
+) -> Result<T, PostgresError> {
+    row.try_get(index).map_err(PostgresError::Query)
+}
+
 /// A fencing token as a PostgreSQL `bigint`.
 fn token_to_database(token: FencingToken) -> Result<i64, PostgresError> {
     i64::try_from(token.get()).map_err(|_| PostgresError::TokenOutOfRange(token))

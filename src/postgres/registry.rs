@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{identity_from_database, PostgresError, PostgresStore};
+use super::{column, identity_from_database, PostgresError, PostgresStore};
 use crate::id::NodeId;
 use crate::registry::{Heartbeat, RegistryError};
 use crate::tokio::{BackendError, RegistryBackend};
@@ -92,7 +92,7 @@ impl PostgresRegistry {
             .await?;
         rows.iter()
             .map(|row| {
-                let node: &str = row.try_get(0).map_err(PostgresError::Query)?;
+                let node: &str = column(row, 0)?;
                 identity_from_database::<NodeId>(node)
             })
             .collect()

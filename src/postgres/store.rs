@@ -14,7 +14,7 @@ use super::clock::{instant_from_database, micros_rounded_up};
 use super::connection::{Connection, PostgresTls, Session};
 use super::schema::{Sql, MIGRATION_LOCK_KEY, SCHEMA_VERSION};
 use super::{
-    identity_from_database, token_from_database, token_to_database, PostgresError,
+    column, identity_from_database, token_from_database, token_to_database, PostgresError,
     PostgresFencedTable, PostgresOptions, PostgresRegistry,
 };
 use crate::id::{FencingToken, OwnerId, Role};
@@ -67,8 +67,8 @@ impl PostgresStore {
 
     /// A store on the database `config` describes, connecting through `tls`
     /// (for example a `postgres-native-tls` or `tokio-postgres-rustls`
-    /// connector). The `connect_timeout` of the options replaces the one in
-    /// `config`.
+    /// connector). The options' connect timeout bounds each whole connect
+    /// (a `connect_timeout` in `config` still applies to each host).
     ///
     /// # Errors
     /// [`PostgresError::InvalidOptions`] for a zero timeout.
@@ -212,11 +212,11 @@ impl PostgresStore {
         let Some(row) = row else {
             return Ok(None);
         };
-        let owner: &str = row.try_get(0).map_err(PostgresError::Query)?;
+        let owner: &str = column(&row, 0)?;
         Ok(Some(Lease {
             owner: identity_from_database::<OwnerId>(owner)?,
-            token: token_from_database(row.try_get(1).map_err(PostgresError::Query)?, "token")?,
-            expires_at: instant_from_database(row.try_get(2).map_err(PostgresError::Query)?)?,
+            token: token_from_database(column(&row, 1)?, "token")?,
+            expires_at: instant_from_database(column(&row, 2)?)?,
         }))
     }
 
@@ -284,13 +284,13 @@ impl PostgresStore {
 
 /// Reads the row of the acquire-or-renew function.
 fn lease_result(row: &Row) -> Result<Result<LeaseResult, LeaseError>, PostgresError> {
-    let outcome: &str = row.try_get(0).map_err(PostgresError::Query)?;
+    let outcome: &str = column(row, 0)?;
     if outcome == "exhausted" {
         return Ok(Err(LeaseError::TokensExhausted));
     }
-    let holder: &str = row.try_get(1).map_err(PostgresError::Query)?;
-    let token = token_from_database(row.try_get(2).map_err(PostgresError::Query)?, "token")?;
-    let expires_at = instant_from_database(row.try_get(3).map_err(PostgresError::Query)?)?;
+    let holder: &str = column(row, 1)?;
+    let token = token_from_database(column(row, 2)?, "token")?;
+    let expires_at = instant_from_database(column(row, 3)?)?;
     Ok(Ok(match outcome {
         "granted" => LeaseResult::Granted { token, expires_at },
         "renewed" => LeaseResult::Renewed { token, expires_at },
