@@ -454,37 +454,13 @@ pub fn run_campaign(
     options: &crate::RunOptions,
     progress: &(dyn Fn() + Sync),
 ) -> Vec<SeedOutcome> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let seeds: Vec<u64> = range.seeds().collect();
-    let next = AtomicUsize::new(0);
-    let jobs = jobs.clamp(1, seeds.len().max(1));
-    let mut outcomes: Vec<(usize, SeedOutcome)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&seed) = seeds.get(i) else {
-                            break;
-                        };
-                        mine.push((i, run_seed(base, seed, options)));
-                        progress();
-                    }
-                    mine
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    outcomes.sort_by_key(|(i, _)| *i);
-    outcomes.into_iter().map(|(_, o)| o).collect()
+    crate::parallel::map(
+        &seeds,
+        jobs,
+        &|&seed| run_seed(base, seed, options),
+        progress,
+    )
 }
 
 /// Totals over a campaign.

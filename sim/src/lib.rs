@@ -28,6 +28,7 @@ mod expect;
 pub mod explore;
 pub mod file;
 mod network;
+mod parallel;
 mod queue;
 pub mod report;
 mod rng;
