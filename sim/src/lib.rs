@@ -36,6 +36,7 @@ pub mod scenario;
 pub mod shrink;
 mod sim;
 pub mod summary;
+pub mod svg;
 pub mod timeline;
 pub mod to_toml;
 mod trace;

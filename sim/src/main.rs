@@ -9,10 +9,12 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
 use fenced_sim::file::{load, LoadError};
+use fenced_sim::svg::Window;
 use fenced_sim::{summary, RunOptions, Scenario, Simulation};
 
 const EXIT_FAIL: u8 = 1;
@@ -147,6 +149,8 @@ struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
     #[command(flatten)]
+    svg: SvgArgs,
+    #[command(flatten)]
     plant: PlantArg,
 }
 
@@ -181,7 +185,52 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     #[command(flatten)]
+    svg: SvgArgs,
+    #[command(flatten)]
     plant: PlantArg,
+}
+
+/// The timeline picture of one run.
+#[derive(clap::Args, Debug, Default)]
+struct SvgArgs {
+    /// Draw the run as an SVG timeline (belief vs lease per node, faults,
+    /// writes, grants, membership) to this file.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Start the picture at this time into the run (e.g. `40s`, `1m 30s`).
+    /// Default: the start, or an automatic window for runs over 5 minutes.
+    #[arg(long, value_name = "DURATION", requires = "svg", value_parser = parse_duration)]
+    from: Option<Duration>,
+    /// End the picture at this time into the run (default: the end).
+    #[arg(long, value_name = "DURATION", requires = "svg", value_parser = parse_duration)]
+    to: Option<Duration>,
+}
+
+impl SvgArgs {
+    /// The file and window, checked against a run of `duration`.
+    fn picture(&self, duration: Duration) -> Result<Option<(&Path, Window)>, ExitCode> {
+        let Some(path) = self.svg.as_deref() else {
+            return Ok(None);
+        };
+        let window = Window {
+            from: self.from,
+            to: self.to,
+        };
+        window.check(duration).map_err(bad_input)?;
+        Ok(Some((path, window)))
+    }
+}
+
+/// A duration flag: `30s`, `1m 30s`, `250ms` (never negative).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!(
+            "`{text}` is negative; use a duration such as 30s or 1m30s"
+        ));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration ({e}); use e.g. 30s, 1m30s or 250ms"))
 }
 
 fn main() -> ExitCode {
@@ -237,14 +286,31 @@ fn run(args: &RunArgs) -> ExitCode {
         )
     };
     let origin = args.scenario.display().to_string();
+    let picture = match args.svg.picture(scenario.duration) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     execute(
         &scenario,
         options,
         &origin,
-        args.trace.as_deref(),
-        args.json,
+        Outputs {
+            trace: args.trace.as_deref(),
+            json: args.json,
+            picture,
+        },
         &replay,
     )
+}
+
+/// What a run writes besides its summary.
+struct Outputs<'a> {
+    /// The full event trace.
+    trace: Option<&'a Path>,
+    /// JSON instead of the human summary.
+    json: bool,
+    /// The SVG timeline and its window.
+    picture: Option<(&'a Path, Window)>,
 }
 
 /// Runs `scenario` and prints its summary (or JSON); the exit code says
@@ -253,14 +319,21 @@ fn execute(
     scenario: &Scenario,
     options: RunOptions,
     origin: &str,
-    trace: Option<&Path>,
-    json: bool,
+    outputs: Outputs<'_>,
     replay: &dyn Fn(u64) -> String,
 ) -> ExitCode {
+    let Outputs {
+        trace,
+        json,
+        picture,
+    } = outputs;
     let mut sim = match Simulation::new(scenario, options) {
         Ok(sim) => sim,
         Err(e) => return bad_input(format!("{origin}: {e}")),
     };
+    if picture.is_some() {
+        sim.record_timeline();
+    }
     if let Some(path) = trace {
         match File::create(path) {
             Ok(file) => sim.set_trace_writer(Box::new(BufWriter::new(file))),
@@ -275,6 +348,15 @@ fn execute(
     }
     let report = sim.report();
     let replay = replay(report.seed);
+    if let (Some((path, window)), Some(timeline)) = (picture, sim.timeline()) {
+        let svg = fenced_sim::svg::render_timeline(scenario, &report, &timeline, &replay, window);
+        if let Err(e) = std::fs::write(path, svg) {
+            return bad_input(format!(
+                "cannot write the picture to {}: {e}",
+                path.display()
+            ));
+        }
+    }
     let mut out = std::io::stdout().lock();
     let written = if json {
         match serde_json::to_string(&report) {
@@ -540,6 +622,10 @@ fn replay(args: &ReplayArgs) -> ExitCode {
         Err(code) => return code,
     };
     let (scenario, _) = fenced_sim::explore::generate(&base, args.seed);
+    let picture = match args.svg.picture(scenario.duration) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     if let Some(path) = &args.save {
         if let Err(e) = std::fs::write(path, fenced_sim::to_toml::to_toml(&scenario)) {
             return bad_input(format!("cannot write {}: {e}", path.display()));
@@ -550,8 +636,11 @@ fn replay(args: &ReplayArgs) -> ExitCode {
         &scenario,
         options,
         &scenario.name.clone(),
-        args.trace.as_deref(),
-        args.json,
+        Outputs {
+            trace: args.trace.as_deref(),
+            json: args.json,
+            picture,
+        },
         &replay,
     )
 }
