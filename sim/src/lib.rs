@@ -37,6 +37,7 @@ pub mod shrink;
 mod sim;
 pub mod summary;
 pub mod svg;
+pub mod sweep;
 pub mod timeline;
 pub mod to_toml;
 mod trace;
