@@ -369,10 +369,7 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let mut options = RunOptions {
-        seed: args.seed,
-        ..RunOptions::default()
-    };
+    let mut options = RunOptions::with_seed(args.seed);
     let plant_flag = match args.plant.apply(&mut options) {
         Ok(flag) => flag,
         Err(code) => return code,
@@ -525,7 +522,7 @@ fn list(dir: &Path) -> ExitCode {
                 let line = s
                     .description
                     .as_deref()
-                    .map(first_sentence)
+                    .map(|d| summary::first_sentence_within(d, 160))
                     .unwrap_or_else(|| "(no description)".to_string());
                 println!("{stem:<width$}  {line}");
             }
@@ -795,31 +792,6 @@ fn shrink(args: &ShrinkArgs) -> ExitCode {
             .unwrap_or_default()
     );
     ExitCode::SUCCESS
-}
-
-/// The first sentence of a description (up to the first ". "), at most
-/// 160 characters (cut at a word, with an ellipsis), for one-line listings.
-fn first_sentence(description: &str) -> String {
-    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
-    let sentence = match text.find(". ") {
-        Some(i) => &text[..=i],
-        None => text.as_str(),
-    };
-    if sentence.chars().count() <= 160 {
-        return sentence.to_string();
-    }
-    let mut cut = String::new();
-    for word in sentence.split(' ') {
-        if cut.chars().count() + word.chars().count() + 1 > 159 {
-            break;
-        }
-        if !cut.is_empty() {
-            cut.push(' ');
-        }
-        cut.push_str(word);
-    }
-    cut.push('…');
-    cut
 }
 
 fn sweep(args: &SweepArgs) -> ExitCode {

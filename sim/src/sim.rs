@@ -372,6 +372,20 @@ pub struct RunOptions {
     pub planted_bug: Option<PlantedBug>,
 }
 
+impl RunOptions {
+    /// Options that run with `seed` instead of the scenario's (or with the
+    /// scenario's own, for `None`) and nothing else changed.
+    pub fn with_seed(seed: Option<u64>) -> Self {
+        // Written out field by field so the same code is lint-clean with and
+        // without the `planted-bugs` field.
+        RunOptions {
+            seed,
+            #[cfg(feature = "planted-bugs")]
+            planted_bug: None,
+        }
+    }
+}
+
 /// A deterministic simulation of one scenario and seed.
 ///
 /// ```

@@ -162,3 +162,34 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
     let _ = writeln!(s, "Replay: {replay}");
     s
 }
+
+/// The first sentence of a description (up to the first ". "), with its
+/// whitespace folded: for one-line listings and picture titles.
+pub fn first_sentence(description: &str) -> String {
+    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    match text.find(". ") {
+        Some(i) => text[..=i].to_string(),
+        None => text,
+    }
+}
+
+/// [`first_sentence`], at most `max` characters: cut at a word, with an
+/// ellipsis.
+pub fn first_sentence_within(description: &str, max: usize) -> String {
+    let sentence = first_sentence(description);
+    if sentence.chars().count() <= max {
+        return sentence;
+    }
+    let mut cut = String::new();
+    for word in sentence.split(' ') {
+        if cut.chars().count() + word.chars().count() + 1 > max.saturating_sub(1) {
+            break;
+        }
+        if !cut.is_empty() {
+            cut.push(' ');
+        }
+        cut.push_str(word);
+    }
+    cut.push('…');
+    cut
+}

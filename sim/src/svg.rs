@@ -1645,7 +1645,7 @@ fn header(doc: &mut Doc, text: HeaderText<'_>) -> f64 {
     );
     let mut y = 32.0;
     if let Some(description) = &scenario.description {
-        let text = first_sentence(description);
+        let text = crate::summary::first_sentence(description);
         let lines = wrap(&text, 12.0, room, false);
         for (i, line) in lines.iter().take(2).enumerate() {
             let line = if i == 1 && lines.len() > 2 {
@@ -1705,15 +1705,6 @@ fn header(doc: &mut Doc, text: HeaderText<'_>) -> f64 {
     );
     doc.close();
     y + 14.0
-}
-
-/// The first sentence of a description (up to the first `. `), on one line.
-fn first_sentence(description: &str) -> String {
-    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
-    match text.find(". ") {
-        Some(i) => text[..=i].to_string(),
-        None => text,
-    }
 }
 
 /// `text`, cut at a word with an ellipsis if it is wider than `room` px.

@@ -63,25 +63,13 @@ pub fn run(scenario: &Scenario, options: RunOptions) -> Report {
 }
 
 pub fn run_seed(scenario: &Scenario, seed: u64) -> Report {
-    run(
-        scenario,
-        RunOptions {
-            seed: Some(seed),
-            ..RunOptions::default()
-        },
-    )
+    run(scenario, RunOptions::with_seed(Some(seed)))
 }
 
 /// Runs with a text trace captured; returns the report and the trace.
 pub fn run_traced(scenario: &Scenario, seed: u64) -> (Report, String) {
-    let mut sim = Simulation::new(
-        scenario,
-        RunOptions {
-            seed: Some(seed),
-            ..RunOptions::default()
-        },
-    )
-    .expect("valid scenario");
+    let mut sim =
+        Simulation::new(scenario, RunOptions::with_seed(Some(seed))).expect("valid scenario");
     let buffer = SharedBuffer::default();
     sim.set_trace_writer(Box::new(buffer.clone()));
     sim.run_to_end();
