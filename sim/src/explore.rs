@@ -133,8 +133,9 @@ fn fault_length(rng: &mut ChaCha8Rng, base: &Scenario) -> Duration {
 
 /// Draws seed `seed`'s schedule on top of `base` and returns it as a concrete
 /// scenario: the fault phase lasts `base.duration`; then every fault is healed
-/// (`heal_at`) and the run goes on for the liveness bound, expecting one
-/// leader with accepted writes at the end.
+/// (`heal_at`) and the run goes on for the liveness bound, at the end of which
+/// one leader must hold with accepted writes (the `liveness` invariant). Its
+/// expectations are the defaults — no violation — whatever the base expects.
 pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
     let mut rng = SeedDeriver::new(seed, "explore").rng();
     let mut s = base.clone();
@@ -300,10 +301,10 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
     // Recurring faults of the base keep running during the fault phase.
     s.heal_at = Some(fault_phase);
     s.duration = fault_phase + liveness_bound(&s);
-    s.expect = crate::scenario::Expectations {
-        leader_at_end: Some(true),
-        ..base.expect.clone()
-    };
+    // A seed passes when nothing breaks: the base's own expectations (say,
+    // "no leader change") describe the base, not a swarm of faults on it.
+    // Liveness is checked by the `liveness` invariant of the healed run.
+    s.expect = crate::scenario::Expectations::default();
     (s, mix)
 }
 
