@@ -539,6 +539,30 @@ fn list(dir: &Path) -> ExitCode {
     }
 }
 
+/// What `explore`, `replay` and `shrink` share: the validated base, how it
+/// is named on a command line, and the run options with any planted bug.
+struct Exploring {
+    base: Scenario,
+    base_arg: String,
+    options: RunOptions,
+    plant_flag: String,
+}
+
+impl Exploring {
+    fn set_up(path: Option<&Path>, plant: &PlantArg) -> Result<Self, ExitCode> {
+        let (base, base_arg) = explore_base(path)?;
+        base.validate().map_err(bad_input)?;
+        let mut options = RunOptions::default();
+        let plant_flag = plant.apply(&mut options)?;
+        Ok(Exploring {
+            base,
+            base_arg,
+            options,
+            plant_flag,
+        })
+    }
+}
+
 /// The base of an exploration: the scenario given, or the default fleet.
 fn explore_base(path: Option<&Path>) -> Result<(Scenario, String), ExitCode> {
     match path {
@@ -573,16 +597,13 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 fn explore(args: &ExploreArgs) -> ExitCode {
     use fenced_sim::explore::{run_campaign, CampaignSummary, SeedRange};
     use std::io::IsTerminal;
-    let (base, base_arg) = match explore_base(args.scenario.as_deref()) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
-    if let Err(e) = base.validate() {
-        return bad_input(e);
-    }
-    let mut options = RunOptions::default();
-    let plant_flag = match args.plant.apply(&mut options) {
-        Ok(flag) => flag,
+    let Exploring {
+        base,
+        base_arg,
+        options,
+        plant_flag,
+    } = match Exploring::set_up(args.scenario.as_deref(), &args.plant) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
     let (shard, shards) = match args.shard.as_deref().map(parse_shard).transpose() {
@@ -704,16 +725,13 @@ fn explore(args: &ExploreArgs) -> ExitCode {
 }
 
 fn replay(args: &ReplayArgs) -> ExitCode {
-    let (base, base_arg) = match explore_base(args.scenario.as_deref()) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
-    if let Err(e) = base.validate() {
-        return bad_input(e);
-    }
-    let mut options = RunOptions::default();
-    let plant_flag = match args.plant.apply(&mut options) {
-        Ok(flag) => flag,
+    let Exploring {
+        base,
+        base_arg,
+        options,
+        plant_flag,
+    } = match Exploring::set_up(args.scenario.as_deref(), &args.plant) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
     let (scenario, _) = fenced_sim::explore::generate(&base, args.seed);
@@ -741,16 +759,13 @@ fn replay(args: &ReplayArgs) -> ExitCode {
 }
 
 fn shrink(args: &ShrinkArgs) -> ExitCode {
-    let (base, base_arg) = match explore_base(args.scenario.as_deref()) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
-    if let Err(e) = base.validate() {
-        return bad_input(e);
-    }
-    let mut options = RunOptions::default();
-    let plant_flag = match args.plant.apply(&mut options) {
-        Ok(flag) => flag,
+    let Exploring {
+        base,
+        base_arg,
+        options,
+        plant_flag,
+    } = match Exploring::set_up(args.scenario.as_deref(), &args.plant) {
+        Ok(setup) => setup,
         Err(code) => return code,
     };
     let (scenario, _) = fenced_sim::explore::generate(&base, args.seed);

@@ -1280,24 +1280,29 @@ impl Simulation {
                 pid
             }
         };
-        self.tracer.record(
-            self.now,
-            self.hosts.process_host(pid),
-            Record::ProcessStarted,
-        );
-        if let Some(t) = self.timeline.as_mut() {
-            let p = &self.hosts.procs[pid as usize];
-            t.started(
-                self.now,
-                p.owner.as_str(),
-                self.hosts.nodes[node as usize].id.as_str(),
-            );
-        }
+        self.record_life(pid, Record::ProcessStarted);
         let local = self.local(pid);
         self.hosts.procs[pid as usize].elector.start(local);
         self.drain_elector(pid);
         self.heartbeat(pid);
         pid
+    }
+
+    /// Traces a process starting or crashing, and marks it on the timeline.
+    fn record_life(&mut self, pid: u32, record: Record<'static>) {
+        self.tracer
+            .record(self.now, self.hosts.process_host(pid), record);
+        if let Some(t) = self.timeline.as_mut() {
+            let p = &self.hosts.procs[pid as usize];
+            let (owner, node) = (
+                p.owner.as_str(),
+                self.hosts.nodes[p.node as usize].id.as_str(),
+            );
+            match record {
+                Record::ProcessCrashed => t.crashed(self.now, owner, node),
+                _ => t.started(self.now, owner, node),
+            }
+        }
     }
 
     fn heartbeat(&mut self, pid: u32) {
@@ -1575,19 +1580,7 @@ impl Simulation {
         p.pause_depth = 0;
         p.deferred = Vec::new();
         p.work_token = None;
-        self.tracer.record(
-            self.now,
-            self.hosts.process_host(pid),
-            Record::ProcessCrashed,
-        );
-        if let Some(t) = self.timeline.as_mut() {
-            let p = &self.hosts.procs[pid as usize];
-            t.crashed(
-                self.now,
-                p.owner.as_str(),
-                self.hosts.nodes[p.node as usize].id.as_str(),
-            );
-        }
+        self.record_life(pid, Record::ProcessCrashed);
     }
 
     // ----- faults -----
