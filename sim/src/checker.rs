@@ -33,6 +33,7 @@ use crate::report::{
     Coverage, Failover, MembershipReport, Term, Violation, Writes, MAX_TERMS_LISTED,
     MAX_VIOLATIONS_LISTED,
 };
+use crate::units::{ms, secs};
 
 /// Which process did something.
 #[derive(Clone, Copy, Debug)]
@@ -66,18 +67,6 @@ struct FenceView {
 struct OpenTerm {
     index: Option<usize>,
     token: u64,
-}
-
-pub(crate) fn ms(t: u64) -> u64 {
-    t / 1_000_000
-}
-
-pub(crate) fn secs(t: u64) -> String {
-    format!(
-        "{}.{:03}s",
-        t / 1_000_000_000,
-        (t % 1_000_000_000) / 1_000_000
-    )
 }
 
 #[derive(Clone, Debug)]

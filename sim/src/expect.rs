@@ -1,17 +1,10 @@
 //! Evaluating a scenario's `[expect]` block against a report.
 
+use crate::units::human;
 use std::time::Duration;
 
 use crate::report::{ExpectOutcome, Report};
 use crate::scenario::Expectations;
-
-fn human(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
-}
-
-fn human_ms(ms: u64) -> String {
-    human(Duration::from_millis(ms))
-}
 
 /// Checks every expectation; an absent `split_brain` means "must not happen"
 /// and an absent `violations` means "none other than expected split-brain".
@@ -96,7 +89,7 @@ pub(crate) fn evaluate(
             unmet.push(format!(
                 "max_overlap: expected at most {}, got {}",
                 human(max),
-                human_ms(report.overlap_ms)
+                human(Duration::from_millis(report.overlap_ms))
             ));
         }
     }
@@ -105,7 +98,7 @@ pub(crate) fn evaluate(
             unmet.push(format!(
                 "min_overlap: expected at least {}, got {}",
                 human(min),
-                human_ms(report.overlap_ms)
+                human(Duration::from_millis(report.overlap_ms))
             ));
         }
     }

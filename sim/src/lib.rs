@@ -41,6 +41,7 @@ pub mod sweep;
 pub mod timeline;
 pub mod to_toml;
 mod trace;
+mod units;
 
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
 pub use report::Report;

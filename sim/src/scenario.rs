@@ -7,6 +7,7 @@
 //! [`Simulation::new`](crate::Simulation::new) refuses an invalid scenario, so a
 //! run never starts half-way.
 
+use crate::units::human;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
@@ -438,10 +439,6 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
-
-fn human(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
-}
 
 impl Scenario {
     /// A scenario with every default and no nodes yet.

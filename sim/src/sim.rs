@@ -33,7 +33,7 @@ use fenced::{
 };
 use rand_chacha::ChaCha8Rng;
 
-use crate::checker::{ms, secs, Checker, Who};
+use crate::checker::{Checker, Who};
 use crate::clock::HostClock;
 use crate::expect::evaluate;
 use crate::network::{
@@ -48,13 +48,10 @@ use crate::scenario::{
 };
 use crate::timeline::{Recorder, Timeline, WriteFate, WriteMark};
 use crate::trace::{DropReason, HostRef, MessageKind, Record, Tracer};
+use crate::units::{ms, nanos, secs};
 
 #[cfg(feature = "planted-bugs")]
 use fenced::PlantedBug;
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 /// Where a message goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -2151,16 +2148,5 @@ impl Simulation {
             && self.checker.fence().is_some_and(|(token, last)| {
                 token == leaders[0].get() && self.now.saturating_sub(last) <= recent
             })
-    }
-
-    /// A short, human description of the scenario's timing, for summaries.
-    pub fn describe_lease(&self) -> String {
-        format!(
-            "lease_ttl {} (margin {}), renew every {}, retry every {}",
-            secs(self.ttl_ns),
-            secs(nanos(self.scenario.election.effective_safety_margin())),
-            secs(nanos(self.scenario.election.renew_interval)),
-            secs(nanos(self.scenario.election.retry_interval)),
-        )
     }
 }

@@ -1,5 +1,6 @@
 //! The human summary of a run: what a person reads in ten seconds.
 
+use crate::units::{human, secs_of_ms};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -9,17 +10,9 @@ use crate::scenario::Scenario;
 /// How many terms and failovers the summary lists before eliding the rest.
 const MAX_ROWS: usize = 12;
 
-fn secs_ms(ms: u64) -> String {
-    format!("{}.{:03}s", ms / 1000, ms % 1000)
-}
-
 /// `1 term`, `2 terms`.
 fn count(n: u64, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
-}
-
-fn human(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
 }
 
 /// Renders the summary of `report` for `scenario`; `replay` is the command
@@ -69,14 +62,14 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
             let end = if term.end_reason == "run-ended" {
                 "end of run".to_string()
             } else {
-                format!("{} ({})", secs_ms(term.end_ms), term.end_reason)
+                format!("{} ({})", secs_of_ms(term.end_ms), term.end_reason)
             };
             let _ = writeln!(
                 s,
                 "  {:<12} token {:<4} {:>10} → {}",
                 term.owner,
                 term.token,
-                secs_ms(term.start_ms),
+                secs_of_ms(term.start_ms),
                 end
             );
         }
@@ -99,10 +92,10 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
                 "  {} → {}  gap {}  (token {} → {}, at {})",
                 f.from_owner,
                 f.to_owner,
-                secs_ms(f.gap_ms),
+                secs_of_ms(f.gap_ms),
                 f.from_token,
                 f.to_token,
-                secs_ms(f.at_ms)
+                secs_of_ms(f.at_ms)
             );
         }
         if report.failovers.len() > MAX_ROWS {
@@ -122,8 +115,8 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
     let _ = writeln!(
         s,
         "Belief overlap: {} · leaderless: {} · spurious failovers: {} · membership flaps: {}",
-        secs_ms(report.overlap_ms),
-        secs_ms(report.leaderless_ms),
+        secs_of_ms(report.overlap_ms),
+        secs_of_ms(report.leaderless_ms),
         report.spurious_failovers,
         report.membership.flaps
     );
@@ -136,7 +129,7 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
             let _ = writeln!(
                 s,
                 "  at {} [{}] {}",
-                secs_ms(v.at_ms),
+                secs_of_ms(v.at_ms),
                 v.invariant,
                 v.detail
             );

@@ -22,6 +22,7 @@
 //! run of at most [`AUTO_ZOOM_AFTER`] is shown whole; a longer run is shown
 //! around its interesting events (see [`auto_window`]).
 
+use crate::units::{human, nanos, secs};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -84,10 +85,6 @@ impl Window {
         }
         Ok(())
     }
-}
-
-fn human(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
 }
 
 const NS: u64 = 1_000_000;
@@ -164,10 +161,6 @@ pub fn auto_window(
         .saturating_mul(S)
         .min(end);
     (to > from && (from > 0 || to < end)).then_some((from, to))
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 // ----- SVG primitives (shared with the sweep chart) -----
@@ -404,11 +397,6 @@ fn span_label(ns: u64) -> String {
         return format!("{}s", s.trim_end_matches('0').trim_end_matches('.'));
     }
     time_label(ms * NS)
-}
-
-fn secs3(ns: u64) -> String {
-    let ms = ns / NS;
-    format!("{}.{:03}s", ms / 1000, ms % 1000)
 }
 
 // ----- the timeline picture -----
@@ -930,11 +918,11 @@ impl Picture<'_> {
                 Some(&format!(
                     "{} down: {} → {}",
                     c.node,
-                    secs3(c.at_ns),
+                    secs(c.at_ns),
                     if back == end {
                         "end of run".to_string()
                     } else {
-                        secs3(back)
+                        secs(back)
                     }
                 )),
             );
@@ -995,8 +983,8 @@ impl Picture<'_> {
                 &format!("class=\"overlap\" fill=\"{RED}\" fill-opacity=\"0.08\" stroke=\"{RED}\" stroke-opacity=\"0.6\" stroke-dasharray=\"3 3\""),
                 Some(&format!(
                     "two processes believe they lead: {} → {} ({})",
-                    secs3(a),
-                    secs3(b),
+                    secs(a),
+                    secs(b),
                     span_label(b - a)
                 )),
             );
@@ -1032,7 +1020,7 @@ impl Picture<'_> {
             let end_text = if term.end_reason == "run-ended" {
                 "end of run".to_string()
             } else {
-                format!("{} ({})", secs3(b), term.end_reason)
+                format!("{} ({})", secs(b), term.end_reason)
             };
             self.doc.rect(
                 x0,
@@ -1050,7 +1038,7 @@ impl Picture<'_> {
                     "{} believes it leads with token {}: {} → {}",
                     term.owner,
                     term.token,
-                    secs3(a),
+                    secs(a),
                     end_text
                 )),
             );
@@ -1072,8 +1060,8 @@ impl Picture<'_> {
                     Some(&format!(
                         "{} believes it leads but the store no longer gives it the lease: {} → {} ({})",
                         term.owner,
-                        secs3(s),
-                        secs3(e),
+                        secs(s),
+                        secs(e),
                         span_label(e - s)
                     )),
                 );
@@ -1104,8 +1092,8 @@ impl Picture<'_> {
                     "the lease store gives {} the lease with token {}: {} → {}",
                     h.owner,
                     h.token,
-                    secs3(h.start_ns),
-                    secs3(h.end_ns)
+                    secs(h.start_ns),
+                    secs(h.end_ns)
                 )),
             );
         }
@@ -1209,7 +1197,7 @@ impl Picture<'_> {
                  <line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{INK}\" stroke-width=\"3\"/></g>",
                 esc(&c.node),
                 esc(&c.owner),
-                secs3(c.at_ns),
+                secs(c.at_ns),
                 num(x - 7.0),
                 num(cy - 7.0),
                 num(x + 7.0),
@@ -1255,7 +1243,7 @@ impl Picture<'_> {
                 num(x),
                 num(cy + 6.0),
                 esc(&s.owner),
-                secs3(s.at_ns)
+                secs(s.at_ns)
             ));
             let label = format!("{} starts", s.owner);
             let w = text_width(&label, 10.0, false);
@@ -1294,8 +1282,8 @@ impl Picture<'_> {
                     "{} holds token {}: {} → {}",
                     h.owner,
                     h.token,
-                    secs3(h.start_ns),
-                    secs3(h.end_ns)
+                    secs(h.start_ns),
+                    secs(h.end_ns)
                 )),
             );
             if x1 - x0 > text_width(&h.owner, 10.0, false) + 6.0 {
@@ -1324,7 +1312,7 @@ impl Picture<'_> {
                 token_colour(g.token),
                 g.token,
                 esc(&g.owner),
-                secs3(g.at_ns)
+                secs(g.at_ns)
             ));
             let label = format!("token {}", g.token);
             let w = text_width(&label, 10.0, false);
@@ -1353,7 +1341,7 @@ impl Picture<'_> {
                 x,
                 y + 45.0,
                 "class=\"refusal\" stroke=\"#8a8a8a\"",
-                Some(&format!("refused {} at {}", r.owner, secs3(r.at_ns))),
+                Some(&format!("refused {} at {}", r.owner, secs(r.at_ns))),
             );
         }
         self.doc.close();
@@ -1430,7 +1418,7 @@ impl Picture<'_> {
                         "SPLIT-BRAIN: {} wrote with token {} at {} after token {highest} had written, and it was accepted",
                         w.owner,
                         w.token,
-                        secs3(w.at_ns)
+                        secs(w.at_ns)
                     ),
                 )
             } else {
@@ -1447,7 +1435,7 @@ impl Picture<'_> {
                         "rejected ({why}): {} wrote with token {} at {}; the downstream had accepted token {highest}",
                         w.owner,
                         w.token,
-                        secs3(w.at_ns)
+                        secs(w.at_ns)
                     ),
                 )
             };
@@ -1585,7 +1573,7 @@ impl Picture<'_> {
             x,
             bottom,
             "class=\"heal\" stroke=\"#2a8f3a\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"",
-            Some(&format!("every fault healed at {}", secs3(h))),
+            Some(&format!("every fault healed at {}", secs(h))),
         );
         self.doc.text(
             x + 3.0,
@@ -1613,8 +1601,8 @@ fn fault_tip(f: &crate::timeline::Span) -> String {
         "{} {}: {} → {} ({})",
         f.host,
         f.label,
-        secs3(f.start_ns),
-        secs3(f.end_ns),
+        secs(f.start_ns),
+        secs(f.end_ns),
         span_label(f.end_ns - f.start_ns)
     )
 }
@@ -1764,7 +1752,7 @@ fn verdict(report: &Report, timeline: &Timeline) -> (String, &'static str) {
                 "SPLIT-BRAIN: {} wrote with token {} at {}, after a newer term had written, and the unfenced downstream accepted it{}{}",
                 w.owner,
                 w.token,
-                secs3(w.at_ns),
+                secs(w.at_ns),
                 if n > 1 { format!(" ({n} such writes)") } else { String::new() },
                 extra
             ),

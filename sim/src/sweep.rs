@@ -28,6 +28,7 @@
 //! with `jobs` threads); results come back in grid order whatever the
 //! number of threads.
 
+use crate::units::{human, nanos};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -143,14 +144,6 @@ impl std::fmt::Display for Lengths {
         };
         write!(f, "{spread}:{}..{}", human(self.low), human(self.high))
     }
-}
-
-fn human(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The faults every run of a sweep suffers (see the module docs).
@@ -586,10 +579,6 @@ fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
-fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
-}
-
 fn round3(x: f64) -> f64 {
     (x * 1e3).round() / 1e3
 }
@@ -829,12 +818,12 @@ fn election_row(cell: &ElectionCell, mix: &FaultMix, runs: &[RunStats]) -> Elect
     let rejected = sum(&|r| r.rejected);
     let expected_writes = total_ms as f64 / scenario.work.write_interval.as_millis().max(1) as f64;
     ElectionRow {
-        lease_ttl_s: round3(secs(cell.lease_ttl)),
+        lease_ttl_s: round3(cell.lease_ttl.as_secs_f64()),
         renew_ratio: cell.renew_ratio,
         margin_ratio: cell.margin_ratio,
-        renew_interval_s: round3(secs(e.renew_interval)),
-        safety_margin_s: round3(secs(e.effective_safety_margin())),
-        retry_interval_s: round3(secs(e.retry_interval)),
+        renew_interval_s: round3(e.renew_interval.as_secs_f64()),
+        safety_margin_s: round3(e.effective_safety_margin().as_secs_f64()),
+        retry_interval_s: round3(e.retry_interval.as_secs_f64()),
         seeds: runs.len() as u64,
         hours: round3(hours),
         failovers: gaps.len() as u64,
@@ -941,9 +930,9 @@ fn membership_row(ttl: Duration, hb: Duration, nodes: usize, runs: &[RunStats]) 
     };
     let sum = |f: &dyn Fn(&RunStats) -> u64| runs.iter().map(f).sum::<u64>();
     MembershipRow {
-        liveness_ttl_s: round3(secs(ttl)),
-        heartbeat_interval_s: round3(secs(hb)),
-        misses_tolerated: round3(secs(ttl) / secs(hb)),
+        liveness_ttl_s: round3(ttl.as_secs_f64()),
+        heartbeat_interval_s: round3(hb.as_secs_f64()),
+        misses_tolerated: round3(ttl.as_secs_f64() / hb.as_secs_f64()),
         seeds: runs.len() as u64,
         node_hours: round3(node_hours),
         leaves: sum(&|r| r.leaves),
@@ -984,7 +973,7 @@ fn csv<R: Serialize>(header: &str, rows: &[R]) -> String {
 }
 
 fn seconds(list: &[Duration]) -> Vec<f64> {
-    list.iter().map(|d| secs(*d)).collect()
+    list.iter().map(Duration::as_secs_f64).collect()
 }
 
 impl<G: Grid> SweepResults for Sweep<G> {
@@ -1340,7 +1329,12 @@ impl ElectionSweep {
     /// leader changes per hour, one line per renew ratio. `command` is the
     /// command line shown in the title.
     fn chart(&self, command: &str) -> String {
-        let cols: Vec<String> = self.grid.ttls.iter().map(|d| ttl_label(secs(*d))).collect();
+        let cols: Vec<String> = self
+            .grid
+            .ttls
+            .iter()
+            .map(|d| ttl_label(d.as_secs_f64()))
+            .collect();
         let rows: Vec<String> = self
             .grid
             .renew_ratios
@@ -1356,7 +1350,7 @@ impl ElectionSweep {
                 self.grid
                     .ttls
                     .iter()
-                    .position(|d| round3(secs(*d)) == r.lease_ttl_s),
+                    .position(|d| round3(d.as_secs_f64()) == r.lease_ttl_s),
             )
         };
         let metrics: [Metric<'_>; 6] = [
@@ -1672,7 +1666,7 @@ impl ElectionSweep {
         let colour = |ttl: f64| {
             let i = ttls
                 .iter()
-                .position(|d| round3(secs(*d)) == ttl)
+                .position(|d| round3(d.as_secs_f64()) == ttl)
                 .unwrap_or(0);
             ttl_colour(if ttls.len() > 1 {
                 i as f64 / (ttls.len() - 1) as f64
@@ -1697,7 +1691,7 @@ impl ElectionSweep {
         // TTL colour key, top right inside the plot.
         let mut kx = px + pw - 8.0;
         for (i, d) in ttls.iter().enumerate().rev() {
-            let label = format!("TTL {}", ttl_label(secs(*d)));
+            let label = format!("TTL {}", ttl_label(d.as_secs_f64()));
             kx -= text_width(&label, 10.5, false) + 24.0;
             let t = if ttls.len() > 1 {
                 i as f64 / (ttls.len() - 1) as f64
@@ -1785,13 +1779,13 @@ impl MembershipSweep {
             .grid
             .liveness_ttls
             .iter()
-            .map(|d| ttl_label(secs(*d)))
+            .map(|d| ttl_label(d.as_secs_f64()))
             .collect();
         let rows: Vec<String> = self
             .grid
             .heartbeats
             .iter()
-            .map(|d| ttl_label(secs(*d)))
+            .map(|d| ttl_label(d.as_secs_f64()))
             .collect();
         let grid_of = |get: &dyn Fn(&MembershipRow) -> f64| {
             let mut values = vec![vec![None; cols.len()]; rows.len()];
@@ -1800,12 +1794,12 @@ impl MembershipSweep {
                     .grid
                     .liveness_ttls
                     .iter()
-                    .position(|d| round3(secs(*d)) == r.liveness_ttl_s);
+                    .position(|d| round3(d.as_secs_f64()) == r.liveness_ttl_s);
                 let ri = self
                     .grid
                     .heartbeats
                     .iter()
-                    .position(|d| round3(secs(*d)) == r.heartbeat_interval_s);
+                    .position(|d| round3(d.as_secs_f64()) == r.heartbeat_interval_s);
                 if let (Some(ri), Some(ci)) = (ri, ci) {
                     values[ri][ci] = Some(Some(get(r)));
                 }
