@@ -30,8 +30,8 @@ use std::collections::BTreeSet;
 use fenced::{FencingToken, LeaseResult, OwnerId, ReleaseResult, StepDownReason, WriteOutcome};
 
 use crate::report::{
-    Coverage, Failover, MembershipReport, Term, Violation, Writes, MAX_TERMS_LISTED,
-    MAX_VIOLATIONS_LISTED,
+    Coverage, Failover, Invariant, MembershipReport, Term, Violation, Writes, MAX_TERMS_LISTED,
+    MAX_VIOLATIONS_LISTED, RUN_ENDED,
 };
 use crate::units::{ms, secs};
 
@@ -63,6 +63,19 @@ struct FenceView {
     last_accept_at: u64,
 }
 
+impl FenceView {
+    /// The fence after the first accepted write of term `token` by `who`.
+    fn first_write(now: u64, who: Who<'_>, token: u64) -> Self {
+        FenceView {
+            token,
+            owner: who.owner.clone(),
+            node_name: who.node_name.to_string(),
+            first_accept_at: now,
+            last_accept_at: now,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct OpenTerm {
     index: Option<usize>,
@@ -76,13 +89,11 @@ pub(crate) struct Checker {
     lease: Option<LeaseView>,
     fence: Option<FenceView>,
     believers: u32,
-    any_term: bool,
     last_belief_change: u64,
     pub(crate) overlap_ns: u64,
     pub(crate) leaderless_ns: u64,
     open_terms: Vec<Option<OpenTerm>>,
     pub(crate) terms: Vec<Term>,
-    terms_total: u64,
     last_term_owner: Option<OwnerId>,
     pub(crate) leader_changes: u64,
     pub(crate) failovers: Vec<Failover>,
@@ -105,13 +116,11 @@ impl Checker {
             lease: None,
             fence: None,
             believers: 0,
-            any_term: false,
             last_belief_change: 0,
             overlap_ns: 0,
             leaderless_ns: 0,
             open_terms: Vec::new(),
             terms: Vec::new(),
-            terms_total: 0,
             last_term_owner: None,
             leader_changes: 0,
             failovers: Vec::new(),
@@ -137,14 +146,14 @@ impl Checker {
         self.fence.as_ref().map(|f| (f.token, f.last_accept_at))
     }
 
-    fn violate(&mut self, invariant: &str, at: u64, detail: String, events: Vec<String>) {
+    fn violate(&mut self, invariant: Invariant, at: u64, detail: String, events: Vec<String>) {
         self.violations_total += 1;
-        if invariant == "split-brain" {
+        if invariant == Invariant::SplitBrain {
             self.split_brain_total += 1;
         }
         if self.violations.len() < MAX_VIOLATIONS_LISTED {
             self.violations.push(Violation {
-                invariant: invariant.to_string(),
+                invariant: invariant.name().to_string(),
                 at_ms: ms(at),
                 detail,
                 events,
@@ -171,7 +180,7 @@ impl Checker {
     /// need a host's clock, like `local-deadline`).
     pub(crate) fn violation(
         &mut self,
-        invariant: &str,
+        invariant: Invariant,
         at: u64,
         detail: String,
         events: Vec<String>,
@@ -187,7 +196,7 @@ impl Checker {
                 if token <= self.highest_granted {
                     let events = self.lease_evidence();
                     self.violate(
-                        "token-monotonic",
+                        Invariant::TokenMonotonic,
                         now,
                         format!(
                             "lease-store granted token {token} to {}, but token {} was already granted",
@@ -206,7 +215,7 @@ impl Checker {
                             prev.token,
                             secs(prev.expires_at)
                         );
-                        self.violate("lease-exclusive", now, detail, events);
+                        self.violate(Invariant::LeaseExclusive, now, detail, events);
                     }
                 }
                 self.highest_granted = self.highest_granted.max(token);
@@ -220,17 +229,24 @@ impl Checker {
             }
             LeaseResult::Renewed { token, expires_at } => {
                 let token = token.get();
-                match self.lease.as_mut() {
+                // The common case: the live holder renews its own term.
+                if let Some(view) = self
+                    .lease
+                    .as_mut()
+                    .filter(|v| v.owner == *who.owner && now < v.expires_at && v.token == token)
+                {
+                    view.expires_at = expires_at.as_nanos();
+                    return;
+                }
+                match self.lease.as_ref() {
                     Some(view) if view.owner == *who.owner && now < view.expires_at => {
-                        if view.token != token {
-                            let detail = format!(
-                                "a renewal by {} changed token {} to {token}",
-                                who.owner, view.token
-                            );
-                            let events = self.lease_evidence();
-                            self.violate("token-monotonic", now, detail, events);
-                            self.highest_granted = self.highest_granted.max(token);
-                        }
+                        let detail = format!(
+                            "a renewal by {} changed token {} to {token}",
+                            who.owner, view.token
+                        );
+                        let events = self.lease_evidence();
+                        self.violate(Invariant::TokenMonotonic, now, detail, events);
+                        self.highest_granted = self.highest_granted.max(token);
                     }
                     Some(view) if now < view.expires_at => {
                         let detail = format!(
@@ -241,7 +257,7 @@ impl Checker {
                             secs(view.expires_at)
                         );
                         let events = self.lease_evidence();
-                        self.violate("lease-exclusive", now, detail, events);
+                        self.violate(Invariant::LeaseExclusive, now, detail, events);
                     }
                     _ => {
                         let detail = format!(
@@ -249,7 +265,7 @@ impl Checker {
                             who.owner
                         );
                         let events = self.lease_evidence();
-                        self.violate("token-monotonic", now, detail, events);
+                        self.violate(Invariant::TokenMonotonic, now, detail, events);
                     }
                 }
                 let granted_at = self.lease.as_ref().map_or(now, |l| l.granted_at);
@@ -286,7 +302,8 @@ impl Checker {
         let elapsed = now.saturating_sub(self.last_belief_change);
         if self.believers >= 2 {
             self.overlap_ns += elapsed;
-        } else if self.believers == 0 && self.any_term {
+        } else if self.believers == 0 && self.last_term_owner.is_some() {
+            // Leaderless only counts after the first term began.
             self.leaderless_ns += elapsed;
         }
         self.last_belief_change = now;
@@ -296,8 +313,6 @@ impl Checker {
     pub(crate) fn on_term_start(&mut self, now: u64, who: Who<'_>, token: FencingToken) {
         self.belief_change(now);
         self.believers += 1;
-        self.any_term = true;
-        self.terms_total += 1;
         let index = (self.terms.len() < MAX_TERMS_LISTED).then(|| {
             self.terms.push(Term {
                 node: who.node_name.to_string(),
@@ -305,7 +320,7 @@ impl Checker {
                 token: token.get(),
                 start_ms: ms(now),
                 end_ms: 0,
-                end_reason: "run-ended".to_string(),
+                end_reason: RUN_ENDED.to_string(),
             });
             self.terms.len() - 1
         });
@@ -329,8 +344,8 @@ impl Checker {
         }
     }
 
-    /// Process `pid` stopped believing it leads.
-    pub(crate) fn on_term_end(&mut self, now: u64, pid: u32, reason: &str, spurious: bool) {
+    /// Process `pid` stopped believing it leads, for `reason`.
+    pub(crate) fn on_term_end(&mut self, now: u64, pid: u32, reason: TermEnd<'_>, spurious: bool) {
         let Some(open) = self.open_terms.get_mut(pid as usize).and_then(Option::take) else {
             return;
         };
@@ -339,13 +354,13 @@ impl Checker {
         if spurious {
             self.spurious_failovers += 1;
         }
-        if reason == "local-deadline" {
+        if reason == TermEnd::StepDown(&StepDownReason::LocalDeadline) {
             self.coverage.step_down_on_deadline += 1;
         }
         if let Some(term) = open.index.and_then(|i| self.terms.get_mut(i)) {
             debug_assert_eq!(term.token, open.token);
             term.end_ms = ms(now);
-            term.end_reason = reason.to_string();
+            term.end_reason = reason.name().to_string();
         }
     }
 
@@ -376,7 +391,7 @@ impl Checker {
                     "token {token} was presented by {} but is bound to {bound_to}: two owners hold one token",
                     who.owner
                 );
-                self.violate("single-writer", now, detail, self.lease_evidence());
+                self.violate(Invariant::SingleWriter, now, detail, self.lease_evidence());
             }
         }
     }
@@ -384,13 +399,7 @@ impl Checker {
     fn on_accepted(&mut self, now: u64, who: Who<'_>, token: u64, unit: u64) {
         self.writes.accepted += 1;
         let Some(fence) = self.fence.as_mut() else {
-            self.fence = Some(FenceView {
-                token,
-                owner: who.owner.clone(),
-                node_name: who.node_name.to_string(),
-                first_accept_at: now,
-                last_accept_at: now,
-            });
+            self.fence = Some(FenceView::first_write(now, who, token));
             return;
         };
         if token > fence.token {
@@ -410,13 +419,7 @@ impl Checker {
                     });
                 }
             }
-            *fence = FenceView {
-                token,
-                owner: who.owner.clone(),
-                node_name: who.node_name.to_string(),
-                first_accept_at: now,
-                last_accept_at: now,
-            };
+            *fence = FenceView::first_write(now, who, token);
             return;
         }
         if token == fence.token {
@@ -426,7 +429,7 @@ impl Checker {
                     "downstream accepted token {token} from {} after accepting it from {}",
                     who.owner, fence.owner
                 );
-                self.violate("single-writer", now, detail, Vec::new());
+                self.violate(Invariant::SingleWriter, now, detail, Vec::new());
             }
             return;
         }
@@ -449,7 +452,7 @@ impl Checker {
                 who.owner
             );
             self.violate(
-                "single-writer",
+                Invariant::SingleWriter,
                 now,
                 detail,
                 vec![newer.clone(), late.clone()],
@@ -459,7 +462,7 @@ impl Checker {
             "{} wrote with token {token} after {newer_owner}'s term {newer_token} had written: split-brain",
             who.owner
         );
-        self.violate("split-brain", now, detail, vec![newer, late]);
+        self.violate(Invariant::SplitBrain, now, detail, vec![newer, late]);
     }
 
     /// A unit of work was cancelled because its term ended first.
@@ -482,26 +485,37 @@ impl Checker {
         self.left_nodes.insert(node);
     }
 
-    /// Folds the belief measures up to `now` (the end of the run).
+    /// Folds the belief measures up to `now` (the end of the run) and ends
+    /// the terms still open there.
     pub(crate) fn close(&mut self, now: u64) {
         self.belief_change(now);
-        for term in self
-            .terms
-            .iter_mut()
-            .filter(|t| t.end_reason == "run-ended")
-        {
-            term.end_ms = ms(now);
+        for open in self.open_terms.iter().flatten() {
+            if let Some(term) = open.index.and_then(|i| self.terms.get_mut(i)) {
+                term.end_ms = ms(now);
+            }
         }
     }
+}
 
-    /// A one-line description of a term end reason, as reports spell it.
-    pub(crate) fn reason_name(reason: &StepDownReason) -> &'static str {
-        match reason {
-            StepDownReason::LocalDeadline => "local-deadline",
-            StepDownReason::Superseded { .. } => "superseded",
-            StepDownReason::NewTerm { .. } => "new-term",
-            StepDownReason::Stopped => "stopped",
-            StepDownReason::Abdicated => "abdicated",
+/// Why a process stopped believing it leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TermEnd<'a> {
+    /// Its elector stepped down.
+    StepDown(&'a StepDownReason),
+    /// The process crashed.
+    Crash,
+}
+
+impl TermEnd<'_> {
+    /// The reason as reports spell it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TermEnd::StepDown(StepDownReason::LocalDeadline) => "local-deadline",
+            TermEnd::StepDown(StepDownReason::Superseded { .. }) => "superseded",
+            TermEnd::StepDown(StepDownReason::NewTerm { .. }) => "new-term",
+            TermEnd::StepDown(StepDownReason::Stopped) => "stopped",
+            TermEnd::StepDown(StepDownReason::Abdicated) => "abdicated",
+            TermEnd::Crash => "crash",
         }
     }
 }

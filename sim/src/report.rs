@@ -62,6 +62,42 @@ pub const MAX_VIOLATIONS_LISTED: usize = 100;
 /// The most terms listed individually in a report.
 pub const MAX_TERMS_LISTED: usize = 10_000;
 
+/// The end reason of a term still going when the run (or the report) ended.
+pub const RUN_ENDED: &str = "run-ended";
+
+/// The invariants the checker enforces; [`Violation::invariant`] holds
+/// [`Invariant::name`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Invariant {
+    /// Grants carry strictly increasing tokens; renewals never change one.
+    TokenMonotonic,
+    /// At the store's clock, at most one unexpired holder.
+    LeaseExclusive,
+    /// The fenced downstream accepts tokens in non-decreasing order, each
+    /// from one writer only.
+    SingleWriter,
+    /// An older term's write accepted after a newer term's.
+    SplitBrain,
+    /// A unit of work started past its holder's own deadline.
+    LocalDeadline,
+    /// After healing, no single leader with accepted writes by the end.
+    Liveness,
+}
+
+impl Invariant {
+    /// The name reports and command lines use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Invariant::TokenMonotonic => "token-monotonic",
+            Invariant::LeaseExclusive => "lease-exclusive",
+            Invariant::SingleWriter => "single-writer",
+            Invariant::SplitBrain => "split-brain",
+            Invariant::LocalDeadline => "local-deadline",
+            Invariant::Liveness => "liveness",
+        }
+    }
+}
+
 /// One invariant breach.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {

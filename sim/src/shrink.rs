@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use crate::report::Violation;
+use crate::report::{Invariant, Violation};
 use crate::scenario::{FaultSpec, Scenario};
 use crate::{RunOptions, Simulation};
 
@@ -206,7 +206,7 @@ impl Shrinker<'_> {
     }
 
     fn cut_short(&mut self, scenario: &mut Scenario, violation: &Violation) {
-        if self.invariant == "liveness" {
+        if self.invariant == Invariant::Liveness.name() {
             return;
         }
         let end = Duration::from_millis(violation.at_ms) + Duration::from_secs(1);
@@ -294,7 +294,7 @@ pub fn shrink(
         shrinker.simplify_environment(&mut current);
         shrinker.drop_nodes(&mut current);
         shrinker.shorten_faults(&mut current);
-        if shrinker.invariant != "liveness" {
+        if shrinker.invariant != Invariant::Liveness.name() {
             shrinker.move_faults_earlier(&mut current);
         }
         if current == before || shrinker.runs >= shrinker.budget {

@@ -33,14 +33,14 @@ use fenced::{
 };
 use rand_chacha::ChaCha8Rng;
 
-use crate::checker::{Checker, Who};
+use crate::checker::{Checker, TermEnd, Who};
 use crate::clock::HostClock;
 use crate::expect::evaluate;
 use crate::network::{
     Network, Transit, BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT,
 };
 use crate::queue::EventQueue;
-use crate::report::Report;
+use crate::report::{Invariant, Report};
 use crate::rng::{exponential_nanos, uniform_inclusive, SeedDeriver};
 use crate::scenario::{
     DurationRange, Expectations, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM,
@@ -78,7 +78,7 @@ enum Message {
         id: RequestId,
     },
     Release {
-        pid: u32,
+        incarnation: u32,
         owner: OwnerId,
         token: FencingToken,
     },
@@ -215,9 +215,10 @@ struct Process {
     elector: Elector,
     timer_at: Option<u64>,
     timer_generation: u32,
-    work_token: Option<FencingToken>,
     work_generation: u32,
     next_unit: u64,
+    /// The token of the term the process believes it holds (from StartWork
+    /// to StopWork); the worker writes with it.
     believed: Option<FencingToken>,
     /// The request in flight and its local send time, as the elector sent it.
     last_sent: Option<(RequestId, fenced::Instant)>,
@@ -289,11 +290,11 @@ impl Hosts {
 
     fn process_host(&self, pid: u32) -> HostRef<'_> {
         let p = &self.procs[pid as usize];
-        HostRef {
-            code: u64::from(self.nodes[p.node as usize].endpoint)
-                | (u64::from(p.incarnation) << 32),
-            name: p.owner.as_str(),
-        }
+        HostRef::process(
+            self.nodes[p.node as usize].endpoint,
+            p.incarnation,
+            p.owner.as_str(),
+        )
     }
 
     fn endpoint_host(&self, endpoint: u16) -> HostRef<'_> {
@@ -326,6 +327,18 @@ impl Hosts {
         Who {
             owner: &p.owner,
             node_name: self.nodes[p.node as usize].id.as_str(),
+            pid,
+        }
+    }
+
+    /// The sender of a message from process slot `pid`, named by the owner
+    /// the message carries: the slot may hold a newer incarnation by the
+    /// time the message lands (a slot is reused only by the same node).
+    fn sender<'a>(&'a self, pid: u32, owner: &'a OwnerId) -> Who<'a> {
+        let node = self.procs[pid as usize].node;
+        Who {
+            owner,
+            node_name: self.nodes[node as usize].id.as_str(),
             pid,
         }
     }
@@ -715,8 +728,9 @@ impl Simulation {
         self.run_until(Duration::from_nanos(self.end));
     }
 
-    /// Runs until the cluster is quiescent — no fault active or pending, one
-    /// process leads, and its latest write was accepted — or until `limit`.
+    /// Runs until the cluster is quiescent — no fault active right now (one
+    /// scheduled for later may still start), one process leads, and the
+    /// downstream accepted its token recently — or until `limit`.
     /// Returns whether it converged.
     pub fn run_until_quiescent(&mut self, limit: Duration) -> bool {
         let limit = nanos(limit).min(self.end);
@@ -732,18 +746,7 @@ impl Simulation {
     }
 
     fn is_quiescent(&self) -> bool {
-        let faults_active = self.active.iter().any(Option::is_some);
-        let one_leader = self
-            .hosts
-            .procs
-            .iter()
-            .filter(|p| p.alive && p.believed.is_some())
-            .count()
-            == 1;
-        let write_recent = self.checker.fence().is_some_and(|(_, last)| {
-            self.now.saturating_sub(last) <= 2 * nanos(self.scenario.work.write_interval)
-        });
-        !faults_active && one_leader && write_recent
+        self.active.iter().all(Option::is_none) && self.leader_at_end()
     }
 
     // ----- the loop -----
@@ -764,6 +767,10 @@ impl Simulation {
     }
 
     fn dispatch(&mut self, event: Event) {
+        // A superseded timer is dropped silently: it is not an event.
+        if self.is_stale(&event) {
+            return;
+        }
         // A message whose link went down while it was in flight is lost.
         if let Event::Deliver { from, to, ref msg } = event {
             let to_endpoint = self.hosts.dest_endpoint(to);
@@ -774,36 +781,24 @@ impl Simulation {
             }
         }
         match event.target() {
-            Target::Store if self.store.pause_depth > 0 => {
-                self.store.deferred.push(event);
-                return;
-            }
+            Target::Store if self.store.pause_depth > 0 => self.store.deferred.push(event),
             Target::Downstream if self.downstream.pause_depth > 0 => {
-                self.downstream.deferred.push(event);
-                return;
+                self.downstream.deferred.push(event)
             }
             Target::Process { pid, incarnation } => {
-                let p = &self.hosts.procs[pid as usize];
+                let p = &mut self.hosts.procs[pid as usize];
                 if !p.alive || p.incarnation != incarnation {
                     if let Event::Deliver { from, to, ref msg } = event {
                         self.trace_drop(from, to, msg.kind(), DropReason::ProcessGone);
                     }
-                    return;
-                }
-                if self.is_stale(&event) {
-                    return;
-                }
-                if p.pause_depth > 0 {
-                    self.hosts.procs[pid as usize].deferred.push(event);
-                    return;
+                } else if p.pause_depth > 0 {
+                    p.deferred.push(event);
+                } else {
+                    self.handle(event);
                 }
             }
-            _ => {}
+            _ => self.handle(event),
         }
-        if self.is_stale(&event) {
-            return;
-        }
-        self.handle(event);
     }
 
     fn handle(&mut self, event: Event) {
@@ -963,14 +958,7 @@ impl Simulation {
                                 }
                             }
                         }
-                        let who = Who {
-                            owner: &owner,
-                            node_name: self.hosts.nodes
-                                [self.hosts.procs[pid as usize].node as usize]
-                                .id
-                                .as_str(),
-                            pid,
-                        };
+                        let who = self.hosts.sender(pid, &owner);
                         self.checker.on_lease_result(self.now, who, &result);
                         if let Some(t) = self.timeline.as_mut() {
                             let node = who.node_name;
@@ -994,10 +982,7 @@ impl Simulation {
                                 }
                             }
                         }
-                        let from_host = HostRef {
-                            code: u64::from(from) | (u64::from(incarnation) << 32),
-                            name: owner.as_str(),
-                        };
+                        let from_host = HostRef::process(from, incarnation, owner.as_str());
                         self.tracer.record(
                             self.now,
                             self.hosts.endpoint_host(STORE_ENDPOINT),
@@ -1011,10 +996,7 @@ impl Simulation {
                     }
                     Err(error) => {
                         let text = error.to_string();
-                        let from_host = HostRef {
-                            code: u64::from(from) | (u64::from(incarnation) << 32),
-                            name: owner.as_str(),
-                        };
+                        let from_host = HostRef::process(from, incarnation, owner.as_str());
                         self.tracer.record(
                             self.now,
                             self.hosts.endpoint_host(STORE_ENDPOINT),
@@ -1028,7 +1010,11 @@ impl Simulation {
                     }
                 }
             }
-            Message::Release { pid, owner, token } => {
+            Message::Release {
+                incarnation,
+                owner,
+                token,
+            } => {
                 let result = self
                     .store
                     .state
@@ -1040,11 +1026,7 @@ impl Simulation {
                         t.released(self.now, owner.as_str(), token.get());
                     }
                 }
-                let incarnation = self.hosts.procs[pid as usize].incarnation;
-                let from_host = HostRef {
-                    code: u64::from(from) | (u64::from(incarnation) << 32),
-                    name: owner.as_str(),
-                };
+                let from_host = HostRef::process(from, incarnation, owner.as_str());
                 self.tracer.record(
                     self.now,
                     self.hosts.endpoint_host(STORE_ENDPOINT),
@@ -1160,11 +1142,7 @@ impl Simulation {
             fenced::Instant::from_nanos(self.now),
         );
         let node = self.hosts.procs[pid as usize].node;
-        let who = Who {
-            owner: &owner,
-            node_name: self.hosts.nodes[node as usize].id.as_str(),
-            pid,
-        };
+        let who = self.hosts.sender(pid, &owner);
         if let Some(t) = self.timeline.as_mut() {
             let split_brain = outcome == fenced::WriteOutcome::Accepted
                 && self
@@ -1193,11 +1171,11 @@ impl Simulation {
             });
         self.checker
             .on_write(self.now, who, token, unit, &outcome, replaced);
-        let from_host = HostRef {
-            code: u64::from(self.hosts.nodes[node as usize].endpoint)
-                | (u64::from(incarnation) << 32),
-            name: owner.as_str(),
-        };
+        let from_host = HostRef::process(
+            self.hosts.nodes[node as usize].endpoint,
+            incarnation,
+            owner.as_str(),
+        );
         self.tracer.record(
             self.now,
             self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT),
@@ -1251,7 +1229,6 @@ impl Simulation {
             elector,
             timer_at: None,
             timer_generation: 0,
-            work_token: None,
             work_generation: 0,
             next_unit: 1,
             believed: None,
@@ -1317,29 +1294,18 @@ impl Simulation {
         let local = self.local(pid);
         match msg {
             Message::LeaseResponse { id, result } => {
-                let disposition = self.hosts.procs[pid as usize].elector.handle_response(
-                    id,
-                    result.clone(),
-                    local,
-                );
-                if disposition == ResponseDisposition::Applied && result.acquired_token().is_some()
-                {
-                    let p = &mut self.hosts.procs[pid as usize];
-                    if let Some((sent_id, sent_at)) = p.last_sent.filter(|(sent, _)| *sent == id) {
-                        let _ = sent_id;
+                // What the trace and the checker need, read before the answer
+                // moves into the elector.
+                let acquired = result.acquired_token();
+                let renewal = matches!(result, LeaseResult::Renewed { .. });
+                let p = &mut self.hosts.procs[pid as usize];
+                let disposition = p.elector.handle_response(id, result, local);
+                if disposition == ResponseDisposition::Applied && acquired.is_some() {
+                    if let Some((_, sent_at)) = p.last_sent.filter(|(sent, _)| *sent == id) {
                         p.anchor = Some(sent_at);
                     }
                 }
-                let code = match disposition {
-                    ResponseDisposition::Applied => 0,
-                    ResponseDisposition::Stale => 1,
-                    ResponseDisposition::TooLate => 2,
-                    ResponseDisposition::AlreadyReleased => 3,
-                };
-                if disposition != ResponseDisposition::Applied
-                    && matches!(result, LeaseResult::Renewed { .. })
-                    && self.hosts.procs[pid as usize].believed.is_some()
-                {
+                if disposition != ResponseDisposition::Applied && renewal && p.believed.is_some() {
                     self.checker.coverage.renewal_lost += 1;
                 }
                 self.tracer.record(
@@ -1347,8 +1313,8 @@ impl Simulation {
                     self.hosts.process_host(pid),
                     Record::ResponseHandled {
                         request: id.0,
-                        disposition: code,
-                        acquired: result.acquired_token(),
+                        disposition,
+                        acquired,
                     },
                 );
             }
@@ -1390,7 +1356,7 @@ impl Simulation {
                 ElectorOutput::StopWork { token, reason } => self.end_term(pid, token, &reason),
                 ElectorOutput::Release { token } => {
                     let msg = Message::Release {
-                        pid,
+                        incarnation: p.incarnation,
                         owner: p.owner.clone(),
                         token,
                     };
@@ -1428,7 +1394,6 @@ impl Simulation {
             "StopWork comes before the next StartWork"
         );
         p.believed = Some(token);
-        p.work_token = Some(token);
         p.work_generation = p.work_generation.wrapping_add(1);
         let event = Event::WorkTimer {
             pid,
@@ -1449,11 +1414,10 @@ impl Simulation {
         let p = &mut self.hosts.procs[pid as usize];
         debug_assert_eq!(p.believed, Some(token), "StopWork ends the term in hand");
         p.believed = None;
-        p.work_token = None;
         p.work_generation = p.work_generation.wrapping_add(1);
         let spurious = *reason != StepDownReason::Stopped && self.healthy(pid);
         self.checker
-            .on_term_end(self.now, pid, Checker::reason_name(reason), spurious);
+            .on_term_end(self.now, pid, TermEnd::StepDown(reason), spurious);
         self.tracer.record(
             self.now,
             self.hosts.process_host(pid),
@@ -1481,7 +1445,7 @@ impl Simulation {
         self.hosts.procs[pid as usize].elector.handle_timeout(local);
         self.drain_elector(pid);
         let p = &mut self.hosts.procs[pid as usize];
-        let Some(token) = p.work_token else {
+        let Some(token) = p.believed else {
             return;
         };
         if p.elector.token_at(local) != Some(token) {
@@ -1503,7 +1467,7 @@ impl Simulation {
                     secs(nanos(local - anchor))
                 );
                 self.checker
-                    .violation("local-deadline", self.now, detail, Vec::new());
+                    .violation(Invariant::LocalDeadline, self.now, detail, Vec::new());
             }
         }
         let p = &mut self.hosts.procs[pid as usize];
@@ -1538,7 +1502,7 @@ impl Simulation {
 
     fn work_done(&mut self, pid: u32, token: FencingToken, unit: u64) {
         let p = &self.hosts.procs[pid as usize];
-        if p.work_token != Some(token) {
+        if p.believed != Some(token) {
             // The term ended while the unit ran; the worker noticed its
             // cancellation before writing.
             self.checker.on_cancelled();
@@ -1568,15 +1532,14 @@ impl Simulation {
     }
 
     fn crash_process(&mut self, pid: u32) {
-        if let Some(token) = self.hosts.procs[pid as usize].believed.take() {
-            let _ = token;
-            self.checker.on_term_end(self.now, pid, "crash", false);
+        if self.hosts.procs[pid as usize].believed.take().is_some() {
+            self.checker
+                .on_term_end(self.now, pid, TermEnd::Crash, false);
         }
         let p = &mut self.hosts.procs[pid as usize];
         p.alive = false;
         p.pause_depth = 0;
         p.deferred = Vec::new();
-        p.work_token = None;
         self.record_life(pid, Record::ProcessCrashed);
     }
 
@@ -2120,7 +2083,7 @@ impl Simulation {
             ));
         }
         Some(crate::report::Violation {
-            invariant: "liveness".to_string(),
+            invariant: Invariant::Liveness.name().to_string(),
             at_ms: ms(self.now),
             detail: format!(
                 "{} after every fault was healed at {}, there was no single leader whose writes the downstream accepted",
@@ -2131,22 +2094,24 @@ impl Simulation {
         })
     }
 
-    /// Whether one process leads at the end and the downstream accepted its
-    /// token within the last two write intervals.
+    /// Whether exactly one live process leads now and the downstream accepted
+    /// its token recently (two write intervals, one unit and two latencies).
+    /// Used for `leader_at_end`, the liveness check and quiescence.
     fn leader_at_end(&self) -> bool {
-        let leaders: Vec<FencingToken> = self
+        let mut leaders = self
             .hosts
             .procs
             .iter()
             .filter(|p| p.alive)
-            .filter_map(|p| p.believed)
-            .collect();
+            .filter_map(|p| p.believed);
+        let (Some(leader), None) = (leaders.next(), leaders.next()) else {
+            return false;
+        };
         let recent = 2 * nanos(self.scenario.work.write_interval)
             + 2 * self.net.latency_max()
             + nanos(self.scenario.work.work_duration);
-        leaders.len() == 1
-            && self.checker.fence().is_some_and(|(token, last)| {
-                token == leaders[0].get() && self.now.saturating_sub(last) <= recent
-            })
+        self.checker.fence().is_some_and(|(token, last)| {
+            token == leader.get() && self.now.saturating_sub(last) <= recent
+        })
     }
 }

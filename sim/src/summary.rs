@@ -59,7 +59,7 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
             count(report.leader_changes, "leader change")
         );
         for term in report.terms.iter().take(MAX_ROWS) {
-            let end = if term.end_reason == "run-ended" {
+            let end = if term.end_reason == crate::report::RUN_ENDED {
                 "end of run".to_string()
             } else {
                 format!("{} ({})", secs_of_ms(term.end_ms), term.end_reason)

@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 
-use fenced::{FencingToken, LeaseResult, StepDownReason, WriteOutcome};
+use fenced::{FencingToken, LeaseResult, ResponseDisposition, StepDownReason, WriteOutcome};
 
 use crate::rng::mix64;
 
@@ -77,6 +77,17 @@ pub(crate) struct HostRef<'a> {
     pub(crate) name: &'a str,
 }
 
+impl<'a> HostRef<'a> {
+    /// A process: its node's endpoint, with the incarnation in the high bits
+    /// (so two lives of one node hash differently), named by its owner.
+    pub(crate) fn process(endpoint: u16, incarnation: u32, owner: &'a str) -> Self {
+        HostRef {
+            code: u64::from(endpoint) | (u64::from(incarnation) << 32),
+            name: owner,
+        }
+    }
+}
+
 /// One thing that happened.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Record<'a> {
@@ -127,7 +138,7 @@ pub(crate) enum Record<'a> {
     },
     ResponseHandled {
         request: u64,
-        disposition: u64,
+        disposition: ResponseDisposition,
         acquired: Option<FencingToken>,
     },
     RequestFailed {
@@ -317,7 +328,13 @@ impl Tracer {
             } => {
                 self.word(14);
                 self.word(request);
-                self.word(disposition);
+                // Fixed codes: part of the hash's stable encoding.
+                self.word(match disposition {
+                    ResponseDisposition::Applied => 0,
+                    ResponseDisposition::Stale => 1,
+                    ResponseDisposition::TooLate => 2,
+                    ResponseDisposition::AlreadyReleased => 3,
+                });
                 self.word(Self::token_word(acquired));
             }
             Record::RequestFailed { request } => {
@@ -454,14 +471,16 @@ impl Tracer {
                 disposition,
                 acquired,
             } => {
-                let what = match (disposition, acquired) {
-                    (0, Some(token)) => format!("holds token {token}"),
-                    (0, None) => "refused".to_string(),
-                    (1, _) => "stale, ignored".to_string(),
-                    (2, _) => "too late to use, ignored".to_string(),
-                    _ => "grants a term already released; released again".to_string(),
-                };
-                write!(l, "response #{request}: {what}")
+                let _ = write!(l, "response #{request}: ");
+                match (disposition, acquired) {
+                    (ResponseDisposition::Applied, Some(token)) => write!(l, "holds token {token}"),
+                    (ResponseDisposition::Applied, None) => l.write_str("refused"),
+                    (ResponseDisposition::Stale, _) => l.write_str("stale, ignored"),
+                    (ResponseDisposition::TooLate, _) => l.write_str("too late to use, ignored"),
+                    (ResponseDisposition::AlreadyReleased, _) => {
+                        l.write_str("grants a term already released; released again")
+                    }
+                }
             }
             Record::RequestFailed { request } => write!(l, "request #{request} failed"),
             Record::TermStarted { token } => write!(l, "LEADS with token {token}"),
