@@ -90,11 +90,6 @@ impl<V> FencedStore<V> {
         self.planted.set(bug);
     }
 
-    #[inline]
-    fn planted(&self, bug: PlantedBug) -> bool {
-        self.planted.is(bug)
-    }
-
     /// Whether the store checks tokens.
     pub fn fencing(&self) -> Fencing {
         self.fencing
@@ -110,7 +105,7 @@ impl<V> FencedStore<V> {
         payload: V,
         now: Instant,
     ) -> WriteOutcome {
-        let accepts_lower = self.planted(PlantedBug::DownstreamAcceptsLowerToken);
+        let accepts_lower = self.planted.is(PlantedBug::DownstreamAcceptsLowerToken);
         let Some(state) = self.resources.get_mut(resource.as_str()) else {
             self.resources.insert(
                 resource.clone(),

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use crate::id::{FencingToken, OwnerId, Role};
 use crate::planted::{BugSlot, PlantedBug};
-use crate::time::Instant;
+use crate::time::{Instant, LatestNow};
 
 /// Why a lease-store call was refused as bad input. Operating outcomes (the
 /// lease is held by another) are [`LeaseResult`] values, not errors.
@@ -183,7 +183,7 @@ struct RoleState {
 pub struct LeaseStore {
     config: LeaseStoreConfig,
     roles: BTreeMap<Role, RoleState>,
-    latest_now: Instant,
+    latest_now: LatestNow,
     planted: BugSlot,
 }
 
@@ -199,7 +199,7 @@ impl LeaseStore {
         LeaseStore {
             config,
             roles: BTreeMap::new(),
-            latest_now: Instant::ZERO,
+            latest_now: LatestNow::default(),
             planted: BugSlot::default(),
         }
     }
@@ -216,23 +216,11 @@ impl LeaseStore {
         self.planted.set(bug);
     }
 
-    #[inline]
-    fn planted(&self, bug: PlantedBug) -> bool {
-        self.planted.is(bug)
-    }
-
     /// Clamps `now` so the store's time never runs backwards.
-    #[inline]
-    fn observe(&mut self, now: Instant) -> Instant {
-        if now > self.latest_now {
-            self.latest_now = now;
-        }
-        self.latest_now
-    }
 
     /// The latest instant the store has seen (its notion of "now").
     pub fn now(&self) -> Instant {
-        self.latest_now
+        self.latest_now.get()
     }
 
     /// Grants, renews, or refuses the lease of `role` to `owner` for `ttl`.
@@ -258,11 +246,11 @@ impl LeaseStore {
                 max: self.config.max_ttl,
             });
         }
-        let now = now.max(self.latest_now);
+        let now = self.latest_now.at(now);
         let expires_at = now.checked_add(ttl).ok_or(LeaseError::TimeOverflow)?;
-        let skip_bump = self.planted(PlantedBug::StoreSkipsTokenBump);
-        let bump_on_renewal = self.planted(PlantedBug::StoreBumpsTokenOnRenewal);
-        let second_owner_renews = self.planted(PlantedBug::StoreLetsSecondOwnerRenew);
+        let skip_bump = self.planted.is(PlantedBug::StoreSkipsTokenBump);
+        let bump_on_renewal = self.planted.is(PlantedBug::StoreBumpsTokenOnRenewal);
+        let second_owner_renews = self.planted.is(PlantedBug::StoreLetsSecondOwnerRenew);
 
         // Look up before inserting so that the common path (an existing role)
         // never clones the role name.
@@ -282,11 +270,11 @@ impl LeaseStore {
                 }
                 holder.expires_at = expires_at;
                 let token = holder.token;
-                self.latest_now = now;
+                self.latest_now.observe(now);
                 return Ok(LeaseResult::Renewed { token, expires_at });
             }
             let holder = holder.clone();
-            self.latest_now = now;
+            self.latest_now.observe(now);
             return Ok(LeaseResult::Held { holder });
         }
 
@@ -305,7 +293,7 @@ impl LeaseStore {
             token,
             expires_at,
         });
-        self.latest_now = now;
+        self.latest_now.observe(now);
         Ok(LeaseResult::Granted { token, expires_at })
     }
 
@@ -318,7 +306,7 @@ impl LeaseStore {
         token: FencingToken,
         now: Instant,
     ) -> ReleaseResult {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         let Some(state) = self.roles.get_mut(role.as_str()) else {
             return ReleaseResult::NotHeld;
         };
@@ -334,7 +322,7 @@ impl LeaseStore {
     /// The live holder of `role` at `now` (store clock), if any. Does not
     /// advance the store's time.
     pub fn holder(&self, role: &Role, now: Instant) -> Option<&Lease> {
-        let now = now.max(self.latest_now);
+        let now = self.latest_now.at(now);
         self.roles
             .get(role.as_str())?
             .holder

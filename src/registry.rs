@@ -12,7 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::id::NodeId;
-use crate::time::Instant;
+use crate::time::{Instant, LatestNow};
 
 /// Why a registry could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct NodeRegistry {
     /// The same entries ordered by expiry, for pruning in order.
     by_expiry: BTreeSet<(Instant, NodeId)>,
     changes: VecDeque<MembershipChange>,
-    latest_now: Instant,
+    latest_now: LatestNow,
 }
 
 impl NodeRegistry {
@@ -88,7 +88,7 @@ impl NodeRegistry {
             last_heartbeat: BTreeMap::new(),
             by_expiry: BTreeSet::new(),
             changes: VecDeque::new(),
-            latest_now: Instant::ZERO,
+            latest_now: LatestNow::default(),
         })
     }
 
@@ -97,17 +97,9 @@ impl NodeRegistry {
         self.liveness_ttl
     }
 
-    #[inline]
-    fn observe(&mut self, now: Instant) -> Instant {
-        if now > self.latest_now {
-            self.latest_now = now;
-        }
-        self.latest_now
-    }
-
     /// Records a heartbeat from `node` at `now`, after pruning what expired.
     pub fn heartbeat(&mut self, node: &NodeId, now: Instant) -> Heartbeat {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         self.prune(now);
         let expires_at = now + self.liveness_ttl;
         match self.last_heartbeat.get_mut(node.as_str()) {
@@ -136,7 +128,7 @@ impl NodeRegistry {
     /// Prunes every node expired at `now`, queueing a
     /// [`MembershipChange::Left`] for each, in expiry order.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         self.prune(now);
     }
 
@@ -162,7 +154,7 @@ impl NodeRegistry {
 
     /// Whether `node` is live at `now`.
     pub fn is_live(&self, node: &NodeId, now: Instant) -> bool {
-        let now = now.max(self.latest_now);
+        let now = self.latest_now.at(now);
         self.last_heartbeat
             .get(node.as_str())
             .is_some_and(|last| now < *last + self.liveness_ttl)
@@ -170,7 +162,7 @@ impl NodeRegistry {
 
     /// The nodes live at `now`, sorted by id.
     pub fn live_nodes(&self, now: Instant) -> impl Iterator<Item = &NodeId> + '_ {
-        let now = now.max(self.latest_now);
+        let now = self.latest_now.at(now);
         let ttl = self.liveness_ttl;
         self.last_heartbeat
             .iter()

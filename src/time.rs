@@ -134,6 +134,33 @@ impl fmt::Display for Instant {
     }
 }
 
+/// The latest instant a state machine has been told, so that its time never
+/// runs backwards: an earlier `now` counts as the latest seen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LatestNow(Instant);
+
+impl LatestNow {
+    /// Records `now` and returns the machine's time: `now` or, if `now` is
+    /// earlier, the latest seen.
+    #[inline]
+    pub(crate) fn observe(&mut self, now: Instant) -> Instant {
+        self.0 = self.0.max(now);
+        self.0
+    }
+
+    /// The machine's time at `now` without recording it.
+    #[inline]
+    pub(crate) fn at(self, now: Instant) -> Instant {
+        self.0.max(now)
+    }
+
+    /// The latest instant seen.
+    #[inline]
+    pub(crate) fn get(self) -> Instant {
+        self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

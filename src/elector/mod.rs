@@ -59,7 +59,7 @@ pub use config::{ConfigError, ElectorConfig, ElectorTimings, Jitter};
 use crate::id::{FencingToken, OwnerId};
 use crate::lease::LeaseResult;
 use crate::planted::{BugSlot, PlantedBug};
-use crate::time::Instant;
+use crate::time::{Instant, LatestNow};
 
 /// The earlier of two optional instants.
 #[inline]
@@ -242,7 +242,7 @@ pub struct Elector {
     in_flight_at_stop: Option<RequestId>,
     observed: Option<ObservedLeader>,
     outputs: VecDeque<ElectorOutput>,
-    latest_now: Instant,
+    latest_now: LatestNow,
     /// Boxed: a ChaCha state is ~300 bytes, and most electors have no jitter;
     /// keeping the elector small keeps simulated fleets in cache.
     rng: Option<Box<ChaCha8Rng>>,
@@ -266,7 +266,7 @@ impl Elector {
             in_flight_at_stop: None,
             observed: None,
             outputs: VecDeque::with_capacity(4),
-            latest_now: Instant::ZERO,
+            latest_now: LatestNow::default(),
             rng,
             planted: BugSlot::default(),
         }
@@ -277,11 +277,6 @@ impl Elector {
     #[cfg(feature = "planted-bugs")]
     pub fn plant(&mut self, bug: PlantedBug) {
         self.planted.set(bug);
-    }
-
-    #[inline]
-    fn planted(&self, bug: PlantedBug) -> bool {
-        self.planted.is(bug)
     }
 
     /// The elector's settings.
@@ -317,7 +312,7 @@ impl Elector {
         match self.phase {
             Phase::Leader {
                 token, valid_until, ..
-            } if now < valid_until || self.planted(PlantedBug::ElectorIgnoresDeadline) => {
+            } if now < valid_until || self.planted.is(PlantedBug::ElectorIgnoresDeadline) => {
                 Some(token)
             }
             _ => None,
@@ -340,7 +335,7 @@ impl Elector {
     pub fn next_timeout(&self) -> Option<Instant> {
         let deadline = match self.phase {
             Phase::Leader { valid_until, .. }
-                if !self.planted(PlantedBug::ElectorIgnoresDeadline) =>
+                if !self.planted.is(PlantedBug::ElectorIgnoresDeadline) =>
             {
                 Some(valid_until)
             }
@@ -359,7 +354,7 @@ impl Elector {
 
     /// Begins contending: the first request goes out at once. No-op unless idle.
     pub fn start(&mut self, now: Instant) {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         if self.phase != Phase::Idle {
             return;
         }
@@ -372,7 +367,7 @@ impl Elector {
     /// Stops contending: ends the work if leading, then releases the lease.
     /// Any response still in flight becomes stale. No-op when idle.
     pub fn stop(&mut self, now: Instant) {
-        let _ = self.observe(now);
+        let _ = self.latest_now.observe(now);
         if let Phase::Leader { token, .. } = self.phase {
             self.end_term(token, StepDownReason::Stopped);
             self.release(token);
@@ -391,7 +386,7 @@ impl Elector {
     /// [`rejoin_delay`](ElectorConfig::rejoin_delay) before contending again,
     /// so another node takes over. No-op unless leading.
     pub fn abdicate(&mut self, now: Instant) {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         let Phase::Leader { token, .. } = self.phase else {
             return;
         };
@@ -405,7 +400,7 @@ impl Elector {
     /// Advances the elector to `now`: steps down on the local deadline, and
     /// sends the request that is due (abandoning an unanswered one).
     pub fn handle_timeout(&mut self, now: Instant) {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         if self.phase == Phase::Idle {
             return;
         }
@@ -425,7 +420,7 @@ impl Elector {
         result: LeaseResult,
         now: Instant,
     ) -> ResponseDisposition {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         if self.phase == Phase::Idle {
             if self.in_flight_at_stop == Some(id) {
                 self.in_flight_at_stop = None;
@@ -473,7 +468,7 @@ impl Elector {
     /// store error). The next attempt goes out `retry_interval` after the
     /// failed one was sent. Stale ids are ignored.
     pub fn handle_request_failed(&mut self, id: RequestId, now: Instant) {
-        let now = self.observe(now);
+        let now = self.latest_now.observe(now);
         if self.in_flight.is_some_and(|r| r.id == id) {
             self.in_flight = None;
         }
@@ -511,14 +506,6 @@ impl Elector {
         self.next_request_at = Some(now + self.config.rejoin_delay());
     }
 
-    #[inline]
-    fn observe(&mut self, now: Instant) -> Instant {
-        if now > self.latest_now {
-            self.latest_now = now;
-        }
-        self.latest_now
-    }
-
     /// Shortens `interval` by the configured jitter, if any.
     fn jittered(&mut self, interval: Duration) -> Duration {
         match (&mut self.rng, self.config.jitter()) {
@@ -538,7 +525,7 @@ impl Elector {
         else {
             return;
         };
-        if now < valid_until || self.planted(PlantedBug::ElectorIgnoresDeadline) {
+        if now < valid_until || self.planted.is(PlantedBug::ElectorIgnoresDeadline) {
             return;
         }
         self.end_term(token, StepDownReason::LocalDeadline);
@@ -639,7 +626,7 @@ impl Elector {
         } = self.phase
         {
             debug_assert_eq!(valid_until, anchored_at + self.config.validity());
-            debug_assert!(anchored_at <= self.latest_now);
+            debug_assert!(anchored_at <= self.latest_now.get());
         }
         debug_assert!(self
             .in_flight
