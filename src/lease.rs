@@ -216,8 +216,6 @@ impl LeaseStore {
         self.planted.set(bug);
     }
 
-    /// Clamps `now` so the store's time never runs backwards.
-
     /// The latest instant the store has seen (its notion of "now").
     pub fn now(&self) -> Instant {
         self.latest_now.get()
