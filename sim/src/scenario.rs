@@ -748,7 +748,8 @@ impl Scenario {
                     if groups.len() < 2 {
                         return Err(ScenarioError::new(
                             format!("{key}.groups"),
-                            "a partition needs at least two groups",
+                            "a partition needs at least two groups, e.g. [[\"node-a\"], [\"lease-store\"]]: \
+                             a host named in no group reaches every group, so one group cuts nothing",
                         ));
                     }
                     let mut seen = BTreeSet::new();
