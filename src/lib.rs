@@ -104,7 +104,7 @@ pub mod tokio;
 
 pub use elector::{
     ConfigError, Elector, ElectorConfig, ElectorOutput, ElectorTimings, Jitter, ObservedLeader,
-    Phase, RequestId, ResponseDisposition, StepDownReason,
+    Phase, RequestId, ResponseDisposition, StepDownReason, MAX_OUTSTANDING,
 };
 pub use fenced_store::{FencedStore, Fencing, WriteOutcome};
 pub use id::{FencingToken, IdError, NodeId, OwnerId, ResourceId, Role, MAX_ID_LEN};

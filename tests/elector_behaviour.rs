@@ -492,8 +492,8 @@ fn a_leader_whose_answers_are_lost_steps_down_exactly_at_its_local_deadline() {
 
 #[test]
 fn a_stale_answer_is_ignored_and_never_extends_leadership() {
-    // Proves that an answer to an abandoned or unknown request id is `Stale`: no outputs, no new term, no later deadline.
-    // A follower: request 1 is abandoned at 2 s when request 2 goes out.
+    // Proves that an answer older than one already applied, or to an unknown id, is `Stale`: no outputs, no new term, no later deadline.
+    // A follower: requests 1 and 2 are outstanding; 2's answer is applied, so 1's is older news.
     let mut e = elector("node-a");
     e.start(secs(0));
     let first = sent_id(&drain(&mut e));
@@ -501,18 +501,28 @@ fn a_stale_answer_is_ignored_and_never_extends_leadership() {
     let second = sent_id(&drain(&mut e));
     assert_ne!(first, second);
     assert_eq!(
-        e.handle_response(first, granted(1, secs(30)), secs(3)),
+        e.handle_response(second, granted(1, secs(32)), secs(3)),
+        ResponseDisposition::Applied
+    );
+    drain(&mut e);
+    assert_eq!(
+        e.handle_response(first, granted(2, secs(30)), secs(3)),
         ResponseDisposition::Stale
     );
     assert!(drain(&mut e).is_empty());
-    assert_eq!(e.phase(), Phase::Follower);
+    assert_eq!(e.token(), Some(token(1)));
 
-    // A leader: the renewal sent at 10 s is abandoned at 12 s; its late answer does not move the deadline.
+    // A leader: the renewal sent at 10 s and its retry at 12 s; the retry's answer lands first,
+    // so the renewal's later answer cannot move the deadline back (or anywhere).
     let mut e = leader_at_zero("node-a");
     e.handle_timeout(secs(10));
     let renewal = sent_id(&drain(&mut e));
     e.handle_timeout(secs(12));
     let retry = sent_id(&drain(&mut e));
+    assert_eq!(
+        e.handle_response(retry, renewed(1, secs(42)), secs(13)),
+        ResponseDisposition::Applied
+    );
     assert_eq!(
         e.handle_response(renewal, renewed(1, secs(40)), secs(13)),
         ResponseDisposition::Stale
@@ -526,25 +536,10 @@ fn a_stale_answer_is_ignored_and_never_extends_leadership() {
         e.phase(),
         Phase::Leader {
             token: token(1),
-            anchored_at: secs(0),
-            valid_until: secs(27),
+            anchored_at: secs(12),
+            valid_until: secs(39),
         }
     );
-    // The deadline anchored at 0 s still holds, and the retry's answer arriving after it is stale too.
-    e.handle_timeout(secs(27));
-    let outputs = drain(&mut e);
-    assert_eq!(
-        outputs[0],
-        ElectorOutput::StopWork {
-            token: token(1),
-            reason: StepDownReason::LocalDeadline
-        }
-    );
-    assert_eq!(
-        e.handle_response(retry, renewed(1, secs(42)), secs(28)),
-        ResponseDisposition::Stale
-    );
-    assert_eq!(e.token_at(secs(28)), None);
     // An idle elector calls every answer stale.
     let mut idle = elector("node-b");
     assert_eq!(
@@ -552,6 +547,95 @@ fn a_stale_answer_is_ignored_and_never_extends_leadership() {
         ResponseDisposition::Stale
     );
     assert!(drain(&mut idle).is_empty());
+}
+
+#[test]
+fn an_answer_slower_than_retry_interval_still_elects_and_renews() {
+    // Proves the slow-store rule: a request re-sent after `retry_interval` stays outstanding, and its
+    // late answer is applied, anchored at its own send time (issue: a round trip longer than
+    // `retry_interval` used to leave the cluster leaderless forever).
+    let mut e = elector("node-a");
+    e.start(secs(0));
+    let first = sent_id(&drain(&mut e));
+    e.handle_timeout(secs(2));
+    let second = sent_id(&drain(&mut e));
+    // Request 1's answer takes 2.2 s.
+    assert_eq!(
+        e.handle_response(first, granted(1, secs(30)), ms(2_200)),
+        ResponseDisposition::Applied
+    );
+    let outputs = drain(&mut e);
+    assert!(outputs.contains(&ElectorOutput::StartWork { token: token(1) }));
+    assert_eq!(
+        e.phase(),
+        Phase::Leader {
+            token: token(1),
+            anchored_at: secs(0),
+            valid_until: secs(27),
+        }
+    );
+    // Request 2 is still outstanding: its renewal (sent at 2 s) moves the anchor forward.
+    assert_eq!(
+        e.handle_response(second, renewed(1, secs(32)), ms(4_200)),
+        ResponseDisposition::Applied
+    );
+    assert_eq!(e.token_at(ms(28_999)), Some(token(1)));
+    assert_eq!(e.token_at(secs(29)), None);
+    // A leader whose every renewal takes 2.2 s keeps leading: renew at 12 s, retry at 14 s,
+    // the renewal's answer at 14.2 s anchors at 12 s.
+    e.handle_timeout(secs(12));
+    let renewal = sent_id(&drain(&mut e));
+    e.handle_timeout(secs(14));
+    let _retry = sent_id(&drain(&mut e));
+    assert_eq!(
+        e.handle_response(renewal, renewed(1, secs(42)), ms(14_200)),
+        ResponseDisposition::Applied
+    );
+    assert_eq!(e.token_at(ms(38_999)), Some(token(1)));
+}
+
+#[test]
+fn a_slow_answer_past_its_own_validity_is_still_too_late() {
+    // Proves that the slow-store rule keeps the deadline rule: an outstanding request's answer that
+    // arrives once `send + lease_ttl - safety_margin` has passed starts no term.
+    let mut e = elector("node-a");
+    e.start(secs(0));
+    let first = sent_id(&drain(&mut e));
+    e.handle_timeout(secs(2));
+    drain(&mut e);
+    assert_eq!(
+        e.handle_response(first, granted(1, secs(30)), secs(27)),
+        ResponseDisposition::TooLate
+    );
+    assert_eq!(e.token(), None);
+}
+
+#[test]
+fn outstanding_requests_are_bounded() {
+    // Proves that an elector remembers at most MAX_OUTSTANDING requests: the answer to a request
+    // more than that many sends ago is stale, however fresh its validity would be.
+    let timings = ElectorTimings {
+        lease_ttl: Duration::from_secs(3600),
+        renew_interval: Duration::from_secs(10),
+        retry_interval: Duration::from_millis(10),
+        ..ElectorTimings::default()
+    };
+    let mut e = Elector::new(config("node-a", timings));
+    e.start(secs(0));
+    let first = sent_id(&drain(&mut e));
+    let mut ids = vec![first];
+    for i in 1..=fenced::MAX_OUTSTANDING as u64 {
+        e.handle_timeout(ms(10 * i));
+        ids.push(sent_id(&drain(&mut e)));
+    }
+    assert_eq!(
+        e.handle_response(first, granted(1, secs(3600)), secs(1)),
+        ResponseDisposition::Stale
+    );
+    assert_eq!(
+        e.handle_response(ids[1], granted(1, secs(3600)), secs(1)),
+        ResponseDisposition::Applied
+    );
 }
 
 #[test]

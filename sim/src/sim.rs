@@ -22,6 +22,7 @@
 //! (volatile state is lost; events addressed to them are dropped); a restart
 //! starts a new incarnation as a follower.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::mem;
 use std::time::Duration;
@@ -220,8 +221,10 @@ struct Process {
     /// The token of the term the process believes it holds (from StartWork
     /// to StopWork); the worker writes with it.
     believed: Option<FencingToken>,
-    /// The request in flight and its local send time, as the elector sent it.
-    last_sent: Option<(RequestId, fenced::Instant)>,
+    /// The requests sent and not yet answered, with their local send times,
+    /// oldest first, at most [`fenced::MAX_OUTSTANDING`]: the simulator's own
+    /// record, independent of the elector's.
+    sent: VecDeque<(RequestId, fenced::Instant)>,
     /// The local send time of the request whose grant or renewal the elector
     /// last acted on: the checker's own copy of the elector's anchor.
     anchor: Option<fenced::Instant>,
@@ -1232,7 +1235,7 @@ impl Simulation {
             work_generation: 0,
             next_unit: 1,
             believed: None,
-            last_sent: None,
+            sent: VecDeque::new(),
             anchor: None,
             clock,
             last_paused_at: None,
@@ -1301,8 +1304,9 @@ impl Simulation {
                 let p = &mut self.hosts.procs[pid as usize];
                 let disposition = p.elector.handle_response(id, result, local);
                 if disposition == ResponseDisposition::Applied && acquired.is_some() {
-                    if let Some((_, sent_at)) = p.last_sent.filter(|(sent, _)| *sent == id) {
-                        p.anchor = Some(sent_at);
+                    if let Some(at) = p.sent.iter().position(|(sent, _)| *sent == id) {
+                        p.anchor = Some(p.sent[at].1);
+                        p.sent.drain(..=at);
                     }
                 }
                 if disposition != ResponseDisposition::Applied && renewal && p.believed.is_some() {
@@ -1341,7 +1345,11 @@ impl Simulation {
             match output {
                 ElectorOutput::SendLeaseRequest { id, ttl } => {
                     let sent_at = p.clock.local(self.now);
-                    self.hosts.procs[pid as usize].last_sent = Some((id, sent_at));
+                    let sent = &mut self.hosts.procs[pid as usize].sent;
+                    if sent.len() == fenced::MAX_OUTSTANDING {
+                        sent.pop_front();
+                    }
+                    sent.push_back((id, sent_at));
                     let p = &self.hosts.procs[pid as usize];
                     let msg = Message::LeaseRequest {
                         pid,

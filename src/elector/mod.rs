@@ -22,8 +22,18 @@
 //! * A follower asks every `retry_interval`; a leader renews every
 //!   `renew_interval`, counted from the send time of its last successful
 //!   renewal, and retries every `retry_interval` when a renewal goes
-//!   unanswered. At most one request is in flight; a request unanswered after
-//!   `retry_interval` is abandoned, and its answer, if it ever comes, is stale.
+//!   unanswered.
+//! * **A slow answer still counts.** A request unanswered after
+//!   `retry_interval` is re-sent, but it stays *outstanding*: its answer, if
+//!   it comes while the validity it would give (`send time + lease_ttl -
+//!   safety_margin`) is still ahead, is applied like any other. Otherwise a
+//!   store whose round trip is longer than `retry_interval` would keep
+//!   renewing a lease whose holder never learns it has it, and no node would
+//!   ever lead. The elector remembers the last [`MAX_OUTSTANDING`] requests;
+//!   answers are applied in request order, so an answer to a request older
+//!   than one already answered is stale (it carries older news), and so is
+//!   an answer whose token is below the highest token this elector has
+//!   already seen: it never leads on a token older than one it knows of.
 //! * **Validity is anchored at the send time** of the request that succeeded:
 //!   the store granted or renewed the lease no earlier than that, so the lease
 //!   lasts at least until `send time + lease_ttl` on the store's clock. The
@@ -198,7 +208,13 @@ pub enum Phase {
     },
 }
 
-/// The request in flight, if any.
+/// How many unanswered requests an elector remembers. An answer to an older
+/// one is stale. With the default timings (validity 27 s, a request every 2 s)
+/// at most 14 requests can still give a usable validity, so 32 covers round
+/// trips up to `min(lease_ttl - safety_margin, 32 × retry_interval)`.
+pub const MAX_OUTSTANDING: usize = 32;
+
+/// A request sent and not yet answered.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
     id: RequestId,
@@ -209,10 +225,13 @@ struct InFlight {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ResponseDisposition {
-    /// It answered the request in flight and was applied.
+    /// It answered an outstanding request and was applied.
     Applied,
-    /// It answered an abandoned or unknown request, or the elector is idle:
-    /// ignored entirely.
+    /// It answered a request that is no longer outstanding (an answer to it
+    /// or to a later request was already applied, it was forgotten as one of
+    /// more than [`MAX_OUTSTANDING`], it failed, or the elector stepped down
+    /// or went quiet since it was sent), an unknown request, or the elector is
+    /// idle: ignored entirely.
     Stale,
     /// It granted or renewed the lease, but arrived after the validity it
     /// would have given had already passed: not acted on.
@@ -229,7 +248,9 @@ pub enum ResponseDisposition {
 pub struct Elector {
     config: ElectorConfig,
     phase: Phase,
-    in_flight: Option<InFlight>,
+    /// Unanswered requests, oldest first (ids strictly increasing), at most
+    /// [`MAX_OUTSTANDING`].
+    outstanding: VecDeque<InFlight>,
     /// When the next request is due (local clock); `None` while idle.
     next_request_at: Option<Instant>,
     last_request_id: u64,
@@ -237,10 +258,13 @@ pub struct Elector {
     unanswered_since: Option<Instant>,
     /// The token of the last term this elector released.
     released: Option<FencingToken>,
-    /// The request that was in flight when the elector was stopped: a grant
-    /// answering it is released, not ignored.
-    in_flight_at_stop: Option<RequestId>,
+    /// The requests that were outstanding when the elector was stopped: a
+    /// grant answering one of them is released, not ignored.
+    outstanding_at_stop: VecDeque<RequestId>,
     observed: Option<ObservedLeader>,
+    /// The highest token any applied answer carried (granted, renewed, or
+    /// held by another): an answer with a lower one is older news.
+    highest_token_seen: Option<FencingToken>,
     outputs: VecDeque<ElectorOutput>,
     latest_now: LatestNow,
     /// Boxed: a ChaCha state is ~300 bytes, and most electors have no jitter;
@@ -258,13 +282,14 @@ impl Elector {
         Elector {
             config,
             phase: Phase::Idle,
-            in_flight: None,
+            outstanding: VecDeque::new(),
             next_request_at: None,
             last_request_id: 0,
             unanswered_since: None,
             released: None,
-            in_flight_at_stop: None,
+            outstanding_at_stop: VecDeque::new(),
             observed: None,
+            highest_token_seen: None,
             outputs: VecDeque::with_capacity(4),
             latest_now: LatestNow::default(),
             rng,
@@ -358,22 +383,26 @@ impl Elector {
         if self.phase != Phase::Idle {
             return;
         }
-        self.in_flight_at_stop = None;
+        self.outstanding_at_stop.clear();
         self.phase = Phase::Follower;
         self.next_request_at = Some(now);
         self.send_due_request(now);
     }
 
     /// Stops contending: ends the work if leading, then releases the lease.
-    /// Any response still in flight becomes stale. No-op when idle.
+    /// Any response still in flight becomes stale, except that a grant
+    /// answering a request outstanding now is released when it arrives. No-op
+    /// when idle.
     pub fn stop(&mut self, now: Instant) {
         let _ = self.latest_now.observe(now);
         if let Phase::Leader { token, .. } = self.phase {
             self.end_term(token, StepDownReason::Stopped);
             self.release(token);
         }
+        if self.phase != Phase::Idle {
+            self.outstanding_at_stop = self.outstanding.drain(..).map(|r| r.id).collect();
+        }
         self.phase = Phase::Idle;
-        self.in_flight_at_stop = self.in_flight.take().map(|r| r.id);
         self.next_request_at = None;
         self.unanswered_since = None;
         self.observe_leader(None);
@@ -412,8 +441,9 @@ impl Elector {
     /// Feeds the store's answer to request `id`.
     ///
     /// The deadline is checked first, so a leader that is already past it
-    /// steps down before anything else happens. Only the answer to the request
-    /// in flight is applied; see [`ResponseDisposition`].
+    /// steps down before anything else happens. Only an answer to an
+    /// outstanding request is applied, and applying it retires every older
+    /// request too; see [`ResponseDisposition`].
     pub fn handle_response(
         &mut self,
         id: RequestId,
@@ -422,8 +452,8 @@ impl Elector {
     ) -> ResponseDisposition {
         let now = self.latest_now.observe(now);
         if self.phase == Phase::Idle {
-            if self.in_flight_at_stop == Some(id) {
-                self.in_flight_at_stop = None;
+            if let Some(at) = self.outstanding_at_stop.iter().position(|&r| r == id) {
+                self.outstanding_at_stop.remove(at);
                 if let Some(token) = result.acquired_token() {
                     self.release(token);
                     return ResponseDisposition::AlreadyReleased;
@@ -432,11 +462,27 @@ impl Elector {
             return ResponseDisposition::Stale;
         }
         self.check_deadline(now);
-        let Some(request) = self.in_flight.filter(|r| r.id == id) else {
+        let Some(at) = self.outstanding.iter().position(|r| r.id == id) else {
             return ResponseDisposition::Stale;
         };
-        self.in_flight = None;
+        let request = self.outstanding[at];
+        // Older requests carry older news than this answer: retire them.
+        self.outstanding.drain(..=at);
         self.unanswered_since = None;
+        let answer_token = match &result {
+            LeaseResult::Granted { token, .. } | LeaseResult::Renewed { token, .. } => *token,
+            LeaseResult::Held { holder } => holder.token,
+        };
+        if self
+            .highest_token_seen
+            .is_some_and(|seen| answer_token < seen)
+        {
+            // The store answered this request before it answered one whose
+            // answer was applied already (the network reordered them).
+            self.send_due_request(now);
+            return ResponseDisposition::Stale;
+        }
+        self.highest_token_seen = Some(answer_token);
         let disposition = match result {
             LeaseResult::Granted { token, .. } | LeaseResult::Renewed { token, .. } => {
                 self.on_acquired(token, request.sent_at, now)
@@ -469,9 +515,7 @@ impl Elector {
     /// failed one was sent. Stale ids are ignored.
     pub fn handle_request_failed(&mut self, id: RequestId, now: Instant) {
         let now = self.latest_now.observe(now);
-        if self.in_flight.is_some_and(|r| r.id == id) {
-            self.in_flight = None;
-        }
+        self.outstanding.retain(|r| r.id != id);
         if self.phase != Phase::Idle {
             self.check_deadline(now);
             self.check_deafness(now);
@@ -501,7 +545,7 @@ impl Elector {
     }
 
     fn go_quiet(&mut self, now: Instant) {
-        self.in_flight = None;
+        self.outstanding.clear();
         self.unanswered_since = None;
         self.next_request_at = Some(now + self.config.rejoin_delay());
     }
@@ -546,10 +590,16 @@ impl Elector {
         if now < due {
             return;
         }
-        // An unanswered request is abandoned when the next one is due.
+        // Requests whose answer could no longer be acted on are forgotten,
+        // and so is the oldest one beyond the bound.
+        let validity = self.config.validity();
+        self.outstanding.retain(|r| r.sent_at + validity > now);
+        if self.outstanding.len() == MAX_OUTSTANDING {
+            self.outstanding.pop_front();
+        }
         self.last_request_id += 1;
         let id = RequestId(self.last_request_id);
-        self.in_flight = Some(InFlight { id, sent_at: now });
+        self.outstanding.push_back(InFlight { id, sent_at: now });
         if self.unanswered_since.is_none() {
             self.unanswered_since = Some(now);
         }
@@ -628,8 +678,15 @@ impl Elector {
             debug_assert_eq!(valid_until, anchored_at + self.config.validity());
             debug_assert!(anchored_at <= self.latest_now.get());
         }
+        debug_assert!(self.outstanding.len() <= MAX_OUTSTANDING);
         debug_assert!(self
-            .in_flight
-            .is_none_or(|r| r.id.0 == self.last_request_id));
+            .outstanding
+            .iter()
+            .zip(self.outstanding.iter().skip(1))
+            .all(|(a, b)| a.id < b.id && a.sent_at <= b.sent_at));
+        debug_assert!(self
+            .outstanding
+            .back()
+            .is_none_or(|r| r.id.0 <= self.last_request_id));
     }
 }

@@ -256,8 +256,9 @@ impl LeadershipHandle {
 /// 1. maps `tokio::time::Instant` onto [`Instant`] with its [`Clock`];
 /// 2. sends each lease request to the backend as its own task, bounded by the
 ///    lease TTL, so a slow store never delays a timer; feeds every answer back
-///    with its request id, including late answers to abandoned requests
-///    (the elector ignores those);
+///    with its request id, including late answers to re-sent requests
+///    (the elector applies those while their validity lies ahead, so a store
+///    slower than `retry_interval` still elects a leader);
 /// 3. sleeps until [`Elector::next_timeout`] or until an answer arrives;
 /// 4. on [`ElectorOutput::StartWork`] runs your work as a task with the token
 ///    and a fresh [`CancellationToken`]; on [`ElectorOutput::StopWork`]
@@ -548,7 +549,7 @@ where
                 }
             }
             ResponseDisposition::Stale => {
-                tracing::debug!(request = %id, "answer to an abandoned request ignored");
+                tracing::debug!(request = %id, "stale answer ignored (an answer to it or to a later request was applied, or it was forgotten)");
             }
             ResponseDisposition::TooLate => {
                 tracing::warn!(request = %id, "answer came too late to lead on");
@@ -637,7 +638,7 @@ where
 
         // 1. Let requests in flight land first: one landing after the release
         //    would renew (or re-grant) the lease it frees.
-        //    A grant answering the request that was in flight at the stop is
+        //    A grant answering a request outstanding at the stop is
         //    the elector's to judge: it answers with another release.
         let mut releases = releases;
         let settled = timeout(bound, async {
