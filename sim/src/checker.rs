@@ -21,11 +21,16 @@
 //!    the downstream's.
 //! 6. `liveness` (runs with a liveness phase): after every fault is healed,
 //!    one leader holds and its writes are accepted within the bound.
+//! 7. `unique-owner`: no two live processes share one owner identity. Owner
+//!    ids are what the lease store and the downstream tell holders apart by;
+//!    two processes behind one id would both lead on one token and every
+//!    other invariant would be blind to it. Only a simulator bug can break
+//!    it, and it must never be invisible.
 //!
 //! Its state is bounded: one lease view, one downstream fence, counters, and
 //! capped lists.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fenced::{FencingToken, LeaseResult, OwnerId, ReleaseResult, StepDownReason, WriteOutcome};
 
@@ -102,6 +107,10 @@ pub(crate) struct Checker {
     pub(crate) coverage: Coverage,
     pub(crate) membership: MembershipReport,
     left_nodes: BTreeSet<u32>,
+    /// Every live process by owner id, for `unique-owner`.
+    live_owners: BTreeMap<OwnerId, u32>,
+    /// Whether any process has started: leaderless time counts from then.
+    cluster_started: bool,
     pub(crate) violations: Vec<Violation>,
     pub(crate) violations_total: u64,
     pub(crate) split_brain_total: u64,
@@ -129,11 +138,18 @@ impl Checker {
             coverage: Coverage::default(),
             membership: MembershipReport::default(),
             left_nodes: BTreeSet::new(),
+            live_owners: BTreeMap::new(),
+            cluster_started: false,
             violations: Vec::new(),
             violations_total: 0,
             split_brain_total: 0,
             spurious_failovers: 0,
         }
+    }
+
+    /// The highest token the lease store granted so far (0: none).
+    pub(crate) fn highest_granted(&self) -> u64 {
+        self.highest_granted
     }
 
     /// The process that last held the lease (live, expired, not released).
@@ -302,11 +318,34 @@ impl Checker {
         let elapsed = now.saturating_sub(self.last_belief_change);
         if self.believers >= 2 {
             self.overlap_ns += elapsed;
-        } else if self.believers == 0 && self.last_term_owner.is_some() {
-            // Leaderless only counts after the first term began.
+        } else if self.believers == 0 && self.cluster_started {
+            // Leaderless counts from the first process start: the initial
+            // election is leaderless time, and so is a run nobody ever led.
             self.leaderless_ns += elapsed;
         }
         self.last_belief_change = now;
+    }
+
+    /// A process of `who.node_name` started with owner id `who.owner`.
+    pub(crate) fn on_process_started(&mut self, now: u64, who: Who<'_>) {
+        if !self.cluster_started {
+            self.cluster_started = true;
+            self.last_belief_change = now;
+        }
+        if let Some(other) = self.live_owners.insert(who.owner.clone(), who.pid) {
+            let detail = format!(
+                "process {} started as owner {} while process {other} still runs as {}: two live processes share one owner id",
+                who.pid, who.owner, who.owner
+            );
+            self.violate(Invariant::UniqueOwner, now, detail, Vec::new());
+        }
+    }
+
+    /// The process `pid` running as `owner` died.
+    pub(crate) fn on_process_ended(&mut self, owner: &OwnerId, pid: u32) {
+        if self.live_owners.get(owner) == Some(&pid) {
+            self.live_owners.remove(owner);
+        }
     }
 
     /// `who` began to believe it leads with `token`.
@@ -517,5 +556,44 @@ impl TermEnd<'_> {
             TermEnd::StepDown(StepDownReason::Abdicated) => "abdicated",
             TermEnd::Crash => "crash",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn who<'a>(owner: &'a OwnerId, pid: u32) -> Who<'a> {
+        Who {
+            owner,
+            node_name: "n0",
+            pid,
+        }
+    }
+
+    #[test]
+    fn two_live_processes_with_one_owner_id_are_a_violation() {
+        // Proves the `unique-owner` invariant: a second live process with a live process's owner id
+        // is reported; one that starts after the first died is not.
+        let owner = OwnerId::new("n0#1").expect("valid");
+        let mut checker = Checker::new(true);
+        checker.on_process_started(0, who(&owner, 0));
+        checker.on_process_ended(&owner, 0);
+        checker.on_process_started(5, who(&owner, 1));
+        assert_eq!(checker.violations_total, 0);
+        checker.on_process_started(7, who(&owner, 2));
+        assert_eq!(checker.violations_total, 1);
+        assert_eq!(checker.violations[0].invariant, "unique-owner");
+        assert_eq!(checker.violations[0].at_ms, 0);
+    }
+
+    #[test]
+    fn leaderless_time_counts_from_the_first_process_start() {
+        // Proves that leaderless time starts with the cluster, so a run nobody led is all leaderless.
+        let owner = OwnerId::new("n0#1").expect("valid");
+        let mut checker = Checker::new(true);
+        checker.on_process_started(1_000_000_000, who(&owner, 0));
+        checker.close(11_000_000_000);
+        assert_eq!(checker.leaderless_ns, 10_000_000_000);
     }
 }

@@ -27,6 +27,7 @@ mod clock;
 mod expect;
 pub mod explore;
 pub mod file;
+pub mod limits;
 mod network;
 mod parallel;
 mod queue;
@@ -44,7 +45,9 @@ mod trace;
 mod units;
 
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
+pub use limits::Halt;
 pub use report::Report;
+pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, DurationRange, Election, Expectations, FaultSpec, Membership, Network, NodeSpec,
     RecurringKind, Scenario, ScenarioError, Work, DOWNSTREAM, LEASE_STORE,

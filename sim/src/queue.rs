@@ -93,6 +93,12 @@ impl<E> EventQueue<E> {
     pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
+
+    /// The pending events, in no particular order (slot order). For reports,
+    /// never for the loop.
+    pub(crate) fn pending(&self) -> impl Iterator<Item = &E> {
+        self.slots.iter().flatten()
+    }
 }
 
 #[cfg(test)]

@@ -41,7 +41,9 @@ pub struct Report {
     pub fencing: bool,
     /// Total time two or more processes both believed they led, in ms.
     pub overlap_ms: u64,
-    /// Time with no process believing it led, after the first term began, in ms.
+    /// Time with no process believing it led, from the first process start
+    /// (so the initial election counts, and a run nobody led is all
+    /// leaderless), in ms.
     pub leaderless_ms: u64,
     /// Terms lost while the leader was healthy and connected (no fault touched
     /// it or the lease store within one lease TTL before the loss).
@@ -52,6 +54,10 @@ pub struct Report {
     pub membership: MembershipReport,
     /// Counts of interesting things that happened (coverage of the run).
     pub coverage: Coverage,
+    /// Writes the run ended before the downstream judged: a verdict of "no
+    /// violation" says nothing about them.
+    #[serde(default)]
+    pub unjudged_writes: UnjudgedWrites,
     /// The planted bug active in this run, if any (negative controls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planted_bug: Option<String>,
@@ -82,6 +88,8 @@ pub enum Invariant {
     LocalDeadline,
     /// After healing, no single leader with accepted writes by the end.
     Liveness,
+    /// Two live processes share one owner identity.
+    UniqueOwner,
 }
 
 impl Invariant {
@@ -94,6 +102,7 @@ impl Invariant {
             Invariant::SplitBrain => "split-brain",
             Invariant::LocalDeadline => "local-deadline",
             Invariant::Liveness => "liveness",
+            Invariant::UniqueOwner => "unique-owner",
         }
     }
 }
@@ -102,7 +111,7 @@ impl Invariant {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// Which invariant: `token-monotonic`, `lease-exclusive`, `single-writer`,
-    /// `split-brain`, `liveness`.
+    /// `split-brain`, `local-deadline`, `liveness`, `unique-owner`.
     pub invariant: String,
     /// When it happened (true time), in ms.
     pub at_ms: u64,
@@ -164,6 +173,42 @@ pub struct Writes {
     /// cooperatively; they never reached the downstream).
     pub cancelled: u64,
 }
+
+/// Writes still on their way when the run ended: units of work whose term
+/// was still believed (their write will be sent, perhaps by a paused
+/// process), and writes in flight to the downstream or queued at a paused
+/// one. Each could still be accepted or rejected — a cut-short run cannot
+/// say which, so the report says they exist.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnjudgedWrites {
+    /// How many.
+    pub total: u64,
+    /// How many carry a token below the highest the lease store granted:
+    /// writes of an older term, which could still land as split-brain writes
+    /// (or be rejected by fencing). Writes of the newest term cannot change
+    /// the verdict.
+    pub older_term: u64,
+    /// The first [`MAX_UNJUDGED_LISTED`] of them, by owner, token and unit.
+    pub writes: Vec<UnjudgedWrite>,
+}
+
+/// One write not yet judged when the run ended.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct UnjudgedWrite {
+    /// The writer (node and incarnation).
+    pub owner: String,
+    /// The token the write carries.
+    pub token: u64,
+    /// The writer's unit-of-work number.
+    pub unit: u64,
+    /// `in-progress` (the unit has not sent its write yet), `in-progress
+    /// (paused)` (its process is paused mid-unit), `in-flight` (sent, not yet
+    /// delivered) or `queued` (delivered to a paused downstream).
+    pub state: String,
+}
+
+/// The most unjudged writes listed individually in a report.
+pub const MAX_UNJUDGED_LISTED: usize = 20;
 
 /// Whether expectations were met.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

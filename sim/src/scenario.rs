@@ -15,9 +15,15 @@ use std::time::Duration;
 use fenced::{ElectorConfig, ElectorTimings, Jitter, NodeId, OwnerId, ResourceId, Role};
 
 use crate::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
+use crate::limits::{MAX_SPAN, MAX_UNITS_IN_PROGRESS};
 
 /// The name of the lease-store host in scenarios and traces.
 pub const LEASE_STORE: &str = "lease-store";
+/// The longest node id: room is left for the `#incarnation` suffix (`#` and
+/// up to ten digits) of every process's owner id within
+/// [`fenced::MAX_ID_LEN`].
+pub const MAX_NODE_ID_LEN: usize = fenced::MAX_ID_LEN - 11;
+
 /// The name of the downstream host in scenarios and traces.
 pub const DOWNSTREAM: &str = "downstream";
 
@@ -414,6 +420,17 @@ pub struct Expectations {
     pub leader_at_end: Option<bool>,
 }
 
+/// Refuses a duration longer than [`MAX_SPAN`] (one year), naming `key`.
+fn at_most_a_year(key: &str, d: Duration) -> Result<(), ScenarioError> {
+    if d > MAX_SPAN {
+        return Err(ScenarioError::new(
+            key,
+            format!("{} is longer than the limit of one year", human(d)),
+        ));
+    }
+    Ok(())
+}
+
 /// A problem with a scenario: the key it is at and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScenarioError {
@@ -519,9 +536,44 @@ impl Scenario {
         Ok(())
     }
 
+    /// What is legal but probably not what was meant, one sentence each with
+    /// its key: shown by `run` and `check`, never an error.
+    pub fn warnings(&self) -> Vec<ScenarioError> {
+        let mut warnings = Vec::new();
+        let validity = self
+            .election
+            .lease_ttl
+            .saturating_sub(self.election.effective_safety_margin());
+        let round_trip = self.network.latency.1.saturating_mul(2);
+        if round_trip >= validity {
+            warnings.push(ScenarioError::new(
+                "network.latency",
+                format!(
+                    "the longest round trip (2 × {}) is not shorter than lease_ttl - safety_margin \
+                     ({}): answers that slow arrive after the validity they give and are not acted \
+                     on, so elections stall while the network is that slow",
+                    human(self.network.latency.1),
+                    human(validity)
+                ),
+            ));
+        }
+        if self.network.loss >= 1.0 {
+            warnings.push(ScenarioError::new(
+                "network.loss",
+                "every message is lost: no node can ever lead",
+            ));
+        }
+        warnings
+    }
+
     fn validate_election(&self) -> Result<(), ScenarioError> {
-        let role = self.role()?;
         let e = &self.election;
+        at_most_a_year("election.renew_interval", e.renew_interval)?;
+        at_most_a_year("election.retry_interval", e.retry_interval)?;
+        if let Some(rejoin) = e.rejoin_delay {
+            at_most_a_year("election.rejoin_delay", rejoin)?;
+        }
+        let role = self.role()?;
         if e.lease_ttl.is_zero() {
             return Err(ScenarioError::new(
                 "election.lease_ttl",
@@ -563,6 +615,10 @@ impl Scenario {
 
     fn validate_membership_and_work(&self) -> Result<(), ScenarioError> {
         let m = &self.membership;
+        at_most_a_year("membership.heartbeat_interval", m.heartbeat_interval)?;
+        at_most_a_year("membership.liveness_ttl", m.liveness_ttl)?;
+        at_most_a_year("work.write_interval", self.work.write_interval)?;
+        at_most_a_year("work.work_duration", self.work.work_duration)?;
         if m.heartbeat_interval.is_zero() {
             return Err(ScenarioError::new(
                 "membership.heartbeat_interval",
@@ -579,6 +635,20 @@ impl Scenario {
             return Err(ScenarioError::new(
                 "work.write_interval",
                 "must be greater than zero",
+            ));
+        }
+        // A leader starts a unit every write_interval, each lasting
+        // work_duration: that many are in progress at once.
+        let in_progress = self.work.work_duration.as_nanos() / self.work.write_interval.as_nanos();
+        if in_progress > MAX_UNITS_IN_PROGRESS {
+            return Err(ScenarioError::new(
+                "work.work_duration",
+                format!(
+                    "{} with a unit starting every {} (work.write_interval) keeps {in_progress} \
+                     units in progress at once; at most {MAX_UNITS_IN_PROGRESS} are supported",
+                    human(self.work.work_duration),
+                    human(self.work.write_interval)
+                ),
             ));
         }
         self.resource()?;
@@ -603,6 +673,44 @@ impl Scenario {
                 "must be at most one hour",
             ));
         }
+        // An answer is usable only while the validity its request gives
+        // (send + lease_ttl - safety_margin) lies ahead, and only among the
+        // last MAX_OUTSTANDING requests: a network slower than that can never
+        // elect anyone.
+        let validity = self
+            .election
+            .lease_ttl
+            .saturating_sub(self.election.effective_safety_margin());
+        let round_trip = n.latency.0.saturating_mul(2);
+        if round_trip >= validity {
+            return Err(ScenarioError::new(
+                "network.latency",
+                format!(
+                    "the shortest round trip (2 × {}) is not shorter than lease_ttl - safety_margin \
+                     ({}): every answer would arrive after the validity it gives, so no node could \
+                     ever lead; lower the latency or lengthen election.lease_ttl",
+                    human(n.latency.0),
+                    human(validity)
+                ),
+            ));
+        }
+        let remembered = self
+            .election
+            .retry_interval
+            .saturating_mul(fenced::MAX_OUTSTANDING as u32);
+        if round_trip >= remembered {
+            return Err(ScenarioError::new(
+                "network.latency",
+                format!(
+                    "the shortest round trip (2 × {}) is longer than the {} requests an elector \
+                     remembers ({} apart, election.retry_interval): every answer would be stale, so \
+                     no node could ever lead; lower the latency or lengthen election.retry_interval",
+                    human(n.latency.0),
+                    fenced::MAX_OUTSTANDING,
+                    human(self.election.retry_interval)
+                ),
+            ));
+        }
         for (key, p) in [("network.loss", n.loss), ("network.duplicate", n.duplicate)] {
             if !(0.0..=1.0).contains(&p) {
                 return Err(ScenarioError::new(
@@ -610,9 +718,6 @@ impl Scenario {
                     format!("{p} is not a probability; it must be in [0, 1]"),
                 ));
             }
-        }
-        if n.loss >= 1.0 && !self.nodes.is_empty() {
-            // Allowed, but nothing will ever happen; not an error.
         }
         Ok(())
     }
@@ -630,6 +735,17 @@ impl Scenario {
             let key = format!("node[{i}]");
             NodeId::new(&node.id)
                 .map_err(|e| ScenarioError::new(format!("{key}.id"), e.to_string()))?;
+            if node.id.len() > MAX_NODE_ID_LEN {
+                return Err(ScenarioError::new(
+                    format!("{key}.id"),
+                    format!(
+                        "is {} bytes long; node ids may be at most {MAX_NODE_ID_LEN} bytes, so that \
+                         each process's owner id `{{id}}#{{incarnation}}` fits the {} byte limit",
+                        node.id.len(),
+                        fenced::MAX_ID_LEN
+                    ),
+                ));
+            }
             if node.id == LEASE_STORE || node.id == DOWNSTREAM {
                 return Err(ScenarioError::new(
                     format!("{key}.id"),
@@ -705,6 +821,25 @@ impl Scenario {
                         ),
                     ));
                 }
+            }
+            match fault {
+                FaultSpec::Pause { duration, .. }
+                | FaultSpec::Isolate { duration, .. }
+                | FaultSpec::Cut { duration, .. }
+                | FaultSpec::Partition { duration, .. } => {
+                    at_most_a_year(&format!("{key}.duration"), *duration)?;
+                }
+                FaultSpec::Crash {
+                    restart_after: Some(after),
+                    ..
+                } => at_most_a_year(&format!("{key}.restart_after"), *after)?,
+                FaultSpec::Recurring {
+                    every, duration, ..
+                } => {
+                    at_most_a_year(&format!("{key}.every"), *every)?;
+                    at_most_a_year(&format!("{key}.duration"), duration.high)?;
+                }
+                FaultSpec::Crash { .. } | FaultSpec::Replace { .. } => {}
             }
             match fault {
                 FaultSpec::Pause { host, duration, .. }

@@ -37,19 +37,23 @@ use rand_chacha::ChaCha8Rng;
 use crate::checker::{Checker, TermEnd, Who};
 use crate::clock::HostClock;
 use crate::expect::evaluate;
+use crate::limits::{
+    estimated_events, Halt, DEFAULT_MAX_EVENTS, MAX_DEFERRED_MESSAGES, MAX_EVENTS_LIMIT,
+    MAX_PENDING_EVENTS,
+};
 use crate::network::{
     Network, Transit, BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT,
 };
 use crate::queue::EventQueue;
-use crate::report::{Invariant, Report};
+use crate::report::{Invariant, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::rng::{exponential_nanos, uniform_inclusive, SeedDeriver};
 use crate::scenario::{
     DurationRange, Expectations, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM,
     LEASE_STORE,
 };
 use crate::timeline::{Recorder, Timeline, WriteFate, WriteMark};
-use crate::trace::{DropReason, HostRef, MessageKind, Record, Tracer};
-use crate::units::{ms, nanos, secs};
+use crate::trace::{DropReason, HostRef, MessageKind, Record, Skipped, Tracer};
+use crate::units::{human, ms, nanos, secs};
 
 #[cfg(feature = "planted-bugs")]
 use fenced::PlantedBug;
@@ -383,6 +387,10 @@ pub struct RunOptions {
     /// A deliberate bug to plant in the state machines (negative controls).
     #[cfg(feature = "planted-bugs")]
     pub planted_bug: Option<PlantedBug>,
+    /// The most events the run may handle (`None`:
+    /// [`DEFAULT_MAX_EVENTS`]); at most [`MAX_EVENTS_LIMIT`]. A run that
+    /// reaches it stops with [`Halt::EventBudget`].
+    pub max_events: Option<u64>,
 }
 
 impl RunOptions {
@@ -395,7 +403,13 @@ impl RunOptions {
             seed,
             #[cfg(feature = "planted-bugs")]
             planted_bug: None,
+            max_events: None,
         }
+    }
+
+    /// The event budget in effect.
+    pub fn event_budget(&self) -> u64 {
+        self.max_events.unwrap_or(DEFAULT_MAX_EVENTS)
     }
 }
 
@@ -429,6 +443,9 @@ pub struct Simulation {
     end: u64,
     now: u64,
     events: u64,
+    max_events: u64,
+    /// Why the run stopped early, if it did; nothing runs after that.
+    halt: Option<Halt>,
     queue: EventQueue<Event>,
     net: Network,
     role: Role,
@@ -467,9 +484,32 @@ impl Simulation {
     /// until one of the `run_*` methods is called.
     ///
     /// # Errors
-    /// The first [`ScenarioError`] found by [`Scenario::validate`].
+    /// The first [`ScenarioError`] found by [`Scenario::validate`]; an event
+    /// budget above [`MAX_EVENTS_LIMIT`] or zero (key `--max-events`); or a
+    /// scenario whose [`estimated_events`] already exceed the budget (named
+    /// by the key most responsible).
     pub fn new(scenario: &Scenario, options: RunOptions) -> Result<Self, ScenarioError> {
         scenario.validate()?;
+        let max_events = options.event_budget();
+        if max_events == 0 || max_events > MAX_EVENTS_LIMIT {
+            return Err(ScenarioError::new(
+                "--max-events",
+                format!("{max_events} is outside 1..={MAX_EVENTS_LIMIT}"),
+            ));
+        }
+        let (estimate, key) = estimated_events(scenario);
+        if estimate > u128::from(max_events) {
+            return Err(ScenarioError::new(
+                key,
+                format!(
+                    "this run would handle at least about {estimate} events ({} nodes over {}), \
+                     more than the budget of {max_events}; lengthen {key}, shorten `duration`, \
+                     or raise the budget with --max-events (at most {MAX_EVENTS_LIMIT})",
+                    scenario.nodes.len(),
+                    human(scenario.duration)
+                ),
+            ));
+        }
         let seed = options.seed.unwrap_or(scenario.seed);
         let seeds = SeedDeriver::new(seed, "fenced-sim");
         let role = scenario.role()?;
@@ -518,6 +558,8 @@ impl Simulation {
             end: nanos(scenario.duration),
             now: 0,
             events: 0,
+            max_events,
+            halt: None,
             queue: EventQueue::new(),
             net,
             role,
@@ -709,12 +751,25 @@ impl Simulation {
     }
 
     /// Runs every event before `until` (capped at the run's end); the clock
-    /// then reads `until`.
+    /// then reads `until` — unless the run halts on a limit first (see
+    /// [`halted`](Self::halted)), after which nothing runs and the clock stays
+    /// where the halt found it.
     pub fn run_until(&mut self, until: Duration) {
+        if self.halt.is_some() {
+            return;
+        }
         let until = nanos(until).min(self.end);
         while let Some(time) = self.queue.peek_time() {
             if time >= until {
                 break;
+            }
+            if self.events >= self.max_events {
+                self.halt = Some(Halt::EventBudget {
+                    max_events: self.max_events,
+                    at: Duration::from_nanos(self.now),
+                    duration: Duration::from_nanos(self.end),
+                });
+                return;
             }
             let Some((time, event)) = self.queue.pop() else {
                 break;
@@ -722,8 +777,22 @@ impl Simulation {
             debug_assert!(time >= self.now, "time never runs backwards");
             self.now = time;
             self.dispatch(event);
+            if self.queue.len() > MAX_PENDING_EVENTS {
+                self.halt = Some(Halt::TooManyPending {
+                    pending: self.queue.len(),
+                    at: Duration::from_nanos(self.now),
+                });
+                return;
+            }
         }
         self.now = self.now.max(until);
+    }
+
+    /// Why the run stopped before its end, if it did: a limit of
+    /// [`crate::limits`] was reached. The report then covers only the time
+    /// simulated, and tools treat the run as bad input.
+    pub fn halted(&self) -> Option<&Halt> {
+        self.halt.as_ref()
     }
 
     /// Runs to the scenario's duration.
@@ -738,7 +807,7 @@ impl Simulation {
     pub fn run_until_quiescent(&mut self, limit: Duration) -> bool {
         let limit = nanos(limit).min(self.end);
         let step = nanos(self.scenario.work.write_interval).max(1_000_000);
-        while self.now < limit {
+        while self.now < limit && self.halt.is_none() {
             let next = self.now.saturating_add(step).min(limit);
             self.run_until(Duration::from_nanos(next));
             if self.is_quiescent() {
@@ -784,9 +853,17 @@ impl Simulation {
             }
         }
         match event.target() {
-            Target::Store if self.store.pause_depth > 0 => self.store.deferred.push(event),
+            Target::Store if self.store.pause_depth > 0 => {
+                let deferred = &mut self.store.deferred;
+                if let Some(event) = Self::defer(deferred, event) {
+                    self.drop_deferred(event);
+                }
+            }
             Target::Downstream if self.downstream.pause_depth > 0 => {
-                self.downstream.deferred.push(event)
+                let deferred = &mut self.downstream.deferred;
+                if let Some(event) = Self::defer(deferred, event) {
+                    self.drop_deferred(event);
+                }
             }
             Target::Process { pid, incarnation } => {
                 let p = &mut self.hosts.procs[pid as usize];
@@ -795,12 +872,33 @@ impl Simulation {
                         self.trace_drop(from, to, msg.kind(), DropReason::ProcessGone);
                     }
                 } else if p.pause_depth > 0 {
-                    p.deferred.push(event);
+                    if let Some(event) = Self::defer(&mut p.deferred, event) {
+                        self.drop_deferred(event);
+                    }
                 } else {
                     self.handle(event);
                 }
             }
             _ => self.handle(event),
+        }
+    }
+
+    /// Queues `event` at a paused host; hands a message back when the host
+    /// already holds [`MAX_DEFERRED_MESSAGES`] (timers always queue: a
+    /// paused host has only a few).
+    fn defer(deferred: &mut Vec<Event>, event: Event) -> Option<Event> {
+        if matches!(event, Event::Deliver { .. }) && deferred.len() >= MAX_DEFERRED_MESSAGES {
+            return Some(event);
+        }
+        deferred.push(event);
+        None
+    }
+
+    /// Drops a message that a paused host had no room to queue.
+    fn drop_deferred(&mut self, event: Event) {
+        if let Event::Deliver { from, to, ref msg } = event {
+            self.trace_drop(from, to, msg.kind(), DropReason::QueueFull);
+            self.note_lost_renewal(msg);
         }
     }
 
@@ -831,8 +929,19 @@ impl Simulation {
                     .handle_timeout(fenced::Instant::from_nanos(self.now));
                 self.drain_membership();
             }
-            Event::StartNode { node } => {
-                self.spawn_process(node);
+            Event::StartNode { node } | Event::Restart { node } => {
+                // A node runs at most one process unless a `replace` fault
+                // starts another: a start or restart finding one running
+                // (a `replace` came first) does nothing.
+                // After healing that is expected (healing restarts every
+                // node at once) and not traced.
+                if self.node_alive(node) {
+                    if !self.healed {
+                        self.skipped(node, Skipped::StartOfRunningNode);
+                    }
+                } else {
+                    self.spawn_process(node, false);
+                }
             }
             Event::FaultStart { fault } => {
                 if !self.healed {
@@ -843,12 +952,6 @@ impl Simulation {
             Event::Recur { generator } => {
                 if !self.healed {
                     self.recur(generator);
-                }
-            }
-            Event::Restart { node } => {
-                // After healing, every node already runs a process.
-                if !(self.healed && self.node_alive(node)) {
-                    self.spawn_process(node);
                 }
             }
             Event::Heal => self.heal_all(),
@@ -1193,17 +1296,24 @@ impl Simulation {
 
     // ----- nodes and their processes -----
 
-    fn spawn_process(&mut self, node: u32) -> u32 {
+    /// Starts a new process (incarnation) of `node`. Only a `replace` fault
+    /// may start one while another runs: a node has one life at a time.
+    fn spawn_process(&mut self, node: u32, replacing: bool) -> u32 {
+        assert!(
+            replacing || !self.node_alive(node),
+            "a node runs at most one process unless a `replace` fault starts another"
+        );
         let n = &mut self.hosts.nodes[node as usize];
         let incarnation = n.next_incarnation;
-        n.next_incarnation += 1;
+        // Every start is an event, and runs are capped below 2^32 events.
+        n.next_incarnation = incarnation
+            .checked_add(1)
+            .expect("fewer than 2^32 processes per run");
         let clock = n.clock;
-        let name = format!("{}#{incarnation}", n.id);
-        let owner = OwnerId::new(&name).unwrap_or_else(|_| {
-            // Node ids are validated to be short and printable; the suffix
-            // keeps them so unless the id is at the length limit.
-            OwnerId::new(format!("n{node}#{incarnation}")).expect("a short ASCII owner id is valid")
-        });
+        // Never renamed: two processes behind one owner id would both lead on
+        // one token. Validation keeps node ids short enough for the suffix.
+        let owner = OwnerId::new(format!("{}#{incarnation}", n.id))
+            .expect("node ids are validated to leave room for `#incarnation`");
         let jitter_seed = self
             .seeds
             .str("elector")
@@ -1265,10 +1375,20 @@ impl Simulation {
         pid
     }
 
-    /// Traces a process starting or crashing, and marks it on the timeline.
+    /// Traces a process starting or crashing, tells the checker, and marks
+    /// it on the timeline.
     fn record_life(&mut self, pid: u32, record: Record<'static>) {
         self.tracer
             .record(self.now, self.hosts.process_host(pid), record);
+        match record {
+            Record::ProcessCrashed => {
+                let owner = &self.hosts.procs[pid as usize].owner;
+                self.checker.on_process_ended(owner, pid);
+            }
+            _ => self
+                .checker
+                .on_process_started(self.now, self.hosts.who(pid)),
+        }
         if let Some(t) = self.timeline.as_mut() {
             let p = &self.hosts.procs[pid as usize];
             let (owner, node) = (
@@ -1695,18 +1815,12 @@ impl Simulation {
                 ..
             } => {
                 if let Some(n) = self.hosts.node_index(&node) {
-                    self.crash_node(n);
-                    if let Some(after) = restart_after {
-                        self.queue.push(
-                            self.now.saturating_add(nanos(after)),
-                            Event::Restart { node: n },
-                        );
-                    }
+                    self.crash_node(n, restart_after.map(nanos));
                 }
             }
             FaultSpec::Replace { node, .. } => {
                 if let Some(n) = self.hosts.node_index(&node) {
-                    self.spawn_process(n);
+                    self.spawn_process(n, true);
                 }
             }
             FaultSpec::Recurring { .. } => {}
@@ -1745,21 +1859,44 @@ impl Simulation {
         self.net.stop_loss_and_duplication();
         for node in 0..self.hosts.nodes.len() as u32 {
             if !self.node_alive(node) {
-                self.spawn_process(node);
+                self.spawn_process(node, false);
             }
         }
     }
 
-    fn crash_node(&mut self, node: u32) {
+    /// Kills every live process of `node` and, when `restart_after` is
+    /// given, schedules one new process that much later. A crash that finds
+    /// no live process (the node is down already, or has not started) does
+    /// nothing and schedules nothing: a restart belongs to the crash that
+    /// took the node down.
+    fn crash_node(&mut self, node: u32, restart_after: Option<u64>) {
         let pids: Vec<u32> = self.hosts.nodes[node as usize]
             .pids
             .iter()
             .copied()
             .filter(|&pid| self.hosts.procs[pid as usize].alive)
             .collect();
+        if pids.is_empty() {
+            self.skipped(node, Skipped::CrashOfDownNode);
+            return;
+        }
         for pid in pids {
             self.crash_process(pid);
         }
+        if let Some(after) = restart_after {
+            self.queue
+                .push(self.now.saturating_add(after), Event::Restart { node });
+        }
+    }
+
+    /// Traces a node fault that found nothing to act on.
+    fn skipped(&mut self, node: u32, what: Skipped) {
+        let endpoint = self.hosts.nodes[node as usize].endpoint;
+        self.tracer.record(
+            self.now,
+            self.hosts.endpoint_host(endpoint),
+            Record::Skipped(what),
+        );
     }
 
     fn isolate(&mut self, endpoint: u16) -> ActiveFault {
@@ -1979,17 +2116,7 @@ impl Simulation {
                 let active = self.isolate(endpoint);
                 self.schedule_end(active, duration);
             }
-            RecurringKind::Crash => {
-                let alive = self.hosts.nodes[node as usize]
-                    .pids
-                    .iter()
-                    .any(|&pid| self.hosts.procs[pid as usize].alive);
-                if alive {
-                    self.crash_node(node);
-                    self.queue
-                        .push(self.now.saturating_add(duration), Event::Restart { node });
-                }
-            }
+            RecurringKind::Crash => self.crash_node(node, Some(duration)),
         }
     }
 
@@ -2036,6 +2163,7 @@ impl Simulation {
                 ..self.checker.membership.clone()
             },
             coverage: self.checker.coverage.clone(),
+            unjudged_writes: self.unjudged_writes(),
             planted_bug: self.planted_bug_name(),
         };
         let leader_at_end = self.leader_at_end();
@@ -2054,6 +2182,70 @@ impl Simulation {
             leader_at_end,
         );
         report
+    }
+
+    /// The writes on their way when the report is taken: units whose term is
+    /// still believed, writes in flight to the downstream, and writes queued
+    /// at a paused downstream.
+    fn unjudged_writes(&self) -> UnjudgedWrites {
+        let mut writes = Vec::new();
+        let mut note = |event: &Event, queued: bool| match event {
+            Event::WorkDone {
+                pid,
+                incarnation,
+                token,
+                unit,
+            } => {
+                let p = &self.hosts.procs[*pid as usize];
+                if p.alive && p.incarnation == *incarnation && p.believed == Some(*token) {
+                    let state = if p.pause_depth > 0 {
+                        "in-progress (paused)"
+                    } else {
+                        "in-progress"
+                    };
+                    writes.push(UnjudgedWrite {
+                        owner: p.owner.to_string(),
+                        token: token.get(),
+                        unit: *unit,
+                        state: state.to_string(),
+                    });
+                }
+            }
+            Event::Deliver {
+                to: Dest::Downstream,
+                msg: Message::Write {
+                    owner, token, unit, ..
+                },
+                ..
+            } => writes.push(UnjudgedWrite {
+                owner: owner.to_string(),
+                token: token.get(),
+                unit: *unit,
+                state: if queued { "queued" } else { "in-flight" }.to_string(),
+            }),
+            _ => {}
+        };
+        for event in self.queue.pending() {
+            note(event, false);
+        }
+        for event in &self.downstream.deferred {
+            note(event, true);
+        }
+        for p in self.hosts.procs.iter().filter(|p| p.alive) {
+            for event in &p.deferred {
+                note(event, false);
+            }
+        }
+        writes.sort();
+        let total = writes.len() as u64;
+        let newest = self.checker.highest_granted();
+        let older_term = writes.iter().filter(|w| w.token < newest).count() as u64;
+        writes.truncate(MAX_UNJUDGED_LISTED);
+        UnjudgedWrites {
+            total,
+            older_term,
+            writes,
+        }
     }
 
     fn planted_bug_name(&self) -> Option<String> {

@@ -121,6 +121,41 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
         report.membership.flaps
     );
 
+    let unjudged = &report.unjudged_writes;
+    if unjudged.older_term > 0 {
+        let _ = writeln!(
+            s,
+            "Unjudged: the run ended with {} write{} not yet judged by the downstream, {} from an \
+             older term than the newest (token {}): a violation may still be on its way",
+            unjudged.total,
+            if unjudged.total == 1 { "" } else { "s" },
+            unjudged.older_term,
+            report.max_token
+        );
+    } else if unjudged.total > 0 {
+        let _ = writeln!(
+            s,
+            "Unjudged: {} write{} of the newest term still on {} way at the end",
+            unjudged.total,
+            if unjudged.total == 1 { "" } else { "s" },
+            if unjudged.total == 1 { "its" } else { "their" }
+        );
+    }
+    for w in unjudged.writes.iter().take(MAX_ROWS) {
+        let _ = writeln!(
+            s,
+            "  {} token {} unit {}: {}",
+            w.owner, w.token, w.unit, w.state
+        );
+    }
+    if unjudged.total as usize > MAX_ROWS {
+        let _ = writeln!(
+            s,
+            "  … {} more (see --json)",
+            unjudged.total as usize - MAX_ROWS.min(unjudged.writes.len())
+        );
+    }
+
     if report.violations_total == 0 {
         let _ = writeln!(s, "Violations: none");
     } else {

@@ -29,6 +29,8 @@ pub(crate) enum DropReason {
     LinkDown,
     /// The receiving process had died.
     ProcessGone,
+    /// The receiver was paused and its queue of pending messages was full.
+    QueueFull,
 }
 
 impl DropReason {
@@ -40,6 +42,7 @@ impl DropReason {
             DropReason::Lost => "lost",
             DropReason::LinkDown => "link down",
             DropReason::ProcessGone => "receiver gone",
+            DropReason::QueueFull => "receiver paused with a full queue",
         }
     }
 }
@@ -88,11 +91,21 @@ impl<'a> HostRef<'a> {
     }
 }
 
+/// A node fault that found nothing to act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Skipped {
+    /// A crash of a node with no live process (down, or not started yet).
+    CrashOfDownNode,
+    /// A restart (or the first start) of a node that already runs a process.
+    StartOfRunningNode,
+}
+
 /// One thing that happened.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Record<'a> {
     ProcessStarted,
     ProcessCrashed,
+    Skipped(Skipped),
     Healed,
     Paused,
     Resumed {
@@ -246,6 +259,10 @@ impl Tracer {
         match *rec {
             Record::ProcessStarted => self.word(1),
             Record::ProcessCrashed => self.word(2),
+            Record::Skipped(what) => {
+                self.word(24);
+                self.word(what as u64);
+            }
             Record::Healed => self.word(23),
             Record::Paused => self.word(3),
             Record::Resumed { deferred } => {
@@ -404,6 +421,12 @@ impl Tracer {
         let _ = match *rec {
             Record::ProcessStarted => write!(l, "process started (follower)"),
             Record::ProcessCrashed => write!(l, "process crashed"),
+            Record::Skipped(Skipped::CrashOfDownNode) => {
+                write!(l, "crash ignored: no live process (down, or not started yet)")
+            }
+            Record::Skipped(Skipped::StartOfRunningNode) => {
+                write!(l, "start ignored: the node already runs a process")
+            }
             Record::Healed => write!(
                 l,
                 "every fault healed; liveness phase: one leader with accepted writes must follow"

@@ -346,6 +346,37 @@ fn cases() -> Vec<Case> {
             &["the seed must be 0 or more"],
         ),
         case(
+            "node-id-too-long-for-an-owner-id",
+            format!(
+                "name = \"x\"\nduration = \"1m\"\n[[node]]\nid = \"{}\"\n",
+                "x".repeat(fenced_sim::MAX_NODE_ID_LEN + 1)
+            ),
+            Some("node[0].id"),
+            Some((4, 6)),
+            &["is 245 bytes long; node ids may be at most 244 bytes"],
+        ),
+        case(
+            "retry-interval-over-a-year",
+            minimal_plus("[election]\nretry_interval = \"400d\"\n"),
+            Some("election.retry_interval"),
+            Some((7, 18)),
+            &["longer than the limit of one year"],
+        ),
+        case(
+            "network-too-slow-to-elect",
+            minimal_plus("[network]\nlatency = [\"14s\", \"15s\"]\n"),
+            Some("network.latency"),
+            Some((7, 11)),
+            &["no node could ever lead"],
+        ),
+        case(
+            "units-of-work-piling-up",
+            minimal_plus("[work]\nwrite_interval = \"1ms\"\nwork_duration = \"5h\"\n"),
+            Some("work.work_duration"),
+            Some((8, 17)),
+            &["keeps 18000000 units in progress at once; at most 10000"],
+        ),
+        case(
             "duplicate-key",
             minimal_plus("[election]\nrole = \"a\"\nrole = \"b\"\n"),
             None,
@@ -537,4 +568,22 @@ fn an_unknown_planted_bug_is_bad_input() {
     let err = stderr(&out);
     assert!(err.contains("unknown planted bug `nope`"), "{err}");
     assert!(err.contains("downstream-accepts-lower-token"), "{err}");
+}
+
+#[test]
+fn a_run_beyond_the_event_budget_is_refused_by_the_binary() {
+    // Proves audit item 14 through the binary: heartbeats every nanosecond for a year exit 2 at
+    // once, naming the key and the flag, instead of running for ever.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        "busy.toml",
+        "name = \"busy\"\nduration = \"365d\"\n[membership]\nheartbeat_interval = \"1ns\"\n\
+         [[node]]\nid = \"node-a\"\n",
+    );
+    let out = fenced_sim([std::ffi::OsStr::new("run"), path.as_os_str()]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("`membership.heartbeat_interval`"), "{err}");
+    assert!(err.contains("--max-events"), "{err}");
 }

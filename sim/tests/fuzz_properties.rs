@@ -228,8 +228,8 @@ fn the_fuzzer_finds_a_planted_bug_and_proptest_shrinks_it_to_a_small_schedule() 
     // Proves the property is not vacuous: with the elector ignoring its deadline, proptest finds a failing case and shrinks it to at most two faults.
     use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
     let options = RunOptions {
-        seed: None,
         planted_bug: Some(fenced::PlantedBug::ElectorIgnoresDeadline),
+        ..RunOptions::default()
     };
     // A fixed RNG: which case is found first, and how far it shrinks, must
     // not vary from run to run (this is a test, not a campaign).

@@ -13,8 +13,8 @@ fn with_bug(scenario: &Scenario, bug: Option<PlantedBug>) -> Report {
     run(
         scenario,
         RunOptions {
-            seed: Some(1),
             planted_bug: bug,
+            ..RunOptions::with_seed(Some(1))
         },
     )
 }
@@ -145,8 +145,8 @@ fn explore_finds_every_planted_bug_quickly_and_shrinks_it_small() {
     let base = default_base();
     for bug in PlantedBug::ALL {
         let options = RunOptions {
-            seed: None,
             planted_bug: Some(bug),
+            ..RunOptions::default()
         };
         let found = (0..20u64)
             .map(|seed| run_seed(&base, seed, &options))
