@@ -271,6 +271,8 @@ enum Fault {
     Hang,
     /// Answers every lease request with "held by this lease".
     Usurped(Lease),
+    /// Passes them on, but each answer takes this long (a slow database).
+    Slow(Duration),
 }
 
 /// The shared in-process backend as seen by one node, with faults.
@@ -308,6 +310,12 @@ impl LeaseBackend for Faulty {
             Fault::Healthy => self.inner.acquire_or_renew(role, owner, ttl).await,
             Fault::Hang => pending().await,
             Fault::Usurped(holder) => Ok(LeaseResult::Held { holder }),
+            Fault::Slow(delay) => {
+                // The store decides at arrival; the answer comes back later.
+                let answer = self.inner.acquire_or_renew(role, owner, ttl).await;
+                sleep(delay).await;
+                answer
+            }
         }
     }
 
@@ -369,6 +377,34 @@ async fn elected_work_runs_with_its_fencing_token() {
         handle.snapshot().last_step_down().cloned(),
         Some((token(1), StepDownReason::Stopped))
     );
+}
+
+// Proves audit item 3 in the driver: a store whose every answer takes longer
+// than retry_interval (300 ms against 200 ms) still elects a leader, which
+// keeps leading through its renewals; the late answers are applied, anchored
+// at their requests' send times.
+#[tokio::test(start_paused = true)]
+async fn a_store_slower_than_retry_interval_still_elects_a_leader() {
+    let world = World::new();
+    let backend = Faulty::new(world.backend.clone());
+    backend.set(Fault::Slow(ms(300)));
+    let node = Node::spawn(
+        backend,
+        world.clock,
+        "node-a",
+        short(),
+        world.writer("node-a", ms(100)),
+    );
+    let leading = timeout(ms(1_000), node.leads()).await;
+    assert!(leading.is_ok(), "nobody led within 1 s");
+    assert_eq!(world.first("node-a", &What::Started).map(|r| r.at_ms), Some(300));
+    sleep(ms(10_000)).await;
+    assert_eq!(node.handle.token(), Some(token(1)), "the term goes on");
+    assert_eq!(node.stop().await, Ok(()));
+    assert!(world
+        .records("node-a")
+        .iter()
+        .all(|r| !matches!(r.what, What::Wrote(WriteOutcome::RejectedStale { .. }))));
 }
 
 // Proves: with two electors on one store only one runs work at any moment;
