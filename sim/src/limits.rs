@@ -105,10 +105,11 @@ fn nanos_of(d: Duration) -> u64 {
 /// key most responsible: every live process heartbeats (a timer and a
 /// delivery each) and asks for the lease every `retry_interval` while it
 /// follows, and the leader runs a unit every `write_interval` (a timer, the
-/// unit's end and the write's delivery). Crashes and pauses only lower it a
+/// unit's end and the write's delivery), and each recurring fault fires
+/// every `every` on average. Crashes and pauses only lower it a
 /// little; it exists to refuse, before running, a scenario that could never
 /// finish within the budget.
-pub fn estimated_events(scenario: &Scenario) -> (u128, &'static str) {
+pub fn estimated_events(scenario: &Scenario) -> (u128, String) {
     let per = |span: Duration, every: Duration| span.as_nanos() / every.as_nanos().max(1);
     let mut heartbeats = 0u128;
     let mut requests = 0u128;
@@ -121,12 +122,33 @@ pub fn estimated_events(scenario: &Scenario) -> (u128, &'static str) {
     let leader = scenario.nodes.len().max(1) as u128;
     requests = requests.saturating_sub(requests / leader);
     let work = 3 * per(scenario.duration, scenario.work.write_interval);
-    let key = if heartbeats >= requests && heartbeats >= work {
-        "membership.heartbeat_interval"
-    } else if requests >= work {
-        "election.retry_interval"
+    // Each occurrence of a recurring fault is at least its own event and its
+    // end, on one node or on each.
+    let mut recurring = 0u128;
+    let mut busiest_fault = (0u128, String::new());
+    for (i, fault) in scenario.faults.iter().enumerate() {
+        if let crate::scenario::FaultSpec::Recurring { node, every, .. } = fault {
+            let nodes = if node.is_some() {
+                1
+            } else {
+                scenario.nodes.len() as u128
+            };
+            let events = 2 * nodes * per(scenario.duration, *every);
+            recurring += events;
+            if events > busiest_fault.0 {
+                busiest_fault = (events, format!("fault[{i}].every"));
+            }
+        }
+    }
+    let largest = heartbeats.max(requests).max(work).max(recurring);
+    let key = if largest == heartbeats {
+        "membership.heartbeat_interval".to_string()
+    } else if largest == requests {
+        "election.retry_interval".to_string()
+    } else if largest == work {
+        "work.write_interval".to_string()
     } else {
-        "work.write_interval"
+        busiest_fault.1
     };
-    (heartbeats + requests + work, key)
+    (heartbeats + requests + work + recurring, key)
 }

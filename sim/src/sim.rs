@@ -500,7 +500,7 @@ impl Simulation {
         let (estimate, key) = estimated_events(scenario);
         if estimate > u128::from(max_events) {
             return Err(ScenarioError::new(
-                key,
+                key.clone(),
                 format!(
                     "this run would handle at least about {estimate} events ({} nodes over {}), \
                      more than the budget of {max_events}; lengthen {key}, shorten `duration`, \
