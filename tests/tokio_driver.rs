@@ -397,7 +397,10 @@ async fn a_store_slower_than_retry_interval_still_elects_a_leader() {
     );
     let leading = timeout(ms(1_000), node.leads()).await;
     assert!(leading.is_ok(), "nobody led within 1 s");
-    assert_eq!(world.first("node-a", &What::Started).map(|r| r.at_ms), Some(300));
+    assert_eq!(
+        world.first("node-a", &What::Started).map(|r| r.at_ms),
+        Some(300)
+    );
     sleep(ms(10_000)).await;
     assert_eq!(node.handle.token(), Some(token(1)), "the term goes on");
     assert_eq!(node.stop().await, Ok(()));

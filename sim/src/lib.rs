@@ -22,13 +22,14 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod checker;
+pub mod checker;
 mod clock;
 mod expect;
 pub mod explore;
 pub mod file;
 pub mod limits;
 mod network;
+pub mod observation;
 mod parallel;
 mod queue;
 pub mod report;
@@ -44,8 +45,10 @@ pub mod to_toml;
 mod trace;
 mod units;
 
+pub use checker::{Checker, CheckerSettings, Verdict};
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
 pub use limits::Halt;
+pub use observation::{HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, SimTime};
 pub use report::Report;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{

@@ -101,11 +101,6 @@ impl Network {
         uniform_inclusive(&mut self.rng, self.latency_min, self.latency_max)
     }
 
-    /// The largest one-way latency (ns).
-    pub(crate) fn latency_max(&self) -> u64 {
-        self.latency_max
-    }
-
     pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
         let count = &mut self.isolated[usize::from(endpoint)];
         if start {

@@ -22,7 +22,6 @@
 //! (volatile state is lost; events addressed to them are dropped); a restart
 //! starts a new incarnation as a follower.
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::mem;
 use std::time::Duration;
@@ -30,11 +29,11 @@ use std::time::Duration;
 use fenced::{
     Elector, ElectorConfig, ElectorOutput, FencedStore, Fencing, FencingToken, LeaseResult,
     LeaseStore, LeaseStoreConfig, MembershipChange, NodeId, NodeRegistry, OwnerId, ReleaseResult,
-    RequestId, ResourceId, ResponseDisposition, Role, StepDownReason,
+    RequestId, ResourceId, Role, StepDownReason,
 };
 use rand_chacha::ChaCha8Rng;
 
-use crate::checker::{Checker, TermEnd, Who};
+use crate::checker::{Checker, CheckerSettings};
 use crate::clock::HostClock;
 use crate::expect::evaluate;
 use crate::limits::{
@@ -44,16 +43,20 @@ use crate::limits::{
 use crate::network::{
     Network, Transit, BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT,
 };
+use crate::observation::{
+    DropReason, HostRef, MessageKind, NodeRef, Observation, Observer, ProcessId, ProcessRef,
+    SimTime, Skipped,
+};
 use crate::queue::EventQueue;
-use crate::report::{Invariant, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::report::{Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::rng::{exponential_nanos, uniform_inclusive, SeedDeriver};
 use crate::scenario::{
     DurationRange, Expectations, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM,
     LEASE_STORE,
 };
-use crate::timeline::{Recorder, Timeline, WriteFate, WriteMark};
-use crate::trace::{DropReason, HostRef, MessageKind, Record, Skipped, Tracer};
-use crate::units::{human, ms, nanos, secs};
+use crate::timeline::{Recorder, Timeline};
+use crate::trace::Tracer;
+use crate::units::{human, ms, nanos};
 
 #[cfg(feature = "planted-bugs")]
 use fenced::PlantedBug;
@@ -83,6 +86,7 @@ enum Message {
         id: RequestId,
     },
     Release {
+        pid: u32,
         incarnation: u32,
         owner: OwnerId,
         token: FencingToken,
@@ -101,6 +105,28 @@ enum Message {
 }
 
 impl Message {
+    /// The process slot that sent it, where the message says.
+    fn sender(&self) -> Option<u32> {
+        match *self {
+            Message::LeaseRequest { pid, .. }
+            | Message::Release { pid, .. }
+            | Message::Heartbeat { pid, .. }
+            | Message::Write { pid, .. } => Some(pid),
+            _ => None,
+        }
+    }
+
+    /// Whether it is the store's answer renewing a lease.
+    fn is_renewal_answer(&self) -> bool {
+        matches!(
+            self,
+            Message::LeaseResponse {
+                result: LeaseResult::Renewed { .. },
+                ..
+            }
+        )
+    }
+
     fn kind(&self) -> MessageKind {
         match self {
             Message::LeaseRequest { .. } => MessageKind::LeaseRequest,
@@ -225,16 +251,7 @@ struct Process {
     /// The token of the term the process believes it holds (from StartWork
     /// to StopWork); the worker writes with it.
     believed: Option<FencingToken>,
-    /// The requests sent and not yet answered, with their local send times,
-    /// oldest first, at most [`fenced::MAX_OUTSTANDING`]: the simulator's own
-    /// record, independent of the elector's.
-    sent: VecDeque<(RequestId, fenced::Instant)>,
-    /// The local send time of the request whose grant or renewal the elector
-    /// last acted on: the checker's own copy of the elector's anchor.
-    anchor: Option<fenced::Instant>,
     clock: HostClock,
-    /// True time of the last pause start or end, for spurious-failover checks.
-    last_paused_at: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -287,35 +304,51 @@ impl Hosts {
         }
     }
 
-    fn endpoint_name(&self, endpoint: u16) -> &str {
-        match endpoint {
-            STORE_ENDPOINT => LEASE_STORE,
-            DOWNSTREAM_ENDPOINT => DOWNSTREAM,
-            e => self.nodes[usize::from(e - FIRST_NODE_ENDPOINT)].id.as_str(),
+    fn node_ref(&self, node: u32) -> NodeRef<'_> {
+        NodeRef {
+            index: node,
+            id: &self.nodes[node as usize].id,
         }
     }
 
-    fn process_host(&self, pid: u32) -> HostRef<'_> {
+    /// The process now in slot `pid`.
+    fn process_ref(&self, pid: u32) -> ProcessRef<'_> {
         let p = &self.procs[pid as usize];
-        HostRef::process(
-            self.nodes[p.node as usize].endpoint,
-            p.incarnation,
-            p.owner.as_str(),
-        )
-    }
-
-    fn endpoint_host(&self, endpoint: u16) -> HostRef<'_> {
-        HostRef {
-            code: u64::from(endpoint),
-            name: self.endpoint_name(endpoint),
+        ProcessRef {
+            id: ProcessId(pid),
+            node: self.node_ref(p.node),
+            incarnation: p.incarnation,
+            owner: &p.owner,
         }
     }
 
-    fn dest_host(&self, to: Dest) -> HostRef<'_> {
+    /// The sender of a message from process slot `pid`, named by the owner
+    /// and incarnation the message carries: the slot may hold a newer
+    /// incarnation by the time the message lands (a slot is reused only by
+    /// the same node).
+    fn sender_ref<'a>(&'a self, pid: u32, incarnation: u32, owner: &'a OwnerId) -> ProcessRef<'a> {
+        ProcessRef {
+            id: ProcessId(pid),
+            node: self.node_ref(self.procs[pid as usize].node),
+            incarnation,
+            owner,
+        }
+    }
+
+    /// A host by endpoint: the lease store, the downstream, or a node.
+    fn endpoint_ref(&self, endpoint: u16) -> HostRef<'_> {
+        match endpoint {
+            STORE_ENDPOINT => HostRef::LeaseStore,
+            DOWNSTREAM_ENDPOINT => HostRef::Downstream,
+            e => HostRef::Node(self.node_ref(u32::from(e - FIRST_NODE_ENDPOINT))),
+        }
+    }
+
+    fn dest_ref(&self, to: Dest) -> HostRef<'_> {
         match to {
-            Dest::Store => self.endpoint_host(STORE_ENDPOINT),
-            Dest::Downstream => self.endpoint_host(DOWNSTREAM_ENDPOINT),
-            Dest::Process { pid, .. } => self.process_host(pid),
+            Dest::Store => HostRef::LeaseStore,
+            Dest::Downstream => HostRef::Downstream,
+            Dest::Process { pid, .. } => HostRef::Process(self.process_ref(pid)),
         }
     }
 
@@ -328,25 +361,27 @@ impl Hosts {
             }
         }
     }
+}
 
-    fn who(&self, pid: u32) -> Who<'_> {
-        let p = &self.procs[pid as usize];
-        Who {
-            owner: &p.owner,
-            node_name: self.nodes[p.node as usize].id.as_str(),
-            pid,
-        }
-    }
+/// The consumers of the observation stream: the tracer (always), the checker
+/// (always) and the timeline recorder (when asked for).
+#[derive(Debug)]
+struct Observers {
+    tracer: Tracer,
+    checker: Checker,
+    timeline: Option<Box<Recorder>>,
+}
 
-    /// The sender of a message from process slot `pid`, named by the owner
-    /// the message carries: the slot may hold a newer incarnation by the
-    /// time the message lands (a slot is reused only by the same node).
-    fn sender<'a>(&'a self, pid: u32, owner: &'a OwnerId) -> Who<'a> {
-        let node = self.procs[pid as usize].node;
-        Who {
-            owner,
-            node_name: self.nodes[node as usize].id.as_str(),
-            pid,
+impl Observers {
+    /// Hands `observation`, which happened at true time `now`, to every
+    /// observer.
+    #[inline]
+    fn emit(&mut self, now: u64, observation: &Observation<'_>) {
+        let at = SimTime::from_nanos(now);
+        self.tracer.observe(at, observation);
+        self.checker.observe(at, observation);
+        if let Some(t) = self.timeline.as_mut() {
+            t.observe(at, observation);
         }
     }
 }
@@ -370,13 +405,6 @@ struct Generator {
     every: u64,
     duration: DurationRange,
     rng: ChaCha8Rng,
-}
-
-/// Per-endpoint record of network disturbances, for spurious failovers.
-#[derive(Clone, Copy, Debug, Default)]
-struct Disturbance {
-    active: u32,
-    last: Option<u64>,
 }
 
 /// Options of one run that are not part of the scenario.
@@ -451,13 +479,9 @@ pub struct Simulation {
     role: Role,
     resource: ResourceId,
     scenario: Scenario,
-    ttl_ns: u64,
     heartbeat_ns: u64,
     write_interval: Duration,
     work_duration: Duration,
-    /// `lease_ttl - safety_margin`: how long one successful request lets a
-    /// holder act, on its own clock.
-    validity: Duration,
     seeds: SeedDeriver,
     store: Server<StoreState>,
     downstream: Server<FencedStore<u64>>,
@@ -465,16 +489,12 @@ pub struct Simulation {
     active: Vec<Option<ActiveFault>>,
     active_free: Vec<u32>,
     generators: Vec<Generator>,
-    disturbances: Vec<Disturbance>,
-    checker: Checker,
-    tracer: Tracer,
+    observers: Observers,
     expect: Expectations,
     /// Set once the liveness phase has begun (see [`Scenario::heal_at`]).
     healed: bool,
     /// Every recurring fault that fired, as a scheduled fault, when asked for.
     recurring_log: Option<Vec<FaultSpec>>,
-    /// What happened when, for pictures, when asked for.
-    timeline: Option<Box<Recorder>>,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<PlantedBug>,
 }
@@ -565,13 +585,8 @@ impl Simulation {
             role,
             resource,
             scenario: scenario.clone(),
-            ttl_ns: nanos(scenario.election.lease_ttl),
             heartbeat_ns: nanos(scenario.membership.heartbeat_interval),
             write_interval: scenario.work.write_interval,
-            validity: scenario
-                .election
-                .lease_ttl
-                .saturating_sub(scenario.election.effective_safety_margin()),
             work_duration: scenario.work.work_duration,
             seeds,
             store: Server::new(StoreState {
@@ -588,13 +603,14 @@ impl Simulation {
             active: Vec::new(),
             active_free: Vec::new(),
             generators: Vec::new(),
-            disturbances: vec![Disturbance::default(); endpoints],
-            checker: Checker::new(scenario.fencing),
-            tracer: Tracer::new(),
+            observers: Observers {
+                tracer: Tracer::new(),
+                checker: Checker::new(CheckerSettings::of(scenario)),
+                timeline: None,
+            },
             expect: scenario.expect.clone(),
             healed: false,
             recurring_log: None,
-            timeline: None,
             #[cfg(feature = "planted-bugs")]
             planted_bug: options.planted_bug,
         };
@@ -699,21 +715,24 @@ impl Simulation {
     /// grants, membership) from now on, for pictures. Off by default: it
     /// grows with the run.
     pub fn record_timeline(&mut self) {
-        if self.timeline.is_none() {
+        if self.observers.timeline.is_none() {
             let nodes = self.hosts.nodes.iter().map(|n| n.id.to_string()).collect();
-            self.timeline = Some(Box::new(Recorder::new(nodes)));
+            self.observers.timeline = Some(Box::new(Recorder::new(nodes)));
         }
     }
 
     /// The timeline recorded since [`record_timeline`](Self::record_timeline),
     /// closed at the current time, or `None` if none was recorded.
     pub fn timeline(&self) -> Option<Timeline> {
-        self.timeline.as_ref().map(|r| r.snapshot(self.now))
+        self.observers
+            .timeline
+            .as_ref()
+            .map(|r| r.snapshot(self.now))
     }
 
     /// Writes the text trace (one line per event) to `out` from now on.
     pub fn set_trace_writer(&mut self, out: Box<dyn Write + Send>) {
-        self.tracer.set_writer(out);
+        self.observers.tracer.set_writer(out);
     }
 
     /// Flushes the trace writer and reports the first error writing it.
@@ -721,7 +740,7 @@ impl Simulation {
     /// # Errors
     /// The first I/O error of the trace writer.
     pub fn finish_trace(&mut self) -> std::io::Result<()> {
-        self.tracer.finish()
+        self.observers.tracer.finish()
     }
 
     /// The current true time.
@@ -747,7 +766,7 @@ impl Simulation {
 
     /// The trace hash so far.
     pub fn trace_hash(&self) -> u64 {
-        self.tracer.hash()
+        self.observers.tracer.hash()
     }
 
     /// Runs every event before `until` (capped at the run's end); the clock
@@ -847,8 +866,7 @@ impl Simulation {
         if let Event::Deliver { from, to, ref msg } = event {
             let to_endpoint = self.hosts.dest_endpoint(to);
             if !self.net.link_up(from, to_endpoint) {
-                self.trace_drop(from, to, msg.kind(), DropReason::LinkDown);
-                self.note_lost_renewal(msg);
+                self.dropped(from, to, msg, DropReason::LinkDown);
                 return;
             }
         }
@@ -869,7 +887,7 @@ impl Simulation {
                 let p = &mut self.hosts.procs[pid as usize];
                 if !p.alive || p.incarnation != incarnation {
                     if let Event::Deliver { from, to, ref msg } = event {
-                        self.trace_drop(from, to, msg.kind(), DropReason::ProcessGone);
+                        self.dropped(from, to, msg, DropReason::ProcessGone);
                     }
                 } else if p.pause_depth > 0 {
                     if let Some(event) = Self::defer(&mut p.deferred, event) {
@@ -897,16 +915,15 @@ impl Simulation {
     /// Drops a message that a paused host had no room to queue.
     fn drop_deferred(&mut self, event: Event) {
         if let Event::Deliver { from, to, ref msg } = event {
-            self.trace_drop(from, to, msg.kind(), DropReason::QueueFull);
-            self.note_lost_renewal(msg);
+            self.dropped(from, to, msg, DropReason::QueueFull);
         }
     }
 
     fn handle(&mut self, event: Event) {
         self.events += 1;
         match event {
-            Event::Deliver { from, to, msg } => match to {
-                Dest::Store => self.store_receive(from, msg),
+            Event::Deliver { to, msg, .. } => match to {
+                Dest::Store => self.store_receive(msg),
                 Dest::Downstream => self.downstream_receive(msg),
                 Dest::Process { pid, .. } => self.process_receive(pid, msg),
             },
@@ -974,15 +991,11 @@ impl Simulation {
     fn send(&mut self, from: u16, to: Dest, msg: Message) {
         let to_endpoint = self.hosts.dest_endpoint(to);
         if !self.net.link_up(from, to_endpoint) {
-            self.trace_drop(from, to, msg.kind(), DropReason::LinkDown);
-            self.note_lost_renewal(&msg);
+            self.dropped(from, to, &msg, DropReason::LinkDown);
             return;
         }
         match self.net.transit() {
-            Transit::Lost => {
-                self.trace_drop(from, to, msg.kind(), DropReason::Lost);
-                self.note_lost_renewal(&msg);
-            }
+            Transit::Lost => self.dropped(from, to, &msg, DropReason::Lost),
             Transit::Once(latency) => {
                 self.queue
                     .push(self.now + latency, Event::Deliver { from, to, msg });
@@ -1002,43 +1015,25 @@ impl Simulation {
         }
     }
 
-    /// Counts a leader's renewal (or its answer) lost in the network.
-    fn note_lost_renewal(&mut self, msg: &Message) {
-        let pid = match *msg {
-            Message::LeaseRequest { pid, .. } => Some(pid),
-            _ => None,
-        };
-        if let Some(pid) = pid {
-            if self.hosts.procs[pid as usize].believed.is_some() {
-                self.checker.coverage.renewal_lost += 1;
-            }
-        }
-        if let Message::LeaseResponse {
-            result: LeaseResult::Renewed { .. },
-            ..
-        } = msg
-        {
-            self.checker.coverage.renewal_lost += 1;
-        }
-    }
-
-    fn trace_drop(&mut self, from: u16, to: Dest, kind: MessageKind, reason: DropReason) {
-        let from_host = self.hosts.endpoint_host(from);
-        let to_host = self.hosts.dest_host(to);
-        self.tracer.record(
+    /// Observes a message that never arrived.
+    fn dropped(&mut self, from: u16, to: Dest, msg: &Message, reason: DropReason) {
+        let h = &self.hosts;
+        self.observers.emit(
             self.now,
-            from_host,
-            Record::Dropped {
-                to: to_host,
-                kind,
+            &Observation::Dropped {
+                from: h.endpoint_ref(from),
+                to: h.dest_ref(to),
+                kind: msg.kind(),
                 reason,
+                sender: msg.sender().map(|pid| h.process_ref(pid)),
+                renewal_answer: msg.is_renewal_answer(),
             },
         );
     }
 
     // ----- the lease store -----
 
-    fn store_receive(&mut self, from: u16, msg: Message) {
+    fn store_receive(&mut self, msg: Message) {
         let now = fenced::Instant::from_nanos(self.now);
         match msg {
             Message::LeaseRequest {
@@ -1054,46 +1049,13 @@ impl Simulation {
                     .leases
                     .try_acquire_or_renew(&self.role, &owner, ttl, now);
                 let to = Dest::Process { pid, incarnation };
+                let from = self.hosts.sender_ref(pid, incarnation, &owner);
                 match answer {
                     Ok(result) => {
-                        if matches!(result, LeaseResult::Granted { .. }) {
-                            if let Some(prev) = self.checker.last_holder_pid() {
-                                let p = &self.hosts.procs[prev as usize];
-                                if prev != pid && p.alive && p.pause_depth > 0 {
-                                    self.checker.coverage.takeover_during_pause += 1;
-                                }
-                            }
-                        }
-                        let who = self.hosts.sender(pid, &owner);
-                        self.checker.on_lease_result(self.now, who, &result);
-                        if let Some(t) = self.timeline.as_mut() {
-                            let node = who.node_name;
-                            match &result {
-                                LeaseResult::Granted { token, expires_at } => t.granted(
-                                    self.now,
-                                    owner.as_str(),
-                                    node,
-                                    token.get(),
-                                    expires_at.as_nanos(),
-                                ),
-                                LeaseResult::Renewed { token, expires_at } => t.renewed(
-                                    self.now,
-                                    owner.as_str(),
-                                    node,
-                                    token.get(),
-                                    expires_at.as_nanos(),
-                                ),
-                                LeaseResult::Held { .. } => {
-                                    t.refused(self.now, owner.as_str(), node)
-                                }
-                            }
-                        }
-                        let from_host = HostRef::process(from, incarnation, owner.as_str());
-                        self.tracer.record(
+                        self.observers.emit(
                             self.now,
-                            self.hosts.endpoint_host(STORE_ENDPOINT),
-                            Record::LeaseHandled {
-                                from: from_host,
+                            &Observation::LeaseHandled {
+                                from,
                                 request: id.0,
                                 result: &result,
                             },
@@ -1102,12 +1064,10 @@ impl Simulation {
                     }
                     Err(error) => {
                         let text = error.to_string();
-                        let from_host = HostRef::process(from, incarnation, owner.as_str());
-                        self.tracer.record(
+                        self.observers.emit(
                             self.now,
-                            self.hosts.endpoint_host(STORE_ENDPOINT),
-                            Record::LeaseRejected {
-                                from: from_host,
+                            &Observation::LeaseRejected {
+                                from,
                                 request: id.0,
                                 error: &text,
                             },
@@ -1117,6 +1077,7 @@ impl Simulation {
                 }
             }
             Message::Release {
+                pid,
                 incarnation,
                 owner,
                 token,
@@ -1126,18 +1087,11 @@ impl Simulation {
                     .state
                     .leases
                     .release(&self.role, &owner, token, now);
-                self.checker.on_release(&owner, token, result);
-                if result == ReleaseResult::Released {
-                    if let Some(t) = self.timeline.as_mut() {
-                        t.released(self.now, owner.as_str(), token.get());
-                    }
-                }
-                let from_host = HostRef::process(from, incarnation, owner.as_str());
-                self.tracer.record(
+                let from = self.hosts.sender_ref(pid, incarnation, &owner);
+                self.observers.emit(
                     self.now,
-                    self.hosts.endpoint_host(STORE_ENDPOINT),
-                    Record::ReleaseHandled {
-                        from: from_host,
+                    &Observation::ReleaseHandled {
+                        from,
                         token,
                         released: result == ReleaseResult::Released,
                     },
@@ -1150,11 +1104,10 @@ impl Simulation {
                     .registry
                     .heartbeat(&self.hosts.nodes[node as usize].id, now)
                     == fenced::Heartbeat::Joined;
-                self.tracer.record(
+                self.observers.emit(
                     self.now,
-                    self.hosts.endpoint_host(STORE_ENDPOINT),
-                    Record::HeartbeatHandled {
-                        from: self.hosts.process_host(pid),
+                    &Observation::HeartbeatHandled {
+                        from: self.hosts.process_ref(pid),
                         joined,
                     },
                 );
@@ -1171,35 +1124,29 @@ impl Simulation {
             match change {
                 MembershipChange::Joined { node, .. } => {
                     if let Some(i) = self.hosts.node_index(node.as_str()) {
-                        self.checker.on_joined(i);
+                        let node = self.hosts.node_ref(i);
+                        self.observers
+                            .emit(self.now, &Observation::MemberJoined(node));
                     }
                 }
                 MembershipChange::Left { node, .. } => {
                     if let Some(i) = self.hosts.node_index(node.as_str()) {
-                        let running = self.hosts.nodes[i as usize].pids.iter().any(|&pid| {
-                            let p = &self.hosts.procs[pid as usize];
-                            p.alive && p.pause_depth == 0
-                        });
-                        self.checker.on_left(i, running);
-                        let endpoint = self.hosts.nodes[i as usize].endpoint;
-                        self.tracer.record(
-                            self.now,
-                            self.hosts.endpoint_host(STORE_ENDPOINT),
-                            Record::MemberLeft {
-                                node: self.hosts.endpoint_host(endpoint),
-                            },
-                        );
+                        let node = self.hosts.node_ref(i);
+                        self.observers
+                            .emit(self.now, &Observation::MemberLeft(node));
                     }
                 }
             }
         }
-        if let Some(t) = self.timeline.as_mut() {
+        // Counting the live set costs O(nodes): only for pictures.
+        if self.observers.timeline.is_some() {
             let live = self
                 .store
                 .state
                 .registry
                 .live_count(fenced::Instant::from_nanos(self.now));
-            t.live(self.now, live as u64);
+            self.observers
+                .emit(self.now, &Observation::LiveMembers(live as u64));
         }
         let next = self
             .store
@@ -1247,46 +1194,11 @@ impl Simulation {
             unit,
             fenced::Instant::from_nanos(self.now),
         );
-        let node = self.hosts.procs[pid as usize].node;
-        let who = self.hosts.sender(pid, &owner);
-        if let Some(t) = self.timeline.as_mut() {
-            let split_brain = outcome == fenced::WriteOutcome::Accepted
-                && self
-                    .checker
-                    .fence()
-                    .is_some_and(|(highest, _)| token.get() < highest);
-            t.wrote(WriteMark {
-                at_ns: self.now,
-                owner: owner.to_string(),
-                node: who.node_name.to_string(),
-                token: token.get(),
-                fate: match outcome {
-                    fenced::WriteOutcome::Accepted => WriteFate::Accepted,
-                    fenced::WriteOutcome::RejectedStale { .. } => WriteFate::RejectedStale,
-                    fenced::WriteOutcome::RejectedWrongWriter { .. } => {
-                        WriteFate::RejectedWrongWriter
-                    }
-                },
-                split_brain,
-            });
-        }
-        let replaced = matches!(outcome, fenced::WriteOutcome::RejectedStale { .. })
-            && self.hosts.nodes[node as usize].pids.iter().any(|&p| {
-                let p = &self.hosts.procs[p as usize];
-                p.alive && p.incarnation > incarnation
-            });
-        self.checker
-            .on_write(self.now, who, token, unit, &outcome, replaced);
-        let from_host = HostRef::process(
-            self.hosts.nodes[node as usize].endpoint,
-            incarnation,
-            owner.as_str(),
-        );
-        self.tracer.record(
+        let from = self.hosts.sender_ref(pid, incarnation, &owner);
+        self.observers.emit(
             self.now,
-            self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT),
-            Record::WriteHandled {
-                from: from_host,
+            &Observation::WriteHandled {
+                from,
                 token,
                 unit,
                 outcome: &outcome,
@@ -1345,10 +1257,7 @@ impl Simulation {
             work_generation: 0,
             next_unit: 1,
             believed: None,
-            sent: VecDeque::new(),
-            anchor: None,
             clock,
-            last_paused_at: None,
         };
         let reusable = self.hosts.nodes[node as usize]
             .pids
@@ -1367,39 +1276,14 @@ impl Simulation {
                 pid
             }
         };
-        self.record_life(pid, Record::ProcessStarted);
+        let process = self.hosts.process_ref(pid);
+        self.observers
+            .emit(self.now, &Observation::ProcessStarted(process));
         let local = self.local(pid);
         self.hosts.procs[pid as usize].elector.start(local);
         self.drain_elector(pid);
         self.heartbeat(pid);
         pid
-    }
-
-    /// Traces a process starting or crashing, tells the checker, and marks
-    /// it on the timeline.
-    fn record_life(&mut self, pid: u32, record: Record<'static>) {
-        self.tracer
-            .record(self.now, self.hosts.process_host(pid), record);
-        match record {
-            Record::ProcessCrashed => {
-                let owner = &self.hosts.procs[pid as usize].owner;
-                self.checker.on_process_ended(owner, pid);
-            }
-            _ => self
-                .checker
-                .on_process_started(self.now, self.hosts.who(pid)),
-        }
-        if let Some(t) = self.timeline.as_mut() {
-            let p = &self.hosts.procs[pid as usize];
-            let (owner, node) = (
-                p.owner.as_str(),
-                self.hosts.nodes[p.node as usize].id.as_str(),
-            );
-            match record {
-                Record::ProcessCrashed => t.crashed(self.now, owner, node),
-                _ => t.started(self.now, owner, node),
-            }
-        }
     }
 
     fn heartbeat(&mut self, pid: u32) {
@@ -1423,22 +1307,14 @@ impl Simulation {
                 let renewal = matches!(result, LeaseResult::Renewed { .. });
                 let p = &mut self.hosts.procs[pid as usize];
                 let disposition = p.elector.handle_response(id, result, local);
-                if disposition == ResponseDisposition::Applied && acquired.is_some() {
-                    if let Some(at) = p.sent.iter().position(|(sent, _)| *sent == id) {
-                        p.anchor = Some(p.sent[at].1);
-                        p.sent.drain(..=at);
-                    }
-                }
-                if disposition != ResponseDisposition::Applied && renewal && p.believed.is_some() {
-                    self.checker.coverage.renewal_lost += 1;
-                }
-                self.tracer.record(
+                self.observers.emit(
                     self.now,
-                    self.hosts.process_host(pid),
-                    Record::ResponseHandled {
+                    &Observation::ResponseHandled {
+                        process: self.hosts.process_ref(pid),
                         request: id.0,
                         disposition,
                         acquired,
+                        renewal,
                     },
                 );
             }
@@ -1446,10 +1322,12 @@ impl Simulation {
                 self.hosts.procs[pid as usize]
                     .elector
                     .handle_request_failed(id, local);
-                self.tracer.record(
+                self.observers.emit(
                     self.now,
-                    self.hosts.process_host(pid),
-                    Record::RequestFailed { request: id.0 },
+                    &Observation::RequestFailed {
+                        process: self.hosts.process_ref(pid),
+                        request: id.0,
+                    },
                 );
             }
             _ => debug_assert!(false, "processes only receive lease answers"),
@@ -1464,12 +1342,15 @@ impl Simulation {
             let endpoint = self.hosts.nodes[p.node as usize].endpoint;
             match output {
                 ElectorOutput::SendLeaseRequest { id, ttl } => {
-                    let sent_at = p.clock.local(self.now);
-                    let sent = &mut self.hosts.procs[pid as usize].sent;
-                    if sent.len() == fenced::MAX_OUTSTANDING {
-                        sent.pop_front();
-                    }
-                    sent.push_back((id, sent_at));
+                    let local = p.clock.local(self.now);
+                    self.observers.emit(
+                        self.now,
+                        &Observation::RequestSent {
+                            process: self.hosts.process_ref(pid),
+                            request: id.0,
+                            local,
+                        },
+                    );
                     let p = &self.hosts.procs[pid as usize];
                     let msg = Message::LeaseRequest {
                         pid,
@@ -1484,6 +1365,7 @@ impl Simulation {
                 ElectorOutput::StopWork { token, reason } => self.end_term(pid, token, &reason),
                 ElectorOutput::Release { token } => {
                     let msg = Message::Release {
+                        pid,
                         incarnation: p.incarnation,
                         owner: p.owner.clone(),
                         token,
@@ -1529,13 +1411,9 @@ impl Simulation {
             generation: p.work_generation,
         };
         self.queue.push(self.now, event);
-        let who = self.hosts.who(pid);
-        self.checker.on_term_start(self.now, who, token);
-        self.tracer.record(
-            self.now,
-            self.hosts.process_host(pid),
-            Record::TermStarted { token },
-        );
+        let process = self.hosts.process_ref(pid);
+        self.observers
+            .emit(self.now, &Observation::TermStarted { process, token });
     }
 
     fn end_term(&mut self, pid: u32, token: FencingToken, reason: &StepDownReason) {
@@ -1543,27 +1421,15 @@ impl Simulation {
         debug_assert_eq!(p.believed, Some(token), "StopWork ends the term in hand");
         p.believed = None;
         p.work_generation = p.work_generation.wrapping_add(1);
-        let spurious = *reason != StepDownReason::Stopped && self.healthy(pid);
-        self.checker
-            .on_term_end(self.now, pid, TermEnd::StepDown(reason), spurious);
-        self.tracer.record(
+        let process = self.hosts.process_ref(pid);
+        self.observers.emit(
             self.now,
-            self.hosts.process_host(pid),
-            Record::TermEnded { token, reason },
+            &Observation::TermEnded {
+                process,
+                token,
+                reason,
+            },
         );
-    }
-
-    /// Whether no fault touched the process, its node's links, or the lease
-    /// store within one lease TTL: a term lost then is a spurious failover.
-    fn healthy(&self, pid: u32) -> bool {
-        let since = self.now.saturating_sub(self.ttl_ns);
-        let p = &self.hosts.procs[pid as usize];
-        let quiet = |d: &Disturbance| d.active == 0 && d.last.is_none_or(|t| t < since);
-        p.pause_depth == 0
-            && p.last_paused_at.is_none_or(|t| t < since)
-            && quiet(&self.disturbances[usize::from(self.hosts.nodes[p.node as usize].endpoint)])
-            && quiet(&self.disturbances[usize::from(STORE_ENDPOINT)])
-            && self.store.pause_depth == 0
     }
 
     fn work_tick(&mut self, pid: u32) {
@@ -1579,26 +1445,6 @@ impl Simulation {
         if p.elector.token_at(local) != Some(token) {
             return;
         }
-        // Invariant `local-deadline`: a unit starts only before the holder's
-        // own deadline, measured from the send time of the request that last
-        // succeeded, on its own clock. Checked from the simulator's record of
-        // what was sent and answered, not from the elector's state.
-        let validity = self.validity;
-        if let Some(anchor) = p.anchor {
-            if local >= anchor + validity {
-                let over = local - (anchor + validity);
-                let owner = p.owner.to_string();
-                let detail = format!(
-                    "{owner} started a unit of work with token {token} {} past its local deadline \
-                     (its last successful request was sent {} earlier by its clock)",
-                    secs(nanos(over)),
-                    secs(nanos(local - anchor))
-                );
-                self.checker
-                    .violation(Invariant::LocalDeadline, self.now, detail, Vec::new());
-            }
-        }
-        let p = &mut self.hosts.procs[pid as usize];
         let unit = p.next_unit;
         p.next_unit += 1;
         let (incarnation, generation) = (p.incarnation, p.work_generation);
@@ -1621,10 +1467,17 @@ impl Simulation {
                 generation,
             },
         );
-        self.tracer.record(
+        // The checker judges `local-deadline` from this and its own record
+        // of the requests sent and answered.
+        let process = self.hosts.process_ref(pid);
+        self.observers.emit(
             self.now,
-            self.hosts.process_host(pid),
-            Record::WorkStarted { token, unit },
+            &Observation::WorkStarted {
+                process,
+                token,
+                unit,
+                local,
+            },
         );
     }
 
@@ -1633,11 +1486,14 @@ impl Simulation {
         if p.believed != Some(token) {
             // The term ended while the unit ran; the worker noticed its
             // cancellation before writing.
-            self.checker.on_cancelled();
-            self.tracer.record(
+            let process = self.hosts.process_ref(pid);
+            self.observers.emit(
                 self.now,
-                self.hosts.process_host(pid),
-                Record::WorkCancelled { token, unit },
+                &Observation::WorkCancelled {
+                    process,
+                    token,
+                    unit,
+                },
             );
             return;
         }
@@ -1651,37 +1507,30 @@ impl Simulation {
             token,
             unit,
         };
-        self.tracer.record(
+        let process = self.hosts.process_ref(pid);
+        self.observers.emit(
             self.now,
-            self.hosts.process_host(pid),
-            Record::WriteSent { token, unit },
+            &Observation::WriteSent {
+                process,
+                token,
+                unit,
+            },
         );
         self.send(endpoint, Dest::Downstream, msg);
     }
 
     fn crash_process(&mut self, pid: u32) {
-        if self.hosts.procs[pid as usize].believed.take().is_some() {
-            self.checker
-                .on_term_end(self.now, pid, TermEnd::Crash, false);
-        }
         let p = &mut self.hosts.procs[pid as usize];
+        p.believed = None;
         p.alive = false;
         p.pause_depth = 0;
         p.deferred = Vec::new();
-        self.record_life(pid, Record::ProcessCrashed);
+        let process = self.hosts.process_ref(pid);
+        self.observers
+            .emit(self.now, &Observation::ProcessCrashed(process));
     }
 
     // ----- faults -----
-
-    fn disturb(&mut self, endpoint: u16, start: bool) {
-        let d = &mut self.disturbances[usize::from(endpoint)];
-        if start {
-            d.active += 1;
-        } else {
-            d.active = d.active.saturating_sub(1);
-        }
-        d.last = Some(self.now);
-    }
 
     fn add_active(&mut self, fault: ActiveFault) -> u32 {
         match self.active_free.pop() {
@@ -1697,40 +1546,43 @@ impl Simulation {
     }
 
     fn schedule_end(&mut self, fault: ActiveFault, duration: u64) {
-        if let Some(mut t) = self.timeline.take() {
+        // Which hosts a fault touches, labelled: only for pictures (it
+        // allocates), so only while a timeline is recorded.
+        if self.observers.timeline.is_some() {
             let slot = self
                 .active_free
                 .last()
                 .copied()
                 .unwrap_or(self.active.len() as u32);
-            let now = self.now;
-            let name = |e: u16| self.hosts.endpoint_name(e).to_string();
-            let spans: Vec<(String, String)> = match &fault {
+            let h = &self.hosts;
+            let label = |text: &str| text.to_string();
+            let spans: Vec<(HostRef<'_>, String)> = match &fault {
                 ActiveFault::PauseProcesses(pids) => pids
                     .iter()
-                    .map(|(pid, _)| {
-                        (
-                            self.hosts.procs[*pid as usize].owner.to_string(),
-                            "pause".to_string(),
-                        )
-                    })
+                    .map(|(pid, _)| (HostRef::Process(h.process_ref(*pid)), label("pause")))
                     .collect(),
-                ActiveFault::PauseStore => vec![(LEASE_STORE.to_string(), "pause".to_string())],
-                ActiveFault::PauseDownstream => vec![(DOWNSTREAM.to_string(), "pause".to_string())],
-                ActiveFault::Isolate(e) => vec![(name(*e), "isolated".to_string())],
-                ActiveFault::Cut(a, b) => vec![
-                    (name(*a), format!("cut to {}", name(*b))),
-                    (name(*b), format!("cut from {}", name(*a))),
-                ],
+                ActiveFault::PauseStore => vec![(HostRef::LeaseStore, label("pause"))],
+                ActiveFault::PauseDownstream => vec![(HostRef::Downstream, label("pause"))],
+                ActiveFault::Isolate(e) => vec![(h.endpoint_ref(*e), label("isolated"))],
+                ActiveFault::Cut(a, b) => {
+                    let (a, b) = (h.endpoint_ref(*a), h.endpoint_ref(*b));
+                    vec![
+                        (a, format!("cut to {}", b.name())),
+                        (b, format!("cut from {}", a.name())),
+                    ]
+                }
                 ActiveFault::Partition { members, .. } => members
                     .iter()
-                    .map(|e| (name(*e), "partition".to_string()))
+                    .map(|e| (h.endpoint_ref(*e), label("partition")))
                     .collect(),
             };
-            for (i, (host, label)) in spans.iter().enumerate() {
-                t.fault_began(format!("{slot:08}/{i:04}"), host, label, now);
-            }
-            self.timeline = Some(t);
+            self.observers.emit(
+                self.now,
+                &Observation::FaultBegan {
+                    slot,
+                    spans: &spans,
+                },
+            );
         }
         let slot = self.add_active(fault);
         self.queue.push(
@@ -1761,16 +1613,7 @@ impl Simulation {
                     self.hosts.endpoint_of_host(&to),
                 ) {
                     self.net.cut(a, b, true);
-                    self.disturb(a, true);
-                    self.disturb(b, true);
-                    self.tracer.record(
-                        self.now,
-                        self.hosts.endpoint_host(a),
-                        Record::Cut {
-                            to: self.hosts.endpoint_host(b),
-                            start: true,
-                        },
-                    );
+                    self.observe_cut(a, b, true);
                     self.schedule_end(ActiveFault::Cut(a, b), nanos(duration));
                 }
             }
@@ -1796,17 +1639,7 @@ impl Simulation {
                     .filter(|&e| group_of[usize::from(e)] != BRIDGE)
                     .collect();
                 self.net.partition(Some(group_of));
-                for &e in &members {
-                    self.disturb(e, true);
-                }
-                self.tracer.record(
-                    self.now,
-                    self.hosts.endpoint_host(STORE_ENDPOINT),
-                    Record::Partitioned {
-                        start: true,
-                        groups: &text,
-                    },
-                );
+                self.observe_partition(&text, &members, true);
                 self.schedule_end(ActiveFault::Partition { text, members }, nanos(duration));
             }
             FaultSpec::Crash {
@@ -1827,6 +1660,26 @@ impl Simulation {
         }
     }
 
+    fn observe_cut(&mut self, from: u16, to: u16, start: bool) {
+        let h = &self.hosts;
+        let (from, to) = (h.endpoint_ref(from), h.endpoint_ref(to));
+        self.observers
+            .emit(self.now, &Observation::Cut { from, to, start });
+    }
+
+    fn observe_partition(&mut self, groups: &str, members: &[u16], start: bool) {
+        let h = &self.hosts;
+        let members: Vec<HostRef<'_>> = members.iter().map(|&e| h.endpoint_ref(e)).collect();
+        self.observers.emit(
+            self.now,
+            &Observation::Partitioned {
+                start,
+                groups,
+                members: &members,
+            },
+        );
+    }
+
     fn node_alive(&self, node: u32) -> bool {
         self.hosts.nodes[node as usize]
             .pids
@@ -1845,14 +1698,7 @@ impl Simulation {
             return;
         }
         self.healed = true;
-        self.tracer.record(
-            self.now,
-            self.hosts.endpoint_host(STORE_ENDPOINT),
-            Record::Healed,
-        );
-        if let Some(t) = self.timeline.as_mut() {
-            t.healed(self.now);
-        }
+        self.observers.emit(self.now, &Observation::Healed);
         for slot in 0..self.active.len() as u32 {
             self.end_fault(slot);
         }
@@ -1891,22 +1737,20 @@ impl Simulation {
 
     /// Traces a node fault that found nothing to act on.
     fn skipped(&mut self, node: u32, what: Skipped) {
-        let endpoint = self.hosts.nodes[node as usize].endpoint;
-        self.tracer.record(
-            self.now,
-            self.hosts.endpoint_host(endpoint),
-            Record::Skipped(what),
-        );
+        let node = self.hosts.node_ref(node);
+        self.observers
+            .emit(self.now, &Observation::Skipped { node, what });
+    }
+
+    fn observe_isolation(&mut self, endpoint: u16, start: bool) {
+        let host = self.hosts.endpoint_ref(endpoint);
+        self.observers
+            .emit(self.now, &Observation::Isolated { host, start });
     }
 
     fn isolate(&mut self, endpoint: u16) -> ActiveFault {
         self.net.isolate(endpoint, true);
-        self.disturb(endpoint, true);
-        self.tracer.record(
-            self.now,
-            self.hosts.endpoint_host(endpoint),
-            Record::Isolated { start: true },
-        );
+        self.observe_isolation(endpoint, true);
         ActiveFault::Isolate(endpoint)
     }
 
@@ -1914,25 +1758,26 @@ impl Simulation {
         match host {
             LEASE_STORE => {
                 self.store.pause_depth += 1;
-                self.disturb(STORE_ENDPOINT, true);
-                if self.store.pause_depth == 1 {
-                    self.tracer.record(
-                        self.now,
-                        self.hosts.endpoint_host(STORE_ENDPOINT),
-                        Record::Paused,
-                    );
-                }
+                let depth = self.store.pause_depth;
+                self.observers.emit(
+                    self.now,
+                    &Observation::Paused {
+                        host: HostRef::LeaseStore,
+                        depth,
+                    },
+                );
                 Some(ActiveFault::PauseStore)
             }
             DOWNSTREAM => {
                 self.downstream.pause_depth += 1;
-                if self.downstream.pause_depth == 1 {
-                    self.tracer.record(
-                        self.now,
-                        self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT),
-                        Record::Paused,
-                    );
-                }
+                let depth = self.downstream.pause_depth;
+                self.observers.emit(
+                    self.now,
+                    &Observation::Paused {
+                        host: HostRef::Downstream,
+                        depth,
+                    },
+                );
                 Some(ActiveFault::PauseDownstream)
             }
             name => {
@@ -1951,15 +1796,13 @@ impl Simulation {
             .collect();
         let mut paused = Vec::with_capacity(pids.len());
         for pid in pids {
-            let now = self.now;
             let p = &mut self.hosts.procs[pid as usize];
             p.pause_depth += 1;
-            p.last_paused_at = Some(now);
+            let depth = p.pause_depth;
             paused.push((pid, p.incarnation));
-            if p.pause_depth == 1 {
-                self.tracer
-                    .record(self.now, self.hosts.process_host(pid), Record::Paused);
-            }
+            let host = HostRef::Process(self.hosts.process_ref(pid));
+            self.observers
+                .emit(self.now, &Observation::Paused { host, depth });
         }
         ActiveFault::PauseProcesses(paused)
     }
@@ -1969,90 +1812,78 @@ impl Simulation {
             return;
         };
         self.active_free.push(slot);
-        if let Some(t) = self.timeline.as_mut() {
-            t.faults_ended(&format!("{slot:08}/"), self.now);
-        }
+        self.observers
+            .emit(self.now, &Observation::FaultEnded { slot });
         match fault {
             ActiveFault::PauseProcesses(pids) => {
                 for (pid, incarnation) in pids {
-                    let now = self.now;
                     let p = &mut self.hosts.procs[pid as usize];
                     if !p.alive || p.incarnation != incarnation || p.pause_depth == 0 {
                         continue;
                     }
                     p.pause_depth -= 1;
-                    p.last_paused_at = Some(now);
-                    if p.pause_depth == 0 {
-                        let deferred = mem::take(&mut p.deferred);
-                        let host = self.hosts.process_host(pid);
-                        self.tracer.record(self.now, host, Self::resumed(&deferred));
-                        self.replay(deferred);
-                    }
+                    let depth = p.pause_depth;
+                    let deferred = if depth == 0 {
+                        mem::take(&mut p.deferred)
+                    } else {
+                        Vec::new()
+                    };
+                    self.resumed(Target::Process { pid, incarnation }, depth, deferred);
                 }
             }
             ActiveFault::PauseStore => {
                 self.store.pause_depth -= 1;
-                self.disturb(STORE_ENDPOINT, false);
-                if self.store.pause_depth == 0 {
-                    let deferred = mem::take(&mut self.store.deferred);
-                    let host = self.hosts.endpoint_host(STORE_ENDPOINT);
-                    self.tracer.record(self.now, host, Self::resumed(&deferred));
-                    self.replay(deferred);
-                }
+                let depth = self.store.pause_depth;
+                let deferred = if depth == 0 {
+                    mem::take(&mut self.store.deferred)
+                } else {
+                    Vec::new()
+                };
+                self.resumed(Target::Store, depth, deferred);
             }
             ActiveFault::PauseDownstream => {
                 self.downstream.pause_depth -= 1;
-                if self.downstream.pause_depth == 0 {
-                    let deferred = mem::take(&mut self.downstream.deferred);
-                    let host = self.hosts.endpoint_host(DOWNSTREAM_ENDPOINT);
-                    self.tracer.record(self.now, host, Self::resumed(&deferred));
-                    self.replay(deferred);
-                }
+                let depth = self.downstream.pause_depth;
+                let deferred = if depth == 0 {
+                    mem::take(&mut self.downstream.deferred)
+                } else {
+                    Vec::new()
+                };
+                self.resumed(Target::Downstream, depth, deferred);
             }
             ActiveFault::Isolate(endpoint) => {
                 self.net.isolate(endpoint, false);
-                self.disturb(endpoint, false);
-                self.tracer.record(
-                    self.now,
-                    self.hosts.endpoint_host(endpoint),
-                    Record::Isolated { start: false },
-                );
+                self.observe_isolation(endpoint, false);
             }
             ActiveFault::Cut(a, b) => {
                 self.net.cut(a, b, false);
-                self.disturb(a, false);
-                self.disturb(b, false);
-                self.tracer.record(
-                    self.now,
-                    self.hosts.endpoint_host(a),
-                    Record::Cut {
-                        to: self.hosts.endpoint_host(b),
-                        start: false,
-                    },
-                );
+                self.observe_cut(a, b, false);
             }
             ActiveFault::Partition { text, members } => {
                 self.net.partition(None);
-                for e in members {
-                    self.disturb(e, false);
-                }
-                self.tracer.record(
-                    self.now,
-                    self.hosts.endpoint_host(STORE_ENDPOINT),
-                    Record::Partitioned {
-                        start: false,
-                        groups: &text,
-                    },
-                );
+                self.observe_partition(&text, &members, false);
             }
         }
     }
 
-    /// The trace record of a host resuming with `deferred` queued events.
-    fn resumed(deferred: &[Event]) -> Record<'static> {
-        Record::Resumed {
-            deferred: deferred.len() as u64,
-        }
+    /// Observes a pause of `host` ending, `depth` pauses still in effect; at
+    /// depth 0 the host handles what queued while it was paused.
+    fn resumed(&mut self, host: Target, depth: u32, deferred: Vec<Event>) {
+        let host = match host {
+            Target::Store => HostRef::LeaseStore,
+            Target::Downstream => HostRef::Downstream,
+            Target::Process { pid, .. } => HostRef::Process(self.hosts.process_ref(pid)),
+            Target::Engine => unreachable!("only hosts pause"),
+        };
+        self.observers.emit(
+            self.now,
+            &Observation::Resumed {
+                host,
+                depth,
+                deferred: deferred.len() as u64,
+            },
+        );
+        self.replay(deferred);
     }
 
     /// Handles events that queued while their host was paused, in order, now.
@@ -2124,10 +1955,12 @@ impl Simulation {
 
     /// The report as of now (normally called after [`run_to_end`](Self::run_to_end)).
     pub fn report(&self) -> Report {
-        // Close the belief measures at `now` on a copy, so that a report can
-        // be taken at any time and the run continued.
-        let mut checker_view = self.checker.clone();
-        checker_view.close(self.now);
+        // The verdict closes the belief measures at `now` on a copy, so that
+        // a report can be taken at any time and the run continued.
+        let verdict = self
+            .observers
+            .checker
+            .verdict(SimTime::from_nanos(self.now));
         let max_token = self
             .store
             .state
@@ -2144,42 +1977,35 @@ impl Simulation {
             seed: self.seed,
             virtual_ms: ms(self.now),
             events: self.events,
-            trace_hash: format!("{:016x}", self.tracer.hash()),
-            split_brain: self.checker.split_brain_total > 0,
-            violations: self.checker.violations.clone(),
-            terms: checker_view.terms,
-            leader_changes: self.checker.leader_changes,
-            failovers: self.checker.failovers.clone(),
-            writes: self.checker.writes.clone(),
+            trace_hash: format!("{:016x}", self.observers.tracer.hash()),
+            split_brain: verdict.split_brain_total > 0,
+            violations: verdict.violations,
+            terms: verdict.terms,
+            leader_changes: verdict.leader_changes,
+            failovers: verdict.failovers,
+            writes: verdict.writes,
             expect: Default::default(),
-            violations_total: self.checker.violations_total,
+            violations_total: verdict.violations_total,
             fencing: self.scenario.fencing,
-            overlap_ms: ms(checker_view.overlap_ns),
-            leaderless_ms: ms(checker_view.leaderless_ns),
-            spurious_failovers: self.checker.spurious_failovers,
+            overlap_ms: ms(nanos(verdict.overlap)),
+            leaderless_ms: ms(nanos(verdict.leaderless)),
+            spurious_failovers: verdict.spurious_failovers,
             max_token,
             membership: crate::report::MembershipReport {
                 live_at_end,
-                ..self.checker.membership.clone()
+                ..verdict.membership
             },
-            coverage: self.checker.coverage.clone(),
+            coverage: verdict.coverage,
             unjudged_writes: self.unjudged_writes(),
             planted_bug: self.planted_bug_name(),
         };
-        let leader_at_end = self.leader_at_end();
-        if let Some(violation) = self.liveness_violation(leader_at_end) {
-            report.violations_total += 1;
-            if report.violations.len() < crate::report::MAX_VIOLATIONS_LISTED {
-                report.violations.push(violation);
-            }
-        }
         report.expect = evaluate(
             &self.expect,
             &report,
-            self.checker.split_brain_total,
-            self.checker.max_failover_ns,
-            checker_view.overlap_ns,
-            leader_at_end,
+            verdict.split_brain_total,
+            nanos(verdict.max_failover),
+            nanos(verdict.overlap),
+            verdict.leader_at_end,
         );
         report
     }
@@ -2238,7 +2064,7 @@ impl Simulation {
         }
         writes.sort();
         let total = writes.len() as u64;
-        let newest = self.checker.highest_granted();
+        let newest = self.observers.checker.highest_granted();
         let older_term = writes.iter().filter(|w| w.token < newest).count() as u64;
         writes.truncate(MAX_UNJUDGED_LISTED);
         UnjudgedWrites {
@@ -2259,59 +2085,9 @@ impl Simulation {
         }
     }
 
-    /// The `liveness` violation of a finished run with a liveness phase that
-    /// did not converge to one leader with accepted writes.
-    fn liveness_violation(&self, leader_at_end: bool) -> Option<crate::report::Violation> {
-        let heal_at = nanos(self.scenario.heal_at?);
-        if leader_at_end || self.now < self.end || self.now <= heal_at {
-            return None;
-        }
-        let mut events: Vec<String> = self
-            .hosts
-            .procs
-            .iter()
-            .filter(|p| p.alive)
-            .filter_map(|p| {
-                p.believed
-                    .map(|t| format!("{} believes it leads with token {t}", p.owner))
-            })
-            .collect();
-        if let Some((token, last)) = self.checker.fence() {
-            events.push(format!(
-                "the downstream last accepted token {token} at {}",
-                secs(last)
-            ));
-        }
-        Some(crate::report::Violation {
-            invariant: Invariant::Liveness.name().to_string(),
-            at_ms: ms(self.now),
-            detail: format!(
-                "{} after every fault was healed at {}, there was no single leader whose writes the downstream accepted",
-                secs(self.now - heal_at),
-                secs(heal_at)
-            ),
-            events,
-        })
-    }
-
-    /// Whether exactly one live process leads now and the downstream accepted
-    /// its token recently (two write intervals, one unit and two latencies).
-    /// Used for `leader_at_end`, the liveness check and quiescence.
     fn leader_at_end(&self) -> bool {
-        let mut leaders = self
-            .hosts
-            .procs
-            .iter()
-            .filter(|p| p.alive)
-            .filter_map(|p| p.believed);
-        let (Some(leader), None) = (leaders.next(), leaders.next()) else {
-            return false;
-        };
-        let recent = 2 * nanos(self.scenario.work.write_interval)
-            + 2 * self.net.latency_max()
-            + nanos(self.scenario.work.work_duration);
-        self.checker.fence().is_some_and(|(token, last)| {
-            token == leader.get() && self.now.saturating_sub(last) <= recent
-        })
+        self.observers
+            .checker
+            .leader_at(SimTime::from_nanos(self.now))
     }
 }

@@ -8,7 +8,10 @@
 
 use std::collections::BTreeMap;
 
+use fenced::{LeaseResult, WriteOutcome};
 use serde::{Deserialize, Serialize};
+
+use crate::observation::{Observation, Observer, SimTime};
 
 /// The most entries kept in each list of a timeline.
 pub const MAX_MARKS: usize = 200_000;
@@ -123,6 +126,9 @@ pub(crate) struct Recorder {
     holding: Option<(Holding, u64)>,
     /// Faults in progress by key (slot or host), with their start.
     open: BTreeMap<String, (String, String, u64)>,
+    /// The highest token the downstream accepted: an accepted write below it
+    /// is a split-brain write.
+    highest_accepted: Option<u64>,
 }
 
 fn push<T>(list: &mut Vec<T>, dropped: &mut u64, item: T) {
@@ -294,5 +300,71 @@ impl Recorder {
             .faults
             .sort_by(|a, b| (a.start_ns, &a.host).cmp(&(b.start_ns, &b.host)));
         timeline
+    }
+}
+
+impl Observer for Recorder {
+    fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
+        let at = at.as_nanos();
+        match *observation {
+            Observation::ProcessStarted(p) => {
+                self.started(at, p.owner.as_str(), p.node.id.as_str())
+            }
+            Observation::ProcessCrashed(p) => {
+                self.crashed(at, p.owner.as_str(), p.node.id.as_str())
+            }
+            Observation::Healed => self.healed(at),
+            Observation::LeaseHandled { from, result, .. } => {
+                let (owner, node) = (from.owner.as_str(), from.node.id.as_str());
+                match result {
+                    LeaseResult::Granted { token, expires_at } => {
+                        self.granted(at, owner, node, token.get(), expires_at.as_nanos())
+                    }
+                    LeaseResult::Renewed { token, expires_at } => {
+                        self.renewed(at, owner, node, token.get(), expires_at.as_nanos())
+                    }
+                    LeaseResult::Held { .. } => self.refused(at, owner, node),
+                }
+            }
+            Observation::ReleaseHandled {
+                from,
+                token,
+                released: true,
+            } => self.released(at, from.owner.as_str(), token.get()),
+            Observation::WriteHandled {
+                from,
+                token,
+                outcome,
+                ..
+            } => {
+                let token = token.get();
+                let accepted = *outcome == WriteOutcome::Accepted;
+                let split_brain = accepted && self.highest_accepted.is_some_and(|h| token < h);
+                if accepted {
+                    self.highest_accepted =
+                        Some(self.highest_accepted.map_or(token, |h| h.max(token)));
+                }
+                self.wrote(WriteMark {
+                    at_ns: at,
+                    owner: from.owner.to_string(),
+                    node: from.node.id.to_string(),
+                    token,
+                    fate: match outcome {
+                        WriteOutcome::Accepted => WriteFate::Accepted,
+                        WriteOutcome::RejectedStale { .. } => WriteFate::RejectedStale,
+                        WriteOutcome::RejectedWrongWriter { .. } => WriteFate::RejectedWrongWriter,
+                    },
+                    split_brain,
+                });
+            }
+            Observation::LiveMembers(count) => self.live(at, count),
+            Observation::FaultBegan { slot, spans } => {
+                for (i, (host, label)) in spans.iter().enumerate() {
+                    self.fault_began(format!("{slot:08}/{i:04}"), host.name(), label, at);
+                }
+            }
+            Observation::FaultEnded { slot } => self.faults_ended(&format!("{slot:08}/"), at),
+            _ => {}
+        }
     }
 }

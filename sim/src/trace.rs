@@ -15,23 +15,10 @@ use std::io::{self, Write};
 
 use fenced::{FencingToken, LeaseResult, ResponseDisposition, StepDownReason, WriteOutcome};
 
+use crate::observation::{
+    DropReason, HostRef, MessageKind, Observation, Observer, SimTime, Skipped,
+};
 use crate::rng::mix64;
-
-const HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
-const HASH_MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
-
-/// Why a message never arrived.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DropReason {
-    /// Random loss.
-    Lost,
-    /// A cut, an isolation or a partition (at send or delivery time).
-    LinkDown,
-    /// The receiving process had died.
-    ProcessGone,
-    /// The receiver was paused and its queue of pending messages was full.
-    QueueFull,
-}
 
 impl DropReason {
     fn code(self) -> u64 {
@@ -47,17 +34,6 @@ impl DropReason {
     }
 }
 
-/// The kind of a message, for drop records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MessageKind {
-    LeaseRequest,
-    LeaseResponse,
-    LeaseFailed,
-    Release,
-    Heartbeat,
-    Write,
-}
-
 impl MessageKind {
     fn text(self) -> &'static str {
         match self {
@@ -71,38 +47,45 @@ impl MessageKind {
     }
 }
 
+const HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
+const HASH_MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
+
 /// A host as traces name and hash it.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct HostRef<'a> {
+struct TraceHost<'a> {
     /// Stable numeric identity: 0 lease-store, 1 downstream, 2.. endpoints
     /// of nodes; processes add their incarnation in the high bits.
-    pub(crate) code: u64,
-    pub(crate) name: &'a str,
+    code: u64,
+    name: &'a str,
 }
 
-impl<'a> HostRef<'a> {
-    /// A process: its node's endpoint, with the incarnation in the high bits
-    /// (so two lives of one node hash differently), named by its owner.
-    pub(crate) fn process(endpoint: u16, incarnation: u32, owner: &'a str) -> Self {
-        HostRef {
-            code: u64::from(endpoint) | (u64::from(incarnation) << 32),
-            name: owner,
+/// The endpoint of the first node; the lease store is 0, the downstream 1.
+const FIRST_NODE_CODE: u64 = 2;
+
+impl<'a> TraceHost<'a> {
+    /// Stable codes: 0 lease-store, 1 downstream, `2 + index` a node as an
+    /// endpoint; a process is its node's code with the incarnation in the
+    /// high bits (so two lives of one node hash differently), named by its
+    /// owner.
+    fn of(host: HostRef<'a>) -> Self {
+        let code = match host {
+            HostRef::LeaseStore => 0,
+            HostRef::Downstream => 1,
+            HostRef::Node(node) => FIRST_NODE_CODE + u64::from(node.index),
+            HostRef::Process(p) => {
+                (FIRST_NODE_CODE + u64::from(p.node.index)) | (u64::from(p.incarnation) << 32)
+            }
+        };
+        TraceHost {
+            code,
+            name: host.name(),
         }
     }
 }
 
-/// A node fault that found nothing to act on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Skipped {
-    /// A crash of a node with no live process (down, or not started yet).
-    CrashOfDownNode,
-    /// A restart (or the first start) of a node that already runs a process.
-    StartOfRunningNode,
-}
-
 /// One thing that happened.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Record<'a> {
+enum Record<'a> {
     ProcessStarted,
     ProcessCrashed,
     Skipped(Skipped),
@@ -115,7 +98,7 @@ pub(crate) enum Record<'a> {
         start: bool,
     },
     Cut {
-        to: HostRef<'a>,
+        to: TraceHost<'a>,
         start: bool,
     },
     Partitioned {
@@ -123,31 +106,31 @@ pub(crate) enum Record<'a> {
         groups: &'a str,
     },
     Dropped {
-        to: HostRef<'a>,
+        to: TraceHost<'a>,
         kind: MessageKind,
         reason: DropReason,
     },
     LeaseHandled {
-        from: HostRef<'a>,
+        from: TraceHost<'a>,
         request: u64,
         result: &'a LeaseResult,
     },
     LeaseRejected {
-        from: HostRef<'a>,
+        from: TraceHost<'a>,
         request: u64,
         error: &'a str,
     },
     ReleaseHandled {
-        from: HostRef<'a>,
+        from: TraceHost<'a>,
         token: FencingToken,
         released: bool,
     },
     HeartbeatHandled {
-        from: HostRef<'a>,
+        from: TraceHost<'a>,
         joined: bool,
     },
     MemberLeft {
-        node: HostRef<'a>,
+        node: TraceHost<'a>,
     },
     ResponseHandled {
         request: u64,
@@ -177,7 +160,7 @@ pub(crate) enum Record<'a> {
         unit: u64,
     },
     WriteHandled {
-        from: HostRef<'a>,
+        from: TraceHost<'a>,
         token: FencingToken,
         unit: u64,
         outcome: &'a WriteOutcome,
@@ -241,7 +224,7 @@ impl Tracer {
 
     /// Records that `rec` happened at true time `t` on `host`.
     #[inline]
-    pub(crate) fn record(&mut self, t: u64, host: HostRef<'_>, rec: Record<'_>) {
+    fn record(&mut self, t: u64, host: TraceHost<'_>, rec: Record<'_>) {
         self.records += 1;
         self.word(t);
         self.word(host.code);
@@ -407,7 +390,7 @@ impl Tracer {
         }
     }
 
-    fn write_line(&mut self, t: u64, host: HostRef<'_>, rec: &Record<'_>) {
+    fn write_line(&mut self, t: u64, host: TraceHost<'_>, rec: &Record<'_>) {
         use std::fmt::Write as _;
         self.line.clear();
         let _ = write!(
@@ -550,5 +533,190 @@ impl Tracer {
                 }
             }
         }
+    }
+}
+
+impl Observer for Tracer {
+    /// Folds the observation into the hash (and writes its line) when it is
+    /// a trace record; trace-silent observations and pauses nested inside
+    /// another pause leave the trace as it is.
+    #[inline]
+    fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
+        let t = at.as_nanos();
+        let host = TraceHost::of;
+        let (on, record) = match *observation {
+            Observation::ProcessStarted(p) => (host(HostRef::Process(p)), Record::ProcessStarted),
+            Observation::ProcessCrashed(p) => (host(HostRef::Process(p)), Record::ProcessCrashed),
+            Observation::Skipped { node, what } => {
+                (host(HostRef::Node(node)), Record::Skipped(what))
+            }
+            Observation::Healed => (host(HostRef::LeaseStore), Record::Healed),
+            Observation::Paused { host: h, depth } => {
+                if depth != 1 {
+                    return;
+                }
+                (host(h), Record::Paused)
+            }
+            Observation::Resumed {
+                host: h,
+                depth,
+                deferred,
+            } => {
+                if depth != 0 {
+                    return;
+                }
+                (host(h), Record::Resumed { deferred })
+            }
+            Observation::Isolated { host: h, start } => (host(h), Record::Isolated { start }),
+            Observation::Cut { from, to, start } => (
+                host(from),
+                Record::Cut {
+                    to: host(to),
+                    start,
+                },
+            ),
+            Observation::Partitioned { start, groups, .. } => (
+                host(HostRef::LeaseStore),
+                Record::Partitioned { start, groups },
+            ),
+            Observation::Dropped {
+                from,
+                to,
+                kind,
+                reason,
+                ..
+            } => (
+                host(from),
+                Record::Dropped {
+                    to: host(to),
+                    kind,
+                    reason,
+                },
+            ),
+            Observation::LeaseHandled {
+                from,
+                request,
+                result,
+            } => (
+                host(HostRef::LeaseStore),
+                Record::LeaseHandled {
+                    from: host(HostRef::Process(from)),
+                    request,
+                    result,
+                },
+            ),
+            Observation::LeaseRejected {
+                from,
+                request,
+                error,
+            } => (
+                host(HostRef::LeaseStore),
+                Record::LeaseRejected {
+                    from: host(HostRef::Process(from)),
+                    request,
+                    error,
+                },
+            ),
+            Observation::ReleaseHandled {
+                from,
+                token,
+                released,
+            } => (
+                host(HostRef::LeaseStore),
+                Record::ReleaseHandled {
+                    from: host(HostRef::Process(from)),
+                    token,
+                    released,
+                },
+            ),
+            Observation::HeartbeatHandled { from, joined } => (
+                host(HostRef::LeaseStore),
+                Record::HeartbeatHandled {
+                    from: host(HostRef::Process(from)),
+                    joined,
+                },
+            ),
+            Observation::MemberLeft(node) => (
+                host(HostRef::LeaseStore),
+                Record::MemberLeft {
+                    node: host(HostRef::Node(node)),
+                },
+            ),
+            Observation::ResponseHandled {
+                process,
+                request,
+                disposition,
+                acquired,
+                ..
+            } => (
+                host(HostRef::Process(process)),
+                Record::ResponseHandled {
+                    request,
+                    disposition,
+                    acquired,
+                },
+            ),
+            Observation::RequestFailed { process, request } => (
+                host(HostRef::Process(process)),
+                Record::RequestFailed { request },
+            ),
+            Observation::TermStarted { process, token } => (
+                host(HostRef::Process(process)),
+                Record::TermStarted { token },
+            ),
+            Observation::TermEnded {
+                process,
+                token,
+                reason,
+            } => (
+                host(HostRef::Process(process)),
+                Record::TermEnded { token, reason },
+            ),
+            Observation::WorkStarted {
+                process,
+                token,
+                unit,
+                ..
+            } => (
+                host(HostRef::Process(process)),
+                Record::WorkStarted { token, unit },
+            ),
+            Observation::WriteSent {
+                process,
+                token,
+                unit,
+            } => (
+                host(HostRef::Process(process)),
+                Record::WriteSent { token, unit },
+            ),
+            Observation::WorkCancelled {
+                process,
+                token,
+                unit,
+            } => (
+                host(HostRef::Process(process)),
+                Record::WorkCancelled { token, unit },
+            ),
+            Observation::WriteHandled {
+                from,
+                token,
+                unit,
+                outcome,
+            } => (
+                host(HostRef::Downstream),
+                Record::WriteHandled {
+                    from: host(HostRef::Process(from)),
+                    token,
+                    unit,
+                    outcome,
+                },
+            ),
+            Observation::RequestSent { .. }
+            | Observation::MemberJoined(_)
+            | Observation::LiveMembers(_)
+            | Observation::FaultBegan { .. }
+            | Observation::FaultEnded { .. } => return,
+        };
+        self.record(t, on, record);
     }
 }

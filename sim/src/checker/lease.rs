@@ -1,0 +1,152 @@
+//! `token-monotonic` and `lease-exclusive`: the checker's own view of the
+//! role's lease, from the store's answers.
+
+use fenced::{FencingToken, LeaseResult, OwnerId};
+
+use super::Checker;
+use crate::observation::{ProcessId, ProcessRef};
+use crate::report::Invariant;
+use crate::units::secs;
+
+/// The checker's picture of the role's lease.
+#[derive(Clone, Debug)]
+pub(super) struct LeaseView {
+    owner: OwnerId,
+    pid: ProcessId,
+    token: u64,
+    expires_at: u64,
+    granted_at: u64,
+}
+
+impl Checker {
+    fn lease_evidence(&self) -> Vec<String> {
+        self.lease
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} lease-store granted token {} to {}, expiring {}",
+                    secs(l.granted_at),
+                    l.token,
+                    l.owner,
+                    secs(l.expires_at)
+                )
+            })
+            .collect()
+    }
+
+    /// The lease store answered `who`'s request at store time `now`.
+    pub(super) fn on_lease_result(&mut self, now: u64, who: ProcessRef<'_>, result: &LeaseResult) {
+        match result {
+            LeaseResult::Granted { token, expires_at } => {
+                // Coverage: a new term while the previous holder is frozen.
+                if let Some(prev) = self.lease.as_ref().map(|l| l.pid) {
+                    if prev != who.id && self.lives.paused_alive(prev) {
+                        self.coverage.takeover_during_pause += 1;
+                    }
+                }
+                let token = token.get();
+                if token <= self.highest_granted {
+                    let events = self.lease_evidence();
+                    self.violate(
+                        Invariant::TokenMonotonic,
+                        now,
+                        format!(
+                            "lease-store granted token {token} to {}, but token {} was already granted",
+                            who.owner, self.highest_granted
+                        ),
+                        events,
+                    );
+                }
+                if let Some(prev) = self.lease.as_ref().filter(|l| now < l.expires_at) {
+                    if prev.owner != *who.owner {
+                        let events = self.lease_evidence();
+                        let detail = format!(
+                            "lease-store granted token {token} to {} while {} held token {} live until {}",
+                            who.owner,
+                            prev.owner,
+                            prev.token,
+                            secs(prev.expires_at)
+                        );
+                        self.violate(Invariant::LeaseExclusive, now, detail, events);
+                    }
+                }
+                self.highest_granted = self.highest_granted.max(token);
+                self.lease = Some(LeaseView {
+                    owner: who.owner.clone(),
+                    pid: who.id,
+                    token,
+                    expires_at: expires_at.as_nanos(),
+                    granted_at: now,
+                });
+            }
+            LeaseResult::Renewed { token, expires_at } => {
+                let token = token.get();
+                // The common case: the live holder renews its own term.
+                if let Some(view) = self
+                    .lease
+                    .as_mut()
+                    .filter(|v| v.owner == *who.owner && now < v.expires_at && v.token == token)
+                {
+                    view.expires_at = expires_at.as_nanos();
+                    return;
+                }
+                match self.lease.as_ref() {
+                    Some(view) if view.owner == *who.owner && now < view.expires_at => {
+                        let detail = format!(
+                            "a renewal by {} changed token {} to {token}",
+                            who.owner, view.token
+                        );
+                        let events = self.lease_evidence();
+                        self.violate(Invariant::TokenMonotonic, now, detail, events);
+                        self.highest_granted = self.highest_granted.max(token);
+                    }
+                    Some(view) if now < view.expires_at => {
+                        let detail = format!(
+                            "lease-store renewed token {token} for {} while {} held token {} live until {}",
+                            who.owner,
+                            view.owner,
+                            view.token,
+                            secs(view.expires_at)
+                        );
+                        let events = self.lease_evidence();
+                        self.violate(Invariant::LeaseExclusive, now, detail, events);
+                    }
+                    _ => {
+                        let detail = format!(
+                            "lease-store renewed token {token} for {}, whose lease was not live: a lapsed lease must be re-granted with a new token",
+                            who.owner
+                        );
+                        let events = self.lease_evidence();
+                        self.violate(Invariant::TokenMonotonic, now, detail, events);
+                    }
+                }
+                let granted_at = self.lease.as_ref().map_or(now, |l| l.granted_at);
+                self.lease = Some(LeaseView {
+                    owner: who.owner.clone(),
+                    pid: who.id,
+                    token,
+                    expires_at: expires_at.as_nanos(),
+                    granted_at,
+                });
+            }
+            LeaseResult::Held { .. } => self.coverage.refused += 1,
+        }
+    }
+
+    /// The lease store handled a release; `released` if it freed the lease.
+    pub(super) fn on_release(&mut self, owner: &OwnerId, token: FencingToken, released: bool) {
+        if released
+            && self
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.owner == *owner && l.token == token.get())
+        {
+            self.lease = None;
+        }
+    }
+
+    /// The evidence of the lease, for other invariants' reports.
+    pub(super) fn lease_events(&self) -> Vec<String> {
+        self.lease_evidence()
+    }
+}

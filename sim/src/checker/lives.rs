@@ -1,0 +1,412 @@
+//! Processes and what they believe: lives (`unique-owner`), pauses and
+//! network disturbances (for spurious failovers), terms (belief overlap,
+//! leaderless time, leader changes), each process's requests and anchor
+//! (`local-deadline`), and membership.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use fenced::{FencingToken, Instant, OwnerId, ResponseDisposition, StepDownReason};
+
+use super::Checker;
+use crate::observation::{HostRef, ProcessId, ProcessRef};
+use crate::report::{Invariant, Term, MAX_TERMS_LISTED, RUN_ENDED};
+use crate::units::{ms, nanos, secs};
+
+/// Why a process stopped believing it leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TermEnd<'a> {
+    /// Its elector stepped down.
+    StepDown(&'a StepDownReason),
+    /// The process crashed.
+    Crash,
+}
+
+impl TermEnd<'_> {
+    /// The reason as reports spell it.
+    fn name(self) -> &'static str {
+        match self {
+            TermEnd::StepDown(StepDownReason::LocalDeadline) => "local-deadline",
+            TermEnd::StepDown(StepDownReason::Superseded { .. }) => "superseded",
+            TermEnd::StepDown(StepDownReason::NewTerm { .. }) => "new-term",
+            TermEnd::StepDown(StepDownReason::Stopped) => "stopped",
+            TermEnd::StepDown(StepDownReason::Abdicated) => "abdicated",
+            TermEnd::Crash => "crash",
+        }
+    }
+}
+
+/// Record of network disturbances of one endpoint, for spurious failovers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Disturbance {
+    active: u32,
+    last: Option<u64>,
+}
+
+impl Disturbance {
+    fn change(&mut self, now: u64, start: bool) {
+        if start {
+            self.active += 1;
+        } else {
+            self.active = self.active.saturating_sub(1);
+        }
+        self.last = Some(now);
+    }
+
+    fn quiet_since(&self, since: u64) -> bool {
+        self.active == 0 && self.last.is_none_or(|t| t < since)
+    }
+}
+
+/// A term in progress.
+#[derive(Clone, Copy, Debug)]
+struct OpenTerm {
+    index: Option<usize>,
+    token: FencingToken,
+}
+
+/// One process slot, as the checker knows it.
+#[derive(Clone, Debug)]
+struct Life {
+    owner: OwnerId,
+    node: u32,
+    incarnation: u32,
+    alive: bool,
+    pause_depth: u32,
+    last_paused_at: Option<u64>,
+    term: Option<OpenTerm>,
+    /// Requests sent and not yet answered, with their local send times.
+    sent: VecDeque<(u64, Instant)>,
+    /// The local send time of the request whose grant or renewal was last
+    /// applied.
+    anchor: Option<Instant>,
+}
+
+/// Every process slot and node the stream has named.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Lives {
+    slots: Vec<Option<Life>>,
+    /// Per node: its slots, and its endpoint's disturbances.
+    nodes: Vec<(Vec<ProcessId>, Disturbance)>,
+    /// Every live process by owner id, for `unique-owner`.
+    live_owners: BTreeMap<OwnerId, ProcessId>,
+    /// Whether any process has started: leaderless time counts from then.
+    started: bool,
+    /// Nodes that left the live set and have not come back.
+    left: std::collections::BTreeSet<u32>,
+}
+
+impl Lives {
+    fn life(&self, pid: ProcessId) -> Option<&Life> {
+        self.slots.get(pid.0 as usize).and_then(Option::as_ref)
+    }
+
+    fn life_mut(&mut self, pid: ProcessId) -> Option<&mut Life> {
+        self.slots.get_mut(pid.0 as usize).and_then(Option::as_mut)
+    }
+
+    fn node(&mut self, index: u32) -> &mut (Vec<ProcessId>, Disturbance) {
+        let i = index as usize;
+        if self.nodes.len() <= i {
+            self.nodes.resize_with(i + 1, Default::default);
+        }
+        &mut self.nodes[i]
+    }
+
+    /// The token process `pid` believes it leads with, if alive and leading.
+    pub(super) fn believes(&self, pid: ProcessId) -> Option<FencingToken> {
+        self.life(pid)
+            .filter(|l| l.alive)
+            .and_then(|l| l.term.map(|t| t.token))
+    }
+
+    /// The tokens of every live process that believes it leads.
+    pub(super) fn believers(&self) -> impl Iterator<Item = FencingToken> + '_ {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|l| l.alive)
+            .filter_map(|l| l.term.map(|t| t.token))
+    }
+
+    /// Owner and token of every live believer, in slot order.
+    pub(super) fn alive_believers(&self) -> impl Iterator<Item = (&OwnerId, FencingToken)> + '_ {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|l| l.alive)
+            .filter_map(|l| l.term.map(|t| (&l.owner, t.token)))
+    }
+
+    /// Whether `pid` is alive and paused.
+    pub(super) fn paused_alive(&self, pid: ProcessId) -> bool {
+        self.life(pid).is_some_and(|l| l.alive && l.pause_depth > 0)
+    }
+
+    /// Whether node `node` runs a process newer than `incarnation`.
+    pub(super) fn replaced(&self, node: u32, incarnation: u32) -> bool {
+        self.nodes.get(node as usize).is_some_and(|(pids, _)| {
+            pids.iter()
+                .filter_map(|&p| self.life(p))
+                .any(|l| l.alive && l.incarnation > incarnation)
+        })
+    }
+
+    /// Whether node `node` runs a process that is alive and not paused.
+    fn running(&self, node: u32) -> bool {
+        self.nodes.get(node as usize).is_some_and(|(pids, _)| {
+            pids.iter()
+                .filter_map(|&p| self.life(p))
+                .any(|l| l.alive && l.pause_depth == 0)
+        })
+    }
+
+    /// Process `pid` sent request `request` at `local` on its clock.
+    pub(super) fn sent(&mut self, pid: ProcessId, request: u64, local: Instant) {
+        if let Some(life) = self.life_mut(pid) {
+            if life.sent.len() == fenced::MAX_OUTSTANDING {
+                life.sent.pop_front();
+            }
+            life.sent.push_back((request, local));
+        }
+    }
+}
+
+impl Checker {
+    /// A process of `p.node` started with owner id `p.owner`.
+    pub(super) fn on_process_started(&mut self, now: u64, p: ProcessRef<'_>) {
+        if !self.lives.started {
+            self.lives.started = true;
+            self.last_belief_change = now;
+        }
+        let i = p.id.0 as usize;
+        if self.lives.slots.len() <= i {
+            self.lives.slots.resize_with(i + 1, || None);
+        }
+        self.lives.slots[i] = Some(Life {
+            owner: p.owner.clone(),
+            node: p.node.index,
+            incarnation: p.incarnation,
+            alive: true,
+            pause_depth: 0,
+            last_paused_at: None,
+            term: None,
+            sent: VecDeque::new(),
+            anchor: None,
+        });
+        let slots = &mut self.lives.node(p.node.index).0;
+        if !slots.contains(&p.id) {
+            slots.push(p.id);
+        }
+        if let Some(other) = self.lives.live_owners.insert(p.owner.clone(), p.id) {
+            let detail = format!(
+                "process {} started as owner {} while process {} still runs as {}: two live processes share one owner id",
+                p.id.0, p.owner, other.0, p.owner
+            );
+            self.violate(Invariant::UniqueOwner, now, detail, Vec::new());
+        }
+    }
+
+    /// A process died: its term (if any) ends with it.
+    pub(super) fn on_process_crashed(&mut self, now: u64, p: ProcessRef<'_>) {
+        if self.lives.believes(p.id).is_some() {
+            self.on_term_end(now, p.id, TermEnd::Crash);
+        }
+        if let Some(life) = self.lives.life_mut(p.id) {
+            life.alive = false;
+            life.pause_depth = 0;
+        }
+        if self.lives.live_owners.get(p.owner) == Some(&p.id) {
+            self.lives.live_owners.remove(p.owner);
+        }
+    }
+
+    /// A pause of `host` began (`start`) or ended, `depth` now in effect.
+    pub(super) fn on_paused(&mut self, now: u64, host: HostRef<'_>, depth: u32, start: bool) {
+        match host {
+            HostRef::LeaseStore => {
+                self.store_pause_depth = depth;
+                self.store.change(now, start);
+            }
+            HostRef::Process(p) => {
+                if let Some(life) = self.lives.life_mut(p.id) {
+                    life.pause_depth = depth;
+                    life.last_paused_at = Some(now);
+                }
+            }
+            HostRef::Downstream | HostRef::Node(_) => {}
+        }
+    }
+
+    /// A network fault touching `host` began or ended.
+    pub(super) fn disturb(&mut self, now: u64, host: HostRef<'_>, start: bool) {
+        match host {
+            HostRef::LeaseStore => self.store.change(now, start),
+            HostRef::Node(node) => self.lives.node(node.index).1.change(now, start),
+            HostRef::Process(p) => self.lives.node(p.node.index).1.change(now, start),
+            HostRef::Downstream => {}
+        }
+    }
+
+    /// Whether no fault touched the process, its node's links, or the lease
+    /// store within one lease TTL: a term lost then is a spurious failover.
+    fn healthy(&self, now: u64, pid: ProcessId) -> bool {
+        let since = now.saturating_sub(nanos(self.settings.lease_ttl));
+        let Some(life) = self.lives.life(pid) else {
+            return false;
+        };
+        let node_quiet = self
+            .lives
+            .nodes
+            .get(life.node as usize)
+            .is_none_or(|(_, d)| d.quiet_since(since));
+        life.pause_depth == 0
+            && life.last_paused_at.is_none_or(|t| t < since)
+            && node_quiet
+            && self.store.quiet_since(since)
+            && self.store_pause_depth == 0
+    }
+
+    fn belief_change(&mut self, now: u64) {
+        let elapsed = now.saturating_sub(self.last_belief_change);
+        if self.believers >= 2 {
+            self.overlap_ns += elapsed;
+        } else if self.believers == 0 && self.lives.started {
+            // Leaderless counts from the first process start: the initial
+            // election is leaderless time, and so is a run nobody ever led.
+            self.leaderless_ns += elapsed;
+        }
+        self.last_belief_change = now;
+    }
+
+    /// `who` began to believe it leads with `token`.
+    pub(super) fn on_term_start(&mut self, now: u64, who: ProcessRef<'_>, token: FencingToken) {
+        self.belief_change(now);
+        self.believers += 1;
+        let index = (self.terms.len() < MAX_TERMS_LISTED).then(|| {
+            self.terms.push(Term {
+                node: who.node.id.to_string(),
+                owner: who.owner.to_string(),
+                token: token.get(),
+                start_ms: ms(now),
+                end_ms: 0,
+                end_reason: RUN_ENDED.to_string(),
+            });
+            self.terms.len() - 1
+        });
+        if let Some(life) = self.lives.life_mut(who.id) {
+            debug_assert!(life.term.is_none(), "a process has one term at a time");
+            life.term = Some(OpenTerm { index, token });
+        }
+        if self.last_term_owner.as_ref() != Some(who.owner) {
+            if self.last_term_owner.is_some() {
+                self.leader_changes += 1;
+            }
+            self.last_term_owner = Some(who.owner.clone());
+        }
+    }
+
+    /// Process `pid` stopped believing it leads, for `reason`.
+    pub(super) fn on_term_end(&mut self, now: u64, pid: ProcessId, reason: TermEnd<'_>) {
+        let spurious = match reason {
+            TermEnd::StepDown(r) => *r != StepDownReason::Stopped && self.healthy(now, pid),
+            TermEnd::Crash => false,
+        };
+        let Some(open) = self.lives.life_mut(pid).and_then(|l| l.term.take()) else {
+            return;
+        };
+        self.belief_change(now);
+        self.believers -= 1;
+        if spurious {
+            self.spurious_failovers += 1;
+        }
+        if reason == TermEnd::StepDown(&StepDownReason::LocalDeadline) {
+            self.coverage.step_down_on_deadline += 1;
+        }
+        if let Some(term) = open.index.and_then(|i| self.terms.get_mut(i)) {
+            debug_assert_eq!(term.token, open.token.get());
+            term.end_ms = ms(now);
+            term.end_reason = reason.name().to_string();
+        }
+    }
+
+    /// A process's elector handled the answer to `request`.
+    pub(super) fn on_response(
+        &mut self,
+        p: ProcessRef<'_>,
+        request: u64,
+        disposition: ResponseDisposition,
+        acquired: Option<FencingToken>,
+        renewal: bool,
+    ) {
+        let believes = self.lives.believes(p.id).is_some();
+        let Some(life) = self.lives.life_mut(p.id) else {
+            return;
+        };
+        if disposition == ResponseDisposition::Applied && acquired.is_some() {
+            if let Some(at) = life.sent.iter().position(|(sent, _)| *sent == request) {
+                life.anchor = Some(life.sent[at].1);
+                life.sent.drain(..=at);
+            }
+        }
+        if disposition != ResponseDisposition::Applied && renewal && believes {
+            self.coverage.renewal_lost += 1;
+        }
+    }
+
+    /// Invariant `local-deadline`: a unit starts only before the holder's own
+    /// deadline, measured from the send time of the request that last
+    /// succeeded, on its own clock — from the record of what was sent and
+    /// answered, not from the elector's state.
+    pub(super) fn check_local_deadline(
+        &mut self,
+        now: u64,
+        p: ProcessRef<'_>,
+        token: FencingToken,
+        local: Instant,
+    ) {
+        let validity = self.settings.validity;
+        let Some(anchor) = self.lives.life(p.id).and_then(|l| l.anchor) else {
+            return;
+        };
+        if local >= anchor + validity {
+            let over = local - (anchor + validity);
+            let detail = format!(
+                "{} started a unit of work with token {token} {} past its local deadline \
+                 (its last successful request was sent {} earlier by its clock)",
+                p.owner,
+                secs(nanos(over)),
+                secs(nanos(local - anchor))
+            );
+            self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
+        }
+    }
+
+    pub(super) fn on_joined(&mut self, node: u32) {
+        self.membership.joins += 1;
+        if self.lives.left.remove(&node) {
+            self.membership.flaps += 1;
+        }
+    }
+
+    pub(super) fn on_left(&mut self, node: u32) {
+        self.membership.leaves += 1;
+        if self.lives.running(node) {
+            self.membership.false_leaves += 1;
+        }
+        self.lives.left.insert(node);
+    }
+
+    /// Folds the belief measures up to `now` and ends the open terms there.
+    pub(super) fn close(&mut self, now: u64) {
+        self.belief_change(now);
+        for life in self.lives.slots.iter().flatten() {
+            if let Some(term) = life
+                .term
+                .and_then(|t| t.index)
+                .and_then(|i| self.terms.get_mut(i))
+            {
+                term.end_ms = ms(now);
+            }
+        }
+    }
+}

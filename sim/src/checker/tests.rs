@@ -1,0 +1,1 @@
+//! The checker alone, fed hand-written observation lists.

@@ -1,0 +1,358 @@
+//! The observation stream: each thing that happens in a run, as one typed
+//! value.
+//!
+//! Hosts and the engine *emit* observations; the tracer (text and hash), the
+//! [`Checker`](crate::Checker) and the timeline recorder *consume* the same
+//! stream and nothing else. Identities keep their types ([`OwnerId`],
+//! [`NodeId`], [`FencingToken`]); observations borrow them, so emitting one
+//! allocates nothing.
+//!
+//! Some observations are *trace-silent*: they carry what an observer needs
+//! (a request's local send time for the `local-deadline` invariant, a node
+//! joining the live set) without being a line of the trace, so that the trace
+//! and its hash stay what they were before the stream existed.
+
+use std::time::Duration;
+
+use fenced::{
+    FencingToken, Instant, LeaseResult, NodeId, OwnerId, ResponseDisposition, StepDownReason,
+    WriteOutcome,
+};
+
+/// True (simulation) time: nanoseconds since the run began, on the global
+/// clock no host can read. Hosts read their own clocks ([`Instant`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimTime(u64);
+
+impl SimTime {
+    /// The start of every run.
+    pub const ZERO: SimTime = SimTime(0);
+
+    /// `nanos` nanoseconds after the start.
+    pub const fn from_nanos(nanos: u64) -> Self {
+        SimTime(nanos)
+    }
+
+    /// Nanoseconds since the start.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    /// The span since the start.
+    pub const fn since_start(self) -> Duration {
+        Duration::from_nanos(self.0)
+    }
+}
+
+/// A process slot of the engine: one node's lives reuse the node's slots.
+/// With its incarnation it names one life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProcessId(pub u32);
+
+/// A node: its index in the scenario and its id.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRef<'a> {
+    /// Its position among the scenario's nodes.
+    pub index: u32,
+    /// Its id.
+    pub id: &'a NodeId,
+}
+
+/// One life of a node.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcessRef<'a> {
+    /// The engine slot it runs in.
+    pub id: ProcessId,
+    /// Its node.
+    pub node: NodeRef<'a>,
+    /// Its incarnation (1 for the node's first process).
+    pub incarnation: u32,
+    /// Its owner identity (`node#incarnation`), what the store and the
+    /// downstream tell holders apart by.
+    pub owner: &'a OwnerId,
+}
+
+/// A host, as observations name them.
+#[derive(Clone, Copy, Debug)]
+pub enum HostRef<'a> {
+    /// The lease store (with the node registry).
+    LeaseStore,
+    /// The fenced downstream.
+    Downstream,
+    /// A node as a network endpoint (its links, not one of its lives).
+    Node(NodeRef<'a>),
+    /// One life of a node.
+    Process(ProcessRef<'a>),
+}
+
+/// The kind of a message, for drop observations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    /// A node asks for (or renews) the lease.
+    LeaseRequest = 0,
+    /// The store answers.
+    LeaseResponse = 1,
+    /// The store could not answer (bad input).
+    LeaseFailed = 2,
+    /// A node releases its term.
+    Release = 3,
+    /// A node heartbeats.
+    Heartbeat = 4,
+    /// A unit of work's write.
+    Write = 5,
+}
+
+/// Why a message never arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// Random loss.
+    Lost = 0,
+    /// A cut, an isolation or a partition (at send or delivery time).
+    LinkDown = 1,
+    /// The receiving process had died.
+    ProcessGone = 2,
+    /// The receiver was paused and its queue of pending messages was full.
+    QueueFull = 3,
+}
+
+/// A node fault that found nothing to act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skipped {
+    /// A crash of a node with no live process (down, or not started yet).
+    CrashOfDownNode = 0,
+    /// A restart (or the first start) of a node that already runs a process.
+    StartOfRunningNode = 1,
+}
+
+/// One thing that happened, at a true time the observer is given alongside.
+#[derive(Clone, Copy, Debug)]
+pub enum Observation<'a> {
+    /// A process started (as a follower).
+    ProcessStarted(ProcessRef<'a>),
+    /// A process died.
+    ProcessCrashed(ProcessRef<'a>),
+    /// A crash or start of `node` found nothing to do.
+    Skipped {
+        /// The node.
+        node: NodeRef<'a>,
+        /// What was skipped.
+        what: Skipped,
+    },
+    /// The liveness phase began: every fault ended.
+    Healed,
+    /// A pause of `host` began; `depth` pauses are now in effect on it.
+    Paused {
+        /// The lease store, the downstream, or a process.
+        host: HostRef<'a>,
+        /// Nested pauses in effect, this one included.
+        depth: u32,
+    },
+    /// A pause of `host` ended; `depth` remain. At depth 0 the host handles
+    /// the `deferred` events that queued.
+    Resumed {
+        /// The lease store, the downstream, or a process.
+        host: HostRef<'a>,
+        /// Pauses still in effect.
+        depth: u32,
+        /// Events that queued while it was paused (0 unless `depth` is 0).
+        deferred: u64,
+    },
+    /// Every link of `host` went down (`start`) or came back.
+    Isolated {
+        /// The endpoint.
+        host: HostRef<'a>,
+        /// Began or ended.
+        start: bool,
+    },
+    /// `from`'s messages stopped (`start`) or started again reaching `to`.
+    Cut {
+        /// The sender.
+        from: HostRef<'a>,
+        /// The receiver.
+        to: HostRef<'a>,
+        /// Began or ended.
+        start: bool,
+    },
+    /// A partition began or ended.
+    Partitioned {
+        /// Began or ended.
+        start: bool,
+        /// The groups, as text (`[node-a] | [lease-store]`).
+        groups: &'a str,
+        /// The hosts named in a group (the bridges are not).
+        members: &'a [HostRef<'a>],
+    },
+    /// A message was lost.
+    Dropped {
+        /// The sender.
+        from: HostRef<'a>,
+        /// The addressee.
+        to: HostRef<'a>,
+        /// What it was.
+        kind: MessageKind,
+        /// Why.
+        reason: DropReason,
+        /// The process that sent it, for messages from processes.
+        sender: Option<ProcessRef<'a>>,
+        /// Whether it was the store's answer renewing a lease.
+        renewal_answer: bool,
+    },
+    /// Trace-silent: a process sent lease request `request` at `local` on
+    /// its own clock.
+    RequestSent {
+        /// The sender.
+        process: ProcessRef<'a>,
+        /// The elector's request id.
+        request: u64,
+        /// The send time on the sender's clock.
+        local: Instant,
+    },
+    /// The lease store answered `from`'s request.
+    LeaseHandled {
+        /// The requester.
+        from: ProcessRef<'a>,
+        /// Its request id.
+        request: u64,
+        /// The answer.
+        result: &'a LeaseResult,
+    },
+    /// The lease store refused a request as bad input.
+    LeaseRejected {
+        /// The requester.
+        from: ProcessRef<'a>,
+        /// Its request id.
+        request: u64,
+        /// The store's error.
+        error: &'a str,
+    },
+    /// The lease store handled a release.
+    ReleaseHandled {
+        /// The releaser.
+        from: ProcessRef<'a>,
+        /// The token released.
+        token: FencingToken,
+        /// Whether the lease was freed (the releaser held it live with it).
+        released: bool,
+    },
+    /// The registry handled a heartbeat.
+    HeartbeatHandled {
+        /// The sender.
+        from: ProcessRef<'a>,
+        /// Whether its node joined the live set with it.
+        joined: bool,
+    },
+    /// Trace-silent: `node` joined the live set.
+    MemberJoined(NodeRef<'a>),
+    /// `node` left the live set (its liveness TTL ran out).
+    MemberLeft(NodeRef<'a>),
+    /// Trace-silent: the registry's live count after a change.
+    LiveMembers(u64),
+    /// A process's elector handled an answer.
+    ResponseHandled {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// The request answered.
+        request: u64,
+        /// What the elector made of it.
+        disposition: ResponseDisposition,
+        /// The token the answer granted or renewed, if any.
+        acquired: Option<FencingToken>,
+        /// Whether the answer was a renewal.
+        renewal: bool,
+    },
+    /// A request failed without an answer.
+    RequestFailed {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// The request.
+        request: u64,
+    },
+    /// A process began to believe it leads.
+    TermStarted {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// The term's token.
+        token: FencingToken,
+    },
+    /// A process stopped believing it leads.
+    TermEnded {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// The term's token.
+        token: FencingToken,
+        /// Why.
+        reason: &'a StepDownReason,
+    },
+    /// A unit of work started at `local` on the worker's clock.
+    WorkStarted {
+        /// The worker.
+        process: ProcessRef<'a>,
+        /// The token it will write with.
+        token: FencingToken,
+        /// The unit's number.
+        unit: u64,
+        /// The worker's clock at the leadership check.
+        local: Instant,
+    },
+    /// A unit finished and its write went out.
+    WriteSent {
+        /// The worker.
+        process: ProcessRef<'a>,
+        /// The token.
+        token: FencingToken,
+        /// The unit.
+        unit: u64,
+    },
+    /// A unit was cancelled: its term ended before it wrote.
+    WorkCancelled {
+        /// The worker.
+        process: ProcessRef<'a>,
+        /// The token.
+        token: FencingToken,
+        /// The unit.
+        unit: u64,
+    },
+    /// The downstream handled a write.
+    WriteHandled {
+        /// The writer.
+        from: ProcessRef<'a>,
+        /// The token.
+        token: FencingToken,
+        /// The unit.
+        unit: u64,
+        /// Accepted or rejected.
+        outcome: &'a WriteOutcome,
+    },
+    /// Trace-silent: fault `slot` began, touching `spans` (host, label) —
+    /// for pictures.
+    FaultBegan {
+        /// The engine's slot for the fault (reused once it ends).
+        slot: u32,
+        /// Each affected host with a short label (`pause`, `cut to …`).
+        spans: &'a [(HostRef<'a>, String)],
+    },
+    /// Trace-silent: fault `slot` ended.
+    FaultEnded {
+        /// The slot.
+        slot: u32,
+    },
+}
+
+impl<'a> HostRef<'a> {
+    /// The host's name in traces: `lease-store`, `downstream`, a node id, or
+    /// a process's owner id.
+    pub fn name(&self) -> &'a str {
+        match *self {
+            HostRef::LeaseStore => crate::scenario::LEASE_STORE,
+            HostRef::Downstream => crate::scenario::DOWNSTREAM,
+            HostRef::Node(node) => node.id.as_str(),
+            HostRef::Process(process) => process.owner.as_str(),
+        }
+    }
+}
+
+/// What consumes the stream.
+pub trait Observer {
+    /// `observation` happened at true time `at`.
+    fn observe(&mut self, at: SimTime, observation: &Observation<'_>);
+}
