@@ -1,1 +1,375 @@
-//! The checker alone, fed hand-written observation lists.
+//! The checker alone, fed hand-written observation lists: for every
+//! invariant, a list that breaks it and one that almost does but does not.
+
+use std::time::Duration;
+
+use fenced::{FencingToken, Instant, Lease, LeaseResult, NodeId, OwnerId, WriteOutcome};
+
+use super::*;
+use crate::observation::{NodeRef, ProcessId, ProcessRef};
+
+const S: u64 = 1_000_000_000;
+
+fn token(n: u64) -> FencingToken {
+    FencingToken::new(n).expect("non-zero")
+}
+
+/// Two nodes, `a` and `b`, with one process each (`a#1`, `b#1`) and a
+/// second life of `a` (`a#2`) for zombie and unique-owner cases.
+struct Cast {
+    nodes: [NodeId; 2],
+    owners: [OwnerId; 3],
+}
+
+impl Cast {
+    fn new() -> Self {
+        Cast {
+            nodes: [NodeId::new("a").unwrap(), NodeId::new("b").unwrap()],
+            owners: [
+                OwnerId::new("a#1").unwrap(),
+                OwnerId::new("b#1").unwrap(),
+                OwnerId::new("a#2").unwrap(),
+            ],
+        }
+    }
+    fn a(&self) -> ProcessRef<'_> {
+        self.process(0, 0, 1, 0)
+    }
+    fn b(&self) -> ProcessRef<'_> {
+        self.process(1, 1, 1, 1)
+    }
+    /// `a`'s second life, in a slot of its own.
+    fn a2(&self) -> ProcessRef<'_> {
+        self.process(2, 0, 2, 2)
+    }
+    fn process(&self, pid: u32, node: usize, incarnation: u32, owner: usize) -> ProcessRef<'_> {
+        ProcessRef {
+            id: ProcessId(pid),
+            node: NodeRef {
+                index: node as u32,
+                id: &self.nodes[node],
+            },
+            incarnation,
+            owner: &self.owners[owner],
+        }
+    }
+}
+
+fn settings() -> CheckerSettings {
+    CheckerSettings::new(true, Duration::from_secs(30), Duration::from_secs(27))
+}
+
+fn at(seconds: f64) -> SimTime {
+    SimTime::from_nanos((seconds * S as f64) as u64)
+}
+
+fn granted(n: u64, expires_s: u64) -> LeaseResult {
+    LeaseResult::Granted {
+        token: token(n),
+        expires_at: Instant::from_nanos(expires_s * S),
+    }
+}
+
+fn renewed(n: u64, expires_s: u64) -> LeaseResult {
+    LeaseResult::Renewed {
+        token: token(n),
+        expires_at: Instant::from_nanos(expires_s * S),
+    }
+}
+
+fn invariants(verdict: &Verdict) -> Vec<&str> {
+    verdict
+        .violations
+        .iter()
+        .map(|v| v.invariant.as_str())
+        .collect()
+}
+
+/// Starts both processes at 0 s.
+fn started(checker: &mut Checker, cast: &Cast) {
+    checker.observe(at(0.0), &Observation::ProcessStarted(cast.a()));
+    checker.observe(at(0.0), &Observation::ProcessStarted(cast.b()));
+}
+
+fn lease(checker: &mut Checker, seconds: f64, from: ProcessRef<'_>, result: &LeaseResult) {
+    checker.observe(
+        at(seconds),
+        &Observation::LeaseHandled {
+            from,
+            request: 1,
+            result,
+        },
+    );
+}
+
+fn write(
+    checker: &mut Checker,
+    seconds: f64,
+    from: ProcessRef<'_>,
+    n: u64,
+    outcome: &WriteOutcome,
+) {
+    checker.observe(
+        at(seconds),
+        &Observation::WriteHandled {
+            from,
+            token: token(n),
+            unit: 1,
+            outcome,
+        },
+    );
+}
+
+#[test]
+fn token_monotonic_a_repeated_grant_breaks_it_a_higher_one_does_not() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    started(&mut checker, &cast);
+    lease(&mut checker, 1.0, cast.a(), &granted(1, 31));
+    // Almost: after a lapse, a higher token to another owner.
+    lease(&mut checker, 40.0, cast.b(), &granted(2, 70));
+    assert!(invariants(&checker.verdict(at(41.0))).is_empty());
+    // Broken: a grant that does not exceed the highest token.
+    lease(&mut checker, 80.0, cast.a(), &granted(2, 110));
+    assert_eq!(invariants(&checker.verdict(at(81.0))), ["token-monotonic"]);
+}
+
+#[test]
+fn token_monotonic_a_renewal_of_a_lapsed_lease_breaks_it() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    started(&mut checker, &cast);
+    lease(&mut checker, 1.0, cast.a(), &granted(1, 31));
+    // Almost: renewed a moment before it lapses.
+    lease(&mut checker, 30.9, cast.a(), &renewed(1, 60));
+    assert!(invariants(&checker.verdict(at(31.0))).is_empty());
+    // Broken: renewed at its expiry (a lapsed lease needs a new token).
+    lease(&mut checker, 60.0, cast.a(), &renewed(1, 90));
+    assert_eq!(invariants(&checker.verdict(at(61.0))), ["token-monotonic"]);
+}
+
+#[test]
+fn lease_exclusive_a_grant_over_a_live_lease_breaks_it_one_at_expiry_does_not() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    started(&mut checker, &cast);
+    lease(&mut checker, 1.0, cast.a(), &granted(1, 31));
+    // Almost: granted to b exactly at a's expiry (`now >= expires_at` is expired).
+    lease(&mut checker, 31.0, cast.b(), &granted(2, 61));
+    assert!(invariants(&checker.verdict(at(32.0))).is_empty());
+    // Broken: granted to a while b's lease is live.
+    lease(&mut checker, 60.9, cast.a(), &granted(3, 91));
+    assert_eq!(invariants(&checker.verdict(at(61.0))), ["lease-exclusive"]);
+}
+
+#[test]
+fn single_writer_and_split_brain_an_older_token_accepted_breaks_both_rejected_breaks_none() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    started(&mut checker, &cast);
+    write(&mut checker, 1.0, cast.a(), 1, &WriteOutcome::Accepted);
+    write(&mut checker, 2.0, cast.b(), 2, &WriteOutcome::Accepted);
+    // Almost: the stale write is rejected.
+    let stale = WriteOutcome::RejectedStale {
+        stale: token(1),
+        highest: token(2),
+    };
+    write(&mut checker, 3.0, cast.a(), 1, &stale);
+    let verdict = checker.verdict(at(4.0));
+    assert!(invariants(&verdict).is_empty());
+    assert_eq!(verdict.writes.rejected_stale, 1);
+    assert_eq!(verdict.failovers.len(), 1);
+    // Broken: the stale write accepted.
+    write(&mut checker, 5.0, cast.a(), 1, &WriteOutcome::Accepted);
+    assert_eq!(
+        invariants(&checker.verdict(at(6.0))),
+        ["single-writer", "split-brain"]
+    );
+}
+
+#[test]
+fn split_brain_is_judged_without_fencing_and_single_writer_is_not() {
+    let cast = Cast::new();
+    let mut unfenced = settings();
+    unfenced.fencing = false;
+    let mut checker = Checker::new(unfenced);
+    started(&mut checker, &cast);
+    write(&mut checker, 1.0, cast.a(), 1, &WriteOutcome::Accepted);
+    write(&mut checker, 2.0, cast.b(), 2, &WriteOutcome::Accepted);
+    // Almost: the same token twice from its own writer.
+    write(&mut checker, 2.5, cast.b(), 2, &WriteOutcome::Accepted);
+    assert!(invariants(&checker.verdict(at(3.0))).is_empty());
+    write(&mut checker, 3.0, cast.a(), 1, &WriteOutcome::Accepted);
+    let verdict = checker.verdict(at(4.0));
+    assert_eq!(invariants(&verdict), ["split-brain"]);
+    assert_eq!(verdict.split_brain_total, 1);
+}
+
+#[test]
+fn single_writer_one_token_from_two_writers_breaks_it() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    started(&mut checker, &cast);
+    write(&mut checker, 1.0, cast.a(), 1, &WriteOutcome::Accepted);
+    // Almost: the downstream refuses the second writer.
+    let refused = WriteOutcome::RejectedWrongWriter {
+        token: token(1),
+        bound_to: cast.owners[0].clone(),
+    };
+    write(&mut checker, 2.0, cast.b(), 1, &refused);
+    assert_eq!(invariants(&checker.verdict(at(3.0))), ["single-writer"]);
+}
+
+#[test]
+fn local_deadline_a_unit_at_the_deadline_breaks_it_one_just_before_does_not() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    started(&mut checker, &cast);
+    let local = |s: u64| Instant::from_nanos(s * S);
+    checker.observe(
+        at(0.0),
+        &Observation::RequestSent {
+            process: cast.a(),
+            request: 1,
+            local: local(10),
+        },
+    );
+    checker.observe(
+        at(0.1),
+        &Observation::ResponseHandled {
+            process: cast.a(),
+            request: 1,
+            disposition: fenced::ResponseDisposition::Applied,
+            acquired: Some(token(1)),
+            renewal: false,
+        },
+    );
+    checker.observe(
+        at(0.1),
+        &Observation::TermStarted {
+            process: cast.a(),
+            token: token(1),
+        },
+    );
+    let unit = |checker: &mut Checker, l: Instant| {
+        checker.observe(
+            at(1.0),
+            &Observation::WorkStarted {
+                process: cast.a(),
+                token: token(1),
+                unit: 1,
+                local: l,
+            },
+        )
+    };
+    // Almost: one nanosecond before 10 s + 27 s on a's clock.
+    unit(&mut checker, Instant::from_nanos(37 * S - 1));
+    assert!(invariants(&checker.verdict(at(2.0))).is_empty());
+    unit(&mut checker, local(37));
+    assert_eq!(invariants(&checker.verdict(at(2.0))), ["local-deadline"]);
+}
+
+#[test]
+fn unique_owner_two_live_processes_with_one_id_break_it_a_restart_does_not() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    checker.observe(at(0.0), &Observation::ProcessStarted(cast.a()));
+    checker.observe(at(1.0), &Observation::ProcessCrashed(cast.a()));
+    // Almost: the same id in the same slot after the first died.
+    checker.observe(at(2.0), &Observation::ProcessStarted(cast.a()));
+    assert!(invariants(&checker.verdict(at(3.0))).is_empty());
+    // Broken: a second live process (another slot) with a live process's id.
+    let twin = cast.process(5, 1, 1, 0);
+    checker.observe(at(4.0), &Observation::ProcessStarted(twin));
+    assert_eq!(invariants(&checker.verdict(at(5.0))), ["unique-owner"]);
+}
+
+#[test]
+fn liveness_no_leader_with_recent_writes_at_the_end_breaks_it() {
+    let cast = Cast::new();
+    let mut s = settings();
+    s.heal_at = Some(Duration::from_secs(10));
+    s.end = Duration::from_secs(60);
+    let mut checker = Checker::new(s);
+    started(&mut checker, &cast);
+    checker.observe(
+        at(20.0),
+        &Observation::TermStarted {
+            process: cast.b(),
+            token: token(2),
+        },
+    );
+    write(&mut checker, 59.0, cast.b(), 2, &WriteOutcome::Accepted);
+    // Almost: one leader whose write was accepted a second before the end.
+    let verdict = checker.verdict(at(60.0));
+    assert!(verdict.leader_at_end);
+    assert!(invariants(&verdict).is_empty());
+    // Broken: its last accepted write is too old by the end (writes stopped).
+    let verdict = checker.verdict(at(59.0 + 2.1 + 0.06));
+    assert!(!verdict.leader_at_end);
+    assert_eq!(invariants(&verdict), ["liveness"]);
+    // And before the run's end nothing is judged yet.
+    let mut early = checker.clone();
+    early.settings.end = Duration::from_secs(100);
+    assert!(invariants(&early.verdict(at(70.0))).is_empty());
+}
+
+#[test]
+fn a_paused_holder_taken_over_and_a_fenced_zombie_are_counted() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    started(&mut checker, &cast);
+    lease(&mut checker, 1.0, cast.a(), &granted(1, 31));
+    checker.observe(
+        at(5.0),
+        &Observation::Paused {
+            host: crate::observation::HostRef::Process(cast.a()),
+            depth: 1,
+        },
+    );
+    lease(&mut checker, 31.0, cast.b(), &granted(2, 61));
+    // a's second life starts; a#1's late write is a zombie's.
+    checker.observe(at(32.0), &Observation::ProcessStarted(cast.a2()));
+    let stale = WriteOutcome::RejectedStale {
+        stale: token(1),
+        highest: token(2),
+    };
+    write(&mut checker, 33.0, cast.b(), 2, &WriteOutcome::Accepted);
+    write(&mut checker, 34.0, cast.a(), 1, &stale);
+    let verdict = checker.verdict(at(35.0));
+    assert_eq!(verdict.coverage.takeover_during_pause, 1);
+    assert_eq!(verdict.coverage.zombie_fenced, 1);
+    assert!(invariants(&verdict).is_empty());
+}
+
+#[test]
+fn leaderless_time_counts_from_the_first_process_start() {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings());
+    checker.observe(at(1.0), &Observation::ProcessStarted(cast.a()));
+    assert_eq!(
+        checker.verdict(at(11.0)).leaderless,
+        Duration::from_secs(10)
+    );
+    checker.observe(
+        at(11.0),
+        &Observation::TermStarted {
+            process: cast.a(),
+            token: token(1),
+        },
+    );
+    let verdict = checker.verdict(at(20.0));
+    assert_eq!(verdict.leaderless, Duration::from_secs(10));
+    assert_eq!(verdict.terms.len(), 1);
+    assert_eq!(verdict.terms[0].end_ms, 20_000);
+    // A refused request counts as coverage, never as a violation.
+    let held = LeaseResult::Held {
+        holder: Lease {
+            owner: cast.owners[0].clone(),
+            token: token(1),
+            expires_at: Instant::from_nanos(40 * S),
+        },
+    };
+    lease(&mut checker, 12.0, cast.b(), &held);
+    assert_eq!(checker.verdict(at(13.0)).coverage.refused, 1);
+}
