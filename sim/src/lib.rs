@@ -24,9 +24,11 @@
 
 pub mod checker;
 mod clock;
+mod engine;
 mod expect;
 pub mod explore;
 pub mod file;
+mod hosts;
 pub mod limits;
 mod network;
 pub mod observation;

@@ -355,4 +355,12 @@ impl<'a> HostRef<'a> {
 pub trait Observer {
     /// `observation` happened at true time `at`.
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>);
+
+    /// Whether this observer wants the observations that only pictures
+    /// need and that cost something to make ([`Observation::LiveMembers`]
+    /// counts the live set; [`Observation::FaultBegan`] allocates): emitters
+    /// skip them when no observer does. Default: no.
+    fn wants_pictures(&self) -> bool {
+        false
+    }
 }

@@ -1,7 +1,15 @@
 //! The run's report: the checker's verdict plus what only the engine knows
 //! (events, the trace hash, writes still in flight, the store's highest token).
 
-use super::*;
+use fenced::FencingToken;
+
+use super::Simulation;
+use crate::engine::{Address, Event};
+use crate::expect::evaluate;
+use crate::hosts::messages::{Message, Timer, ToDownstream};
+use crate::observation::SimTime;
+use crate::report::{Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::units::{ms, nanos};
 
 impl Simulation {
     // ----- the report -----
@@ -10,27 +18,24 @@ impl Simulation {
     pub fn report(&self) -> Report {
         // The verdict closes the belief measures at `now` on a copy, so that
         // a report can be taken at any time and the run continued.
+        let now = self.engine.now;
         let verdict = self
+            .engine
             .observers
             .checker
-            .verdict(SimTime::from_nanos(self.now));
-        let max_token = self
-            .store
-            .state
+            .verdict(SimTime::from_nanos(now));
+        let store = &self.engine.hosts.store;
+        let max_token = store
             .leases
-            .highest_token(&self.role)
+            .highest_token(&store.role)
             .map_or(0, FencingToken::get);
-        let live_at_end = self
-            .store
-            .state
-            .registry
-            .live_count(fenced::Instant::from_nanos(self.now)) as u64;
+        let live_at_end = store.registry.live_count(fenced::Instant::from_nanos(now)) as u64;
         let mut report = Report {
             scenario: self.name.clone(),
             seed: self.seed,
-            virtual_ms: ms(self.now),
-            events: self.events,
-            trace_hash: format!("{:016x}", self.observers.tracer.hash()),
+            virtual_ms: ms(now),
+            events: self.engine.events,
+            trace_hash: format!("{:016x}", self.engine.observers.tracer.hash()),
             split_brain: verdict.split_brain_total > 0,
             violations: verdict.violations,
             terms: verdict.terms,
@@ -68,56 +73,47 @@ impl Simulation {
     /// at a paused downstream.
     pub(super) fn unjudged_writes(&self) -> UnjudgedWrites {
         let mut writes = Vec::new();
-        let mut note = |event: &Event, queued: bool| match event {
-            Event::WorkDone {
-                pid,
-                incarnation,
-                token,
-                unit,
-            } => {
-                let p = &self.hosts.procs[*pid as usize];
-                if p.alive && p.incarnation == *incarnation && p.believed == Some(*token) {
-                    let state = if p.pause_depth > 0 {
-                        "in-progress (paused)"
-                    } else {
-                        "in-progress"
-                    };
-                    writes.push(UnjudgedWrite {
-                        owner: p.owner.to_string(),
-                        token: token.get(),
-                        unit: *unit,
-                        state: state.to_string(),
-                    });
+        let lives = &self.engine.lives;
+        for (event, deferred) in self.engine.pending() {
+            match event {
+                Event::Timer {
+                    to: Address::Process { pid, incarnation },
+                    timer: Timer::WorkDone { token, unit },
+                } => {
+                    let believes = self.engine.hosts.believed(*pid) == Some(*token);
+                    if lives.is_alive(*pid, *incarnation) && believes {
+                        let state = if lives.is_paused(*pid) {
+                            "in-progress (paused)"
+                        } else {
+                            "in-progress"
+                        };
+                        writes.push(UnjudgedWrite {
+                            owner: lives.owner_of(*pid).to_string(),
+                            token: token.get(),
+                            unit: *unit,
+                            state: state.to_string(),
+                        });
+                    }
                 }
-            }
-            Event::Deliver {
-                to: Dest::Downstream,
-                msg: Message::Write {
-                    owner, token, unit, ..
-                },
-                ..
-            } => writes.push(UnjudgedWrite {
-                owner: owner.to_string(),
-                token: token.get(),
-                unit: *unit,
-                state: if queued { "queued" } else { "in-flight" }.to_string(),
-            }),
-            _ => {}
-        };
-        for event in self.queue.pending() {
-            note(event, false);
-        }
-        for event in &self.downstream.deferred {
-            note(event, true);
-        }
-        for p in self.hosts.procs.iter().filter(|p| p.alive) {
-            for event in &p.deferred {
-                note(event, false);
+                Event::Deliver {
+                    msg:
+                        Message::Downstream(ToDownstream::Write {
+                            owner, token, unit, ..
+                        }),
+                    ..
+                } => writes.push(UnjudgedWrite {
+                    owner: owner.to_string(),
+                    token: token.get(),
+                    unit: *unit,
+                    // Writes queue only at a paused downstream.
+                    state: if deferred { "queued" } else { "in-flight" }.to_string(),
+                }),
+                _ => {}
             }
         }
         writes.sort();
         let total = writes.len() as u64;
-        let newest = self.observers.checker.highest_granted();
+        let newest = self.engine.observers.checker.highest_granted();
         let older_term = writes.iter().filter(|w| w.token < newest).count() as u64;
         writes.truncate(MAX_UNJUDGED_LISTED);
         UnjudgedWrites {
@@ -139,8 +135,9 @@ impl Simulation {
     }
 
     pub(super) fn leader_at_end(&self) -> bool {
-        self.observers
+        self.engine
+            .observers
             .checker
-            .leader_at(SimTime::from_nanos(self.now))
+            .leader_at(SimTime::from_nanos(self.engine.now))
     }
 }

@@ -1,0 +1,271 @@
+//! Nodes and the lives of their processes: who is alive, paused, and what
+//! queued for them; and how observations name nodes, processes and hosts.
+
+use fenced::{NodeId, OwnerId};
+
+use super::Address;
+use crate::clock::HostClock;
+use crate::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
+use crate::observation::{HostRef, NodeRef, ProcessId, ProcessRef};
+use crate::scenario::{DOWNSTREAM, LEASE_STORE};
+
+/// A node: its id, its endpoint, its clock, and the slots its lives used.
+#[derive(Debug)]
+struct Node {
+    id: NodeId,
+    endpoint: u16,
+    clock: HostClock,
+    /// Slots this node has used (alive or dead, reused on restart).
+    pids: Vec<u32>,
+    next_incarnation: u32,
+}
+
+/// One life of a node, in a slot.
+#[derive(Debug)]
+struct Life<E> {
+    node: u32,
+    incarnation: u32,
+    owner: OwnerId,
+    alive: bool,
+    pause_depth: u32,
+    deferred: Vec<E>,
+}
+
+/// Every node and process slot; `E` is what queues at a paused process.
+#[derive(Debug)]
+pub(crate) struct Lives<E> {
+    nodes: Vec<Node>,
+    procs: Vec<Life<E>>,
+}
+
+impl<E> Lives<E> {
+    /// Nodes with these ids and clocks, none started.
+    pub(crate) fn new(nodes: impl IntoIterator<Item = (NodeId, HostClock)>) -> Self {
+        Lives {
+            nodes: nodes
+                .into_iter()
+                .enumerate()
+                .map(|(i, (id, clock))| Node {
+                    id,
+                    endpoint: FIRST_NODE_ENDPOINT + i as u16,
+                    clock,
+                    pids: Vec::new(),
+                    next_incarnation: 1,
+                })
+                .collect(),
+            procs: Vec::new(),
+        }
+    }
+
+    /// How many nodes.
+    pub(crate) fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The index of node `name`.
+    pub(crate) fn node_index(&self, name: &str) -> Option<u32> {
+        self.nodes
+            .iter()
+            .position(|n| n.id.as_str() == name)
+            .map(|i| i as u32)
+    }
+
+    /// The endpoint of host `name` (a node, `lease-store` or `downstream`).
+    pub(crate) fn endpoint_of_host(&self, name: &str) -> Option<u16> {
+        match name {
+            LEASE_STORE => Some(STORE_ENDPOINT),
+            DOWNSTREAM => Some(DOWNSTREAM_ENDPOINT),
+            _ => self
+                .node_index(name)
+                .map(|i| self.nodes[i as usize].endpoint),
+        }
+    }
+
+    /// Node `node`'s id.
+    pub(crate) fn node_id(&self, node: u32) -> &NodeId {
+        &self.nodes[node as usize].id
+    }
+
+    /// Starts a life of `node` in a free slot of the node (or a new one).
+    pub(crate) fn spawn(&mut self, node: u32) -> u32 {
+        let n = &mut self.nodes[node as usize];
+        let incarnation = n.next_incarnation;
+        // Every start is an event, and runs are capped below 2^32 events.
+        n.next_incarnation = incarnation
+            .checked_add(1)
+            .expect("fewer than 2^32 processes per run");
+        // Never renamed: two processes behind one owner id would both lead on
+        // one token. Validation keeps node ids short enough for the suffix.
+        let owner = OwnerId::new(format!("{}#{incarnation}", n.id))
+            .expect("node ids are validated to leave room for `#incarnation`");
+        let life = Life {
+            node,
+            incarnation,
+            owner,
+            alive: true,
+            pause_depth: 0,
+            deferred: Vec::new(),
+        };
+        let reusable = n
+            .pids
+            .iter()
+            .copied()
+            .find(|&pid| !self.procs[pid as usize].alive);
+        match reusable {
+            Some(pid) => {
+                self.procs[pid as usize] = life;
+                pid
+            }
+            None => {
+                self.procs.push(life);
+                let pid = (self.procs.len() - 1) as u32;
+                self.nodes[node as usize].pids.push(pid);
+                pid
+            }
+        }
+    }
+
+    /// Ends the life in slot `pid`: what queued for it is dropped.
+    pub(crate) fn kill(&mut self, pid: u32) {
+        let p = &mut self.procs[pid as usize];
+        p.alive = false;
+        p.pause_depth = 0;
+        p.deferred = Vec::new();
+    }
+
+    /// Whether slot `pid` runs life `incarnation`.
+    pub(crate) fn is_alive(&self, pid: u32, incarnation: u32) -> bool {
+        let p = &self.procs[pid as usize];
+        p.alive && p.incarnation == incarnation
+    }
+
+    /// Whether `node` has a live process.
+    pub(crate) fn node_alive(&self, node: u32) -> bool {
+        self.nodes[node as usize]
+            .pids
+            .iter()
+            .any(|&pid| self.procs[pid as usize].alive)
+    }
+
+    /// The live slots of `node`.
+    pub(crate) fn alive_pids(&self, node: u32) -> Vec<u32> {
+        self.nodes[node as usize]
+            .pids
+            .iter()
+            .copied()
+            .filter(|&pid| self.procs[pid as usize].alive)
+            .collect()
+    }
+
+    /// The queue of slot `pid` if it is paused.
+    pub(crate) fn paused_queue(&mut self, pid: u32) -> Option<&mut Vec<E>> {
+        let p = &mut self.procs[pid as usize];
+        (p.pause_depth > 0).then_some(&mut p.deferred)
+    }
+
+    /// One more pause of slot `pid`; the depth now.
+    pub(crate) fn pause(&mut self, pid: u32) -> u32 {
+        let p = &mut self.procs[pid as usize];
+        p.pause_depth += 1;
+        p.pause_depth
+    }
+
+    /// One pause of slot `pid` ends, if it still runs `incarnation` and is
+    /// paused: the depth now, and (at 0) what queued.
+    pub(crate) fn resume(&mut self, pid: u32, incarnation: u32) -> Option<(u32, Vec<E>)> {
+        let p = &mut self.procs[pid as usize];
+        if !p.alive || p.incarnation != incarnation || p.pause_depth == 0 {
+            return None;
+        }
+        p.pause_depth -= 1;
+        let deferred = if p.pause_depth == 0 {
+            std::mem::take(&mut p.deferred)
+        } else {
+            Vec::new()
+        };
+        Some((p.pause_depth, deferred))
+    }
+
+    /// Whether slot `pid` is paused.
+    pub(crate) fn is_paused(&self, pid: u32) -> bool {
+        self.procs[pid as usize].pause_depth > 0
+    }
+
+    /// What queued at every paused process.
+    pub(crate) fn deferred(&self) -> impl Iterator<Item = &E> {
+        self.procs
+            .iter()
+            .filter(|p| p.alive)
+            .flat_map(|p| p.deferred.iter())
+    }
+
+    pub(crate) fn incarnation_of(&self, pid: u32) -> u32 {
+        self.procs[pid as usize].incarnation
+    }
+
+    pub(crate) fn owner_of(&self, pid: u32) -> &OwnerId {
+        &self.procs[pid as usize].owner
+    }
+
+    pub(crate) fn endpoint_of(&self, pid: u32) -> u16 {
+        self.nodes[self.procs[pid as usize].node as usize].endpoint
+    }
+
+    pub(crate) fn clock_of(&self, pid: u32) -> HostClock {
+        self.nodes[self.procs[pid as usize].node as usize].clock
+    }
+
+    // ----- names for observations -----
+
+    pub(crate) fn node_ref(&self, node: u32) -> NodeRef<'_> {
+        NodeRef {
+            index: node,
+            id: &self.nodes[node as usize].id,
+        }
+    }
+
+    /// The process now in slot `pid`.
+    pub(crate) fn process_ref(&self, pid: u32) -> ProcessRef<'_> {
+        let p = &self.procs[pid as usize];
+        ProcessRef {
+            id: ProcessId(pid),
+            node: self.node_ref(p.node),
+            incarnation: p.incarnation,
+            owner: &p.owner,
+        }
+    }
+
+    /// The sender of a message from slot `pid`, named by the owner and
+    /// incarnation the message carries: the slot may hold a newer incarnation
+    /// by the time the message lands (a slot is reused only by its node).
+    pub(crate) fn sender_ref<'a>(
+        &'a self,
+        pid: u32,
+        incarnation: u32,
+        owner: &'a OwnerId,
+    ) -> ProcessRef<'a> {
+        ProcessRef {
+            id: ProcessId(pid),
+            node: self.node_ref(self.procs[pid as usize].node),
+            incarnation,
+            owner,
+        }
+    }
+
+    /// A host by endpoint: the lease store, the downstream, or a node.
+    pub(crate) fn endpoint_ref(&self, endpoint: u16) -> HostRef<'_> {
+        match endpoint {
+            STORE_ENDPOINT => HostRef::LeaseStore,
+            DOWNSTREAM_ENDPOINT => HostRef::Downstream,
+            e => HostRef::Node(self.node_ref(u32::from(e - FIRST_NODE_ENDPOINT))),
+        }
+    }
+
+    /// A message's addressee: a server, or the process now in the slot.
+    pub(crate) fn address_ref(&self, to: Address) -> HostRef<'_> {
+        match to {
+            Address::Server(endpoint) => self.endpoint_ref(endpoint),
+            Address::Process { pid, .. } => HostRef::Process(self.process_ref(pid)),
+        }
+    }
+}

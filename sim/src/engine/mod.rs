@@ -1,0 +1,591 @@
+//! The engine: the event queue, the network, host clocks, process lives,
+//! pausing and deferral, the loop and its limits. It knows nothing of leases.
+//!
+//! The engine routes each message and timer to the [`Hosts`] of a protocol,
+//! which react through an [`Outbox`] (send, set a timer, observe) and never
+//! see the engine itself. Everything else that happens — a fault starting, a
+//! node starting — is a [`Control`] event the engine hands back to its owner
+//! (the [`Simulation`](crate::Simulation)), which acts on it through the
+//! engine's small API: pause and resume a host, cut links, start and kill
+//! processes.
+
+mod lives;
+mod outbox;
+
+use std::fmt::Debug;
+
+use fenced::OwnerId;
+
+use crate::limits::{Halt, MAX_DEFERRED_MESSAGES, MAX_PENDING_EVENTS};
+use crate::network::{Network, FIRST_NODE_ENDPOINT};
+use crate::observation::{DropReason, HostRef, MessageKind, Observation, Observer, Skipped};
+use crate::queue::EventQueue;
+
+pub(crate) use lives::Lives;
+pub(crate) use outbox::Outbox;
+
+/// Where a message or a timer goes: a server host (by endpoint) or one life
+/// of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Address {
+    /// A server host: endpoint 0 or 1 (the lease store, the downstream).
+    Server(u16),
+    /// Process slot `pid` while it runs incarnation `incarnation`.
+    Process {
+        /// The slot.
+        pid: u32,
+        /// The life; a message to an earlier one is dropped.
+        incarnation: u32,
+    },
+}
+
+/// What the engine needs to know of a protocol's messages: enough to name a
+/// lost one.
+pub(crate) trait Envelope: Clone + Debug {
+    /// Its kind, for drop observations.
+    fn kind(&self) -> MessageKind;
+    /// The process slot that sent it, if a process did.
+    fn sender(&self) -> Option<u32>;
+    /// Whether it answers a renewal (a lost one is a renewal lost).
+    fn is_renewal_answer(&self) -> bool;
+}
+
+/// The hosts of one protocol, as sans-IO machines: each input comes with an
+/// [`Outbox`] for its effects. Adding a protocol means a new implementation
+/// of this trait, not an edit of the loop.
+pub(crate) trait Hosts: Sized {
+    /// Every message any host sends.
+    type Message: Envelope;
+    /// Every timer any host sets.
+    type Timer: Copy + Debug;
+
+    /// Whether `timer` for `to` was superseded (a re-armed timer): a stale
+    /// timer is dropped silently, before it could queue at a paused host.
+    fn is_stale(&self, to: Address, timer: &Self::Timer) -> bool;
+
+    /// A message arrived at `to`.
+    fn deliver<O: Observer>(
+        &mut self,
+        to: Address,
+        msg: Self::Message,
+        out: &mut Outbox<'_, Self, O>,
+    );
+
+    /// A timer of `to` fired.
+    fn fire<O: Observer>(&mut self, to: Address, timer: Self::Timer, out: &mut Outbox<'_, Self, O>);
+
+    /// A new process started in slot `pid` as `owner` (a follower).
+    fn start_process<O: Observer>(
+        &mut self,
+        pid: u32,
+        node: u32,
+        incarnation: u32,
+        owner: &OwnerId,
+        out: &mut Outbox<'_, Self, O>,
+    );
+
+    /// The process in slot `pid` died: its volatile state is gone.
+    fn crash_process(&mut self, pid: u32);
+}
+
+/// An event the engine hands back to its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// A node's first process is due.
+    StartNode(u32),
+    /// A crashed node's restart is due.
+    Restart(u32),
+    /// Scheduled fault `fault` of the scenario starts.
+    FaultStart(u32),
+    /// The active fault in slot `slot` ends.
+    FaultEnd(u32),
+    /// Recurring-fault generator `generator` fires.
+    Recur(u32),
+    /// The liveness phase begins.
+    Heal,
+}
+
+/// What the queue holds.
+#[derive(Clone, Debug)]
+pub(crate) enum Event<M, T> {
+    /// A message in flight from endpoint `from`.
+    Deliver {
+        /// The sender's endpoint.
+        from: u16,
+        /// The addressee.
+        to: Address,
+        /// The message.
+        msg: M,
+    },
+    /// A host's timer.
+    Timer {
+        /// Whose.
+        to: Address,
+        /// Which.
+        timer: T,
+    },
+    /// For the engine's owner.
+    Control(Control),
+}
+
+type HostEvent<H> = Event<<H as Hosts>::Message, <H as Hosts>::Timer>;
+
+/// A server host's pause state.
+#[derive(Debug)]
+struct Pausable<E> {
+    depth: u32,
+    deferred: Vec<E>,
+}
+
+/// The engine. See the [module documentation](self).
+#[derive(Debug)]
+pub(crate) struct Engine<H: Hosts, O: Observer> {
+    pub(crate) now: u64,
+    end: u64,
+    pub(crate) events: u64,
+    max_events: u64,
+    halt: Option<Halt>,
+    queue: EventQueue<HostEvent<H>>,
+    pub(crate) net: Network,
+    pub(crate) lives: Lives<HostEvent<H>>,
+    servers: [Pausable<HostEvent<H>>; FIRST_NODE_ENDPOINT as usize],
+    pub(crate) hosts: H,
+    pub(crate) observers: O,
+}
+
+impl<H: Hosts, O: Observer> Engine<H, O> {
+    pub(crate) fn new(
+        end: u64,
+        max_events: u64,
+        net: Network,
+        lives: Lives<HostEvent<H>>,
+        hosts: H,
+        observers: O,
+    ) -> Self {
+        Engine {
+            now: 0,
+            end,
+            events: 0,
+            max_events,
+            halt: None,
+            queue: EventQueue::new(),
+            net,
+            lives,
+            servers: std::array::from_fn(|_| Pausable {
+                depth: 0,
+                deferred: Vec::new(),
+            }),
+            hosts,
+            observers,
+        }
+    }
+
+    /// The run's end.
+    pub(crate) fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Why the run stopped early, if it did.
+    pub(crate) fn halted(&self) -> Option<&Halt> {
+        self.halt.as_ref()
+    }
+
+    /// Events scheduled and not yet processed.
+    pub(crate) fn pending_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Every event still to happen: queued, or deferred at a paused host
+    /// (with `true`), in no particular order. For reports.
+    pub(crate) fn pending(&self) -> impl Iterator<Item = (&HostEvent<H>, bool)> {
+        let queued = self.queue.pending().map(|e| (e, false));
+        let servers = self
+            .servers
+            .iter()
+            .flat_map(|s| s.deferred.iter().map(|e| (e, true)));
+        let procs = self.lives.deferred().map(|e| (e, true));
+        queued.chain(servers).chain(procs)
+    }
+
+    /// Schedules `control` at `at` (not before now).
+    pub(crate) fn schedule(&mut self, at: u64, control: Control) {
+        self.queue.push(at.max(self.now), Event::Control(control));
+    }
+
+    /// Hands `observation` to the observers, at now.
+    pub(crate) fn observe(&mut self, observation: &Observation<'_>) {
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            observation,
+        );
+    }
+
+    /// Runs host events before `until` (capped at the run's end) and returns
+    /// the first control event, counted as handled; `None` once nothing is
+    /// left before `until` or the run halted. The clock then reads `until`
+    /// (unless halted).
+    pub(crate) fn next_control(&mut self, until: u64) -> Option<Control> {
+        if self.halt.is_some() {
+            return None;
+        }
+        let until = until.min(self.end);
+        while let Some(time) = self.queue.peek_time() {
+            if time >= until {
+                break;
+            }
+            if self.events >= self.max_events {
+                self.halt = Some(Halt::EventBudget {
+                    max_events: self.max_events,
+                    at: std::time::Duration::from_nanos(self.now),
+                    duration: std::time::Duration::from_nanos(self.end),
+                });
+                return None;
+            }
+            let (time, event) = self.queue.pop()?;
+            debug_assert!(time >= self.now, "time never runs backwards");
+            self.now = time;
+            let control = self.dispatch(event);
+            if self.queue.len() > MAX_PENDING_EVENTS {
+                self.halt = Some(Halt::TooManyPending {
+                    pending: self.queue.len(),
+                    at: std::time::Duration::from_nanos(self.now),
+                });
+                return None;
+            }
+            if control.is_some() {
+                return control;
+            }
+        }
+        self.now = self.now.max(until);
+        None
+    }
+
+    fn is_stale(&self, event: &HostEvent<H>) -> bool {
+        match event {
+            Event::Timer { to, timer } => self.hosts.is_stale(*to, timer),
+            _ => false,
+        }
+    }
+
+    fn target_endpoint(&self, to: Address) -> u16 {
+        match to {
+            Address::Server(endpoint) => endpoint,
+            Address::Process { pid, .. } => self.lives.endpoint_of(pid),
+        }
+    }
+
+    /// Routes one event: stale timers vanish, messages on a link that went
+    /// down are lost, events of a paused host queue, events of a dead life
+    /// are dropped; control events are returned.
+    fn dispatch(&mut self, event: HostEvent<H>) -> Option<Control> {
+        // A superseded timer is dropped silently: it is not an event.
+        if self.is_stale(&event) {
+            return None;
+        }
+        // A message whose link went down while it was in flight is lost.
+        if let Event::Deliver { from, to, ref msg } = event {
+            if !self.net.link_up(from, self.target_endpoint(to)) {
+                self.dropped(from, to, msg, DropReason::LinkDown);
+                return None;
+            }
+        }
+        let to = match &event {
+            Event::Deliver { to, .. } | Event::Timer { to, .. } => *to,
+            Event::Control(control) => {
+                self.events += 1;
+                return Some(*control);
+            }
+        };
+        match to {
+            Address::Server(e) if self.servers[usize::from(e)].depth > 0 => {
+                if let Some(event) = defer(&mut self.servers[usize::from(e)].deferred, event) {
+                    self.drop_deferred(event);
+                }
+            }
+            Address::Process { pid, incarnation } => {
+                if !self.lives.is_alive(pid, incarnation) {
+                    if let Event::Deliver { from, to, ref msg } = event {
+                        self.dropped(from, to, msg, DropReason::ProcessGone);
+                    }
+                } else if let Some(deferred) = self.lives.paused_queue(pid) {
+                    if let Some(event) = defer(deferred, event) {
+                        self.drop_deferred(event);
+                    }
+                } else {
+                    self.handle(event);
+                }
+            }
+            Address::Server(_) => self.handle(event),
+        }
+        None
+    }
+
+    /// Drops a message that a paused host had no room to queue.
+    fn drop_deferred(&mut self, event: HostEvent<H>) {
+        if let Event::Deliver { from, to, ref msg } = event {
+            self.dropped(from, to, msg, DropReason::QueueFull);
+        }
+    }
+
+    /// Hands a host event to its host.
+    fn handle(&mut self, event: HostEvent<H>) {
+        self.events += 1;
+        match event {
+            Event::Deliver { to, msg, .. } => {
+                let (hosts, mut out) = self.outbox(to);
+                hosts.deliver(to, msg, &mut out);
+            }
+            Event::Timer { to, timer } => {
+                let (hosts, mut out) = self.outbox(to);
+                hosts.fire(to, timer, &mut out);
+            }
+            Event::Control(_) => unreachable!("control events are returned, not handled"),
+        }
+    }
+
+    /// The hosts, and an outbox for effects of host `me`.
+    fn outbox(&mut self, me: Address) -> (&mut H, Outbox<'_, H, O>) {
+        let (from, clock) = match me {
+            Address::Server(endpoint) => (endpoint, None),
+            Address::Process { pid, .. } => {
+                (self.lives.endpoint_of(pid), Some(self.lives.clock_of(pid)))
+            }
+        };
+        (
+            &mut self.hosts,
+            Outbox {
+                now: self.now,
+                names: &self.lives,
+                queue: &mut self.queue,
+                net: &mut self.net,
+                observers: &mut self.observers,
+                from,
+                me,
+                clock,
+            },
+        )
+    }
+
+    /// Observes a message that never arrived.
+    fn dropped(&mut self, from: u16, to: Address, msg: &H::Message, reason: DropReason) {
+        let names = &self.lives;
+        let observation = Observation::Dropped {
+            from: names.endpoint_ref(from),
+            to: names.address_ref(to),
+            kind: msg.kind(),
+            reason,
+            sender: msg.sender().map(|pid| names.process_ref(pid)),
+            renewal_answer: msg.is_renewal_answer(),
+        };
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &observation,
+        );
+    }
+
+    // ----- process lives -----
+
+    /// Starts a new process (incarnation) of `node`, as a follower. Only a
+    /// `replace` fault may start one while another runs: a node has one life
+    /// at a time.
+    pub(crate) fn spawn(&mut self, node: u32, replacing: bool) -> u32 {
+        assert!(
+            replacing || !self.lives.node_alive(node),
+            "a node runs at most one process unless a `replace` fault starts another"
+        );
+        let pid = self.lives.spawn(node);
+        let process = self.lives.process_ref(pid);
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &Observation::ProcessStarted(process),
+        );
+        let incarnation = self.lives.incarnation_of(pid);
+        let owner = self.lives.owner_of(pid).clone();
+        let me = Address::Process { pid, incarnation };
+        let (hosts, mut out) = self.outbox(me);
+        hosts.start_process(pid, node, incarnation, &owner, &mut out);
+        pid
+    }
+
+    /// Kills every live process of `node`; returns whether there was one.
+    pub(crate) fn crash_node(&mut self, node: u32) -> bool {
+        let pids = self.lives.alive_pids(node);
+        for &pid in &pids {
+            self.hosts.crash_process(pid);
+            self.lives.kill(pid);
+            let process = self.lives.process_ref(pid);
+            self.observers.observe(
+                crate::observation::SimTime::from_nanos(self.now),
+                &Observation::ProcessCrashed(process),
+            );
+        }
+        !pids.is_empty()
+    }
+
+    /// Observes a node fault that found nothing to act on.
+    pub(crate) fn skipped(&mut self, node: u32, what: Skipped) {
+        let node = self.lives.node_ref(node);
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &Observation::Skipped { node, what },
+        );
+    }
+
+    // ----- links -----
+
+    /// Whether an observer wants the picture-only observations.
+    pub(crate) fn wants_pictures(&self) -> bool {
+        self.observers.wants_pictures()
+    }
+
+    /// Every link of `endpoint` goes down (`start`) or one isolation ends.
+    pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
+        self.net.isolate(endpoint, start);
+        let host = self.lives.endpoint_ref(endpoint);
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &Observation::Isolated { host, start },
+        );
+    }
+
+    /// `from`'s messages stop (`start`) or start again reaching `to`.
+    pub(crate) fn cut(&mut self, from: u16, to: u16, start: bool) {
+        self.net.cut(from, to, start);
+        let (from, to) = (self.lives.endpoint_ref(from), self.lives.endpoint_ref(to));
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &Observation::Cut { from, to, start },
+        );
+    }
+
+    /// A partition with `group_of` (group per endpoint) begins, or (`None`)
+    /// the partition ends; `text` and `members` describe it.
+    pub(crate) fn partition(&mut self, group_of: Option<Vec<u16>>, text: &str, members: &[u16]) {
+        let start = group_of.is_some();
+        self.net.partition(group_of);
+        let lives = &self.lives;
+        let members: Vec<HostRef<'_>> = members.iter().map(|&e| lives.endpoint_ref(e)).collect();
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &Observation::Partitioned {
+                start,
+                groups: text,
+                members: &members,
+            },
+        );
+    }
+
+    /// Observes fault `slot` beginning on `spans` (a host and a label each),
+    /// for pictures. A process span names the process in that slot.
+    pub(crate) fn fault_began(&mut self, slot: u32, spans: &[(Address, String)]) {
+        let lives = &self.lives;
+        let spans: Vec<(HostRef<'_>, String)> = spans
+            .iter()
+            .map(|(to, label)| (lives.address_ref(*to), label.clone()))
+            .collect();
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &Observation::FaultBegan {
+                slot,
+                spans: &spans,
+            },
+        );
+    }
+
+    // ----- pausing -----
+
+    /// Pauses server `endpoint` (nested); returns the depth now.
+    pub(crate) fn pause_server(&mut self, endpoint: u16) -> u32 {
+        let server = &mut self.servers[usize::from(endpoint)];
+        server.depth += 1;
+        let depth = server.depth;
+        let host = self.lives.endpoint_ref(endpoint);
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &Observation::Paused { host, depth },
+        );
+        depth
+    }
+
+    /// Ends one pause of server `endpoint`; at depth 0 it handles what queued.
+    pub(crate) fn resume_server(&mut self, endpoint: u16) {
+        let server = &mut self.servers[usize::from(endpoint)];
+        server.depth -= 1;
+        let depth = server.depth;
+        let deferred = if depth == 0 {
+            std::mem::take(&mut server.deferred)
+        } else {
+            Vec::new()
+        };
+        self.resumed(Address::Server(endpoint), depth, deferred);
+    }
+
+    /// Pauses every live process of `node`; returns them (slot, life).
+    pub(crate) fn pause_node(&mut self, node: u32) -> Vec<(u32, u32)> {
+        let mut paused = Vec::new();
+        for pid in self.lives.alive_pids(node) {
+            let depth = self.lives.pause(pid);
+            paused.push((pid, self.lives.incarnation_of(pid)));
+            let host = HostRef::Process(self.lives.process_ref(pid));
+            self.observers.observe(
+                crate::observation::SimTime::from_nanos(self.now),
+                &Observation::Paused { host, depth },
+            );
+        }
+        paused
+    }
+
+    /// Ends one pause of process `pid` if it still runs life `incarnation`.
+    pub(crate) fn resume_process(&mut self, pid: u32, incarnation: u32) {
+        let Some((depth, deferred)) = self.lives.resume(pid, incarnation) else {
+            return;
+        };
+        self.resumed(Address::Process { pid, incarnation }, depth, deferred);
+    }
+
+    /// Observes a pause of `who` ending, `depth` pauses still in effect; at
+    /// depth 0 the host handles what queued while it was paused, in order.
+    fn resumed(&mut self, who: Address, depth: u32, deferred: Vec<HostEvent<H>>) {
+        let host = self.lives.address_ref(who);
+        let observation = Observation::Resumed {
+            host,
+            depth,
+            deferred: deferred.len() as u64,
+        };
+        self.observers.observe(
+            crate::observation::SimTime::from_nanos(self.now),
+            &observation,
+        );
+        for event in deferred {
+            // A process may have crashed, or a timer been superseded, since.
+            if let Event::Deliver {
+                to: Address::Process { pid, incarnation },
+                ..
+            }
+            | Event::Timer {
+                to: Address::Process { pid, incarnation },
+                ..
+            } = event
+            {
+                if !self.lives.is_alive(pid, incarnation) {
+                    continue;
+                }
+            }
+            if self.is_stale(&event) {
+                continue;
+            }
+            self.handle(event);
+        }
+    }
+}
+
+/// Queues `event` at a paused host; hands a message back when the host
+/// already holds [`MAX_DEFERRED_MESSAGES`] (timers always queue: a paused
+/// host has only a few).
+fn defer<M, T>(deferred: &mut Vec<Event<M, T>>, event: Event<M, T>) -> Option<Event<M, T>> {
+    if matches!(event, Event::Deliver { .. }) && deferred.len() >= MAX_DEFERRED_MESSAGES {
+        return Some(event);
+    }
+    deferred.push(event);
+    None
+}

@@ -1,0 +1,127 @@
+//! The narrow interface a host acts through: send a message, set a timer,
+//! observe — and read its own clock. A host never sees the engine.
+
+use std::time::Duration;
+
+use super::{Address, Event, Hosts, Lives};
+use crate::clock::HostClock;
+use crate::network::{Network, Transit};
+use crate::observation::{DropReason, Observation, Observer, SimTime};
+use crate::queue::EventQueue;
+
+/// The effects of one input to one host, applied in the order the host
+/// produces them (so a run's order of sends, timers and observations — and
+/// with it the trace — is the host's).
+pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
+    /// True time now.
+    pub(crate) now: u64,
+    /// How observations name nodes and processes (read-only).
+    pub(crate) names: &'e Lives<Event<H::Message, H::Timer>>,
+    pub(super) queue: &'e mut EventQueue<Event<H::Message, H::Timer>>,
+    pub(super) net: &'e mut Network,
+    pub(super) observers: &'e mut O,
+    /// The acting host's endpoint.
+    pub(super) from: u16,
+    /// The acting host.
+    pub(super) me: Address,
+    /// The acting host's clock, for a process (servers read true time).
+    pub(super) clock: Option<HostClock>,
+}
+
+impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
+    /// The acting host's clock now (true time for a server).
+    pub(crate) fn local_now(&self) -> fenced::Instant {
+        match self.clock {
+            Some(clock) => clock.local(self.now),
+            None => fenced::Instant::from_nanos(self.now),
+        }
+    }
+
+    /// Whether an observer wants the picture-only observations.
+    pub(crate) fn wants_pictures(&self) -> bool {
+        self.observers.wants_pictures()
+    }
+
+    /// Hands `observation` to every observer.
+    #[inline]
+    pub(crate) fn observe(&mut self, observation: &Observation<'_>) {
+        self.observers
+            .observe(SimTime::from_nanos(self.now), observation);
+    }
+
+    /// Sends `msg` to `to` through the network: lost when the link is down
+    /// or at random, delivered once or twice after a drawn latency.
+    pub(crate) fn send(&mut self, to: Address, msg: H::Message) {
+        let to_endpoint = match to {
+            Address::Server(endpoint) => endpoint,
+            Address::Process { pid, .. } => self.names.endpoint_of(pid),
+        };
+        let from = self.from;
+        if !self.net.link_up(from, to_endpoint) {
+            self.dropped(to, &msg, DropReason::LinkDown);
+            return;
+        }
+        match self.net.transit() {
+            Transit::Lost => self.dropped(to, &msg, DropReason::Lost),
+            Transit::Once(latency) => {
+                self.queue
+                    .push(self.now + latency, Event::Deliver { from, to, msg });
+            }
+            Transit::Twice(first, second) => {
+                self.queue.push(
+                    self.now + first,
+                    Event::Deliver {
+                        from,
+                        to,
+                        msg: msg.clone(),
+                    },
+                );
+                self.queue
+                    .push(self.now + second, Event::Deliver { from, to, msg });
+            }
+        }
+    }
+
+    fn dropped(&mut self, to: Address, msg: &H::Message, reason: DropReason) {
+        use super::Envelope;
+        let names = self.names;
+        self.observers.observe(
+            SimTime::from_nanos(self.now),
+            &Observation::Dropped {
+                from: names.endpoint_ref(self.from),
+                to: names.address_ref(to),
+                kind: msg.kind(),
+                reason,
+                sender: msg.sender().map(|pid| names.process_ref(pid)),
+                renewal_answer: msg.is_renewal_answer(),
+            },
+        );
+    }
+
+    /// Sets `timer` of the acting host to fire at true time `at`.
+    pub(crate) fn set_timer_at(&mut self, at: u64, timer: H::Timer) {
+        self.queue.push(at, Event::Timer { to: self.me, timer });
+    }
+
+    /// Sets `timer` of the acting host to fire when its clock reads `local`;
+    /// returns the true time it will fire at.
+    pub(crate) fn set_timer_local(&mut self, local: fenced::Instant, timer: H::Timer) -> u64 {
+        let at = self.true_time(local);
+        self.set_timer_at(at, timer);
+        at
+    }
+
+    /// The true time at which the acting host's clock reads `local`.
+    pub(crate) fn true_time(&self, local: fenced::Instant) -> u64 {
+        match self.clock {
+            Some(clock) => clock.true_time_at(local, self.now),
+            None => local.as_nanos(),
+        }
+    }
+
+    /// Sets `timer` to fire `after` on the acting host's clock.
+    pub(crate) fn set_timer_after(&mut self, after: Duration, timer: H::Timer) {
+        let local = self.local_now() + after;
+        self.set_timer_local(local, timer);
+    }
+}

@@ -1,0 +1,142 @@
+//! The `lease-store` host: a [`LeaseStore`] for the role and a
+//! [`NodeRegistry`] for membership, on true time (its clock is the arbiter of
+//! expiry).
+
+use fenced::{Heartbeat, LeaseStore, MembershipChange, NodeRegistry, ReleaseResult, Role};
+
+use super::messages::{Message, Timer, ToProcess, ToStore};
+use super::FencedHosts;
+use crate::engine::{Address, Outbox};
+use crate::observation::{Observation, Observer};
+
+/// The lease store and the registry, as a sans-IO host.
+#[derive(Debug)]
+pub(crate) struct LeaseStoreHost {
+    pub(crate) role: Role,
+    pub(crate) leases: LeaseStore,
+    pub(crate) registry: NodeRegistry,
+    registry_timer_at: Option<u64>,
+    pub(super) registry_generation: u32,
+}
+
+type Out<'a, 'e, O> = &'a mut Outbox<'e, FencedHosts, O>;
+
+impl LeaseStoreHost {
+    pub(crate) fn new(role: Role, leases: LeaseStore, registry: NodeRegistry) -> Self {
+        LeaseStoreHost {
+            role,
+            leases,
+            registry,
+            registry_timer_at: None,
+            registry_generation: 0,
+        }
+    }
+
+    pub(super) fn receive<O: Observer>(&mut self, msg: ToStore, out: Out<'_, '_, O>) {
+        let now = out.local_now();
+        match msg {
+            ToStore::LeaseRequest {
+                pid,
+                incarnation,
+                owner,
+                id,
+                ttl,
+            } => {
+                let answer = self
+                    .leases
+                    .try_acquire_or_renew(&self.role, &owner, ttl, now);
+                let to = Address::Process { pid, incarnation };
+                let names = out.names;
+                let from = names.sender_ref(pid, incarnation, &owner);
+                let reply = match answer {
+                    Ok(result) => {
+                        out.observe(&Observation::LeaseHandled {
+                            from,
+                            request: id.0,
+                            result: &result,
+                        });
+                        ToProcess::LeaseResponse { id, result }
+                    }
+                    Err(error) => {
+                        let text = error.to_string();
+                        out.observe(&Observation::LeaseRejected {
+                            from,
+                            request: id.0,
+                            error: &text,
+                        });
+                        ToProcess::LeaseFailed { id }
+                    }
+                };
+                out.send(to, Message::Process(reply));
+            }
+            ToStore::Release {
+                pid,
+                incarnation,
+                owner,
+                token,
+            } => {
+                let result = self.leases.release(&self.role, &owner, token, now);
+                let names = out.names;
+                let from = names.sender_ref(pid, incarnation, &owner);
+                out.observe(&Observation::ReleaseHandled {
+                    from,
+                    token,
+                    released: result == ReleaseResult::Released,
+                });
+            }
+            ToStore::Heartbeat { pid, node } => {
+                let names = out.names;
+                let joined = self.registry.heartbeat(names.node_id(node), now) == Heartbeat::Joined;
+                out.observe(&Observation::HeartbeatHandled {
+                    from: names.process_ref(pid),
+                    joined,
+                });
+                self.drain_membership(out);
+            }
+        }
+    }
+
+    /// The registry's timer fired: nodes whose TTL ran out leave.
+    pub(super) fn registry_due<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+        self.registry_timer_at = None;
+        self.registry.handle_timeout(out.local_now());
+        self.drain_membership(out);
+    }
+
+    fn drain_membership<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+        let names = out.names;
+        while let Some(change) = self.registry.poll_change() {
+            match change {
+                MembershipChange::Joined { node, .. } => {
+                    if let Some(i) = names.node_index(node.as_str()) {
+                        out.observe(&Observation::MemberJoined(names.node_ref(i)));
+                    }
+                }
+                MembershipChange::Left { node, .. } => {
+                    if let Some(i) = names.node_index(node.as_str()) {
+                        out.observe(&Observation::MemberLeft(names.node_ref(i)));
+                    }
+                }
+            }
+        }
+        // Counting the live set costs O(nodes): only for pictures.
+        if out.wants_pictures() {
+            let live = self.registry.live_count(out.local_now());
+            out.observe(&Observation::LiveMembers(live as u64));
+        }
+        let next = self.registry.next_timeout().map(|t| t.as_nanos());
+        // Arm only when nothing earlier is armed: a timer that fires before
+        // the (since refreshed) earliest expiry just re-arms. Re-arming on
+        // every heartbeat instead would leave one stale timer per heartbeat
+        // in the queue — thousands in a large fleet.
+        let armed = self.registry_timer_at;
+        if next.is_some() && (armed.is_none() || next < armed) {
+            if let Some(at) = next {
+                self.registry_generation += 1;
+                self.registry_timer_at = Some(at);
+                let generation = self.registry_generation;
+                out.set_timer_at(at.max(out.now), Timer::Registry { generation });
+            }
+        }
+    }
+}

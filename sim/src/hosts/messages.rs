@@ -1,0 +1,112 @@
+//! The fenced protocol's messages, one enum per kind of addressee, and its
+//! timers.
+
+use std::time::Duration;
+
+use fenced::{FencingToken, LeaseResult, OwnerId, RequestId};
+
+use crate::engine::Envelope;
+use crate::observation::MessageKind;
+
+/// Every message of the protocol, by addressee.
+#[derive(Clone, Debug)]
+pub(crate) enum Message {
+    /// To the lease store.
+    Store(ToStore),
+    /// To the downstream.
+    Downstream(ToDownstream),
+    /// To a node's process.
+    Process(ToProcess),
+}
+
+/// What the lease store receives.
+#[derive(Clone, Debug)]
+pub(crate) enum ToStore {
+    /// Acquire or renew the role's lease.
+    LeaseRequest {
+        pid: u32,
+        incarnation: u32,
+        owner: OwnerId,
+        id: RequestId,
+        ttl: Duration,
+    },
+    /// Release the term `token`.
+    Release {
+        pid: u32,
+        incarnation: u32,
+        owner: OwnerId,
+        token: FencingToken,
+    },
+    /// Node `node` is alive.
+    Heartbeat { pid: u32, node: u32 },
+}
+
+/// What the downstream receives.
+#[derive(Clone, Debug)]
+pub(crate) enum ToDownstream {
+    /// A unit of work's write, stamped with its term's token.
+    Write {
+        pid: u32,
+        incarnation: u32,
+        owner: OwnerId,
+        token: FencingToken,
+        unit: u64,
+    },
+}
+
+/// What a process receives.
+#[derive(Clone, Debug)]
+pub(crate) enum ToProcess {
+    /// The store's answer to request `id`.
+    LeaseResponse { id: RequestId, result: LeaseResult },
+    /// The store could not answer request `id` (bad input).
+    LeaseFailed { id: RequestId },
+}
+
+impl Envelope for Message {
+    fn kind(&self) -> MessageKind {
+        match self {
+            Message::Store(ToStore::LeaseRequest { .. }) => MessageKind::LeaseRequest,
+            Message::Store(ToStore::Release { .. }) => MessageKind::Release,
+            Message::Store(ToStore::Heartbeat { .. }) => MessageKind::Heartbeat,
+            Message::Downstream(ToDownstream::Write { .. }) => MessageKind::Write,
+            Message::Process(ToProcess::LeaseResponse { .. }) => MessageKind::LeaseResponse,
+            Message::Process(ToProcess::LeaseFailed { .. }) => MessageKind::LeaseFailed,
+        }
+    }
+
+    fn sender(&self) -> Option<u32> {
+        match *self {
+            Message::Store(ToStore::LeaseRequest { pid, .. })
+            | Message::Store(ToStore::Release { pid, .. })
+            | Message::Store(ToStore::Heartbeat { pid, .. })
+            | Message::Downstream(ToDownstream::Write { pid, .. }) => Some(pid),
+            Message::Process(_) => None,
+        }
+    }
+
+    fn is_renewal_answer(&self) -> bool {
+        matches!(
+            self,
+            Message::Process(ToProcess::LeaseResponse {
+                result: LeaseResult::Renewed { .. },
+                ..
+            })
+        )
+    }
+}
+
+/// Every timer of the protocol.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Timer {
+    /// A process's elector is due (`generation` tells a re-armed one apart).
+    Elector { generation: u32 },
+    /// A process heartbeats.
+    Heartbeat,
+    /// A process's worker starts a unit (`generation`: per term).
+    Work { generation: u32 },
+    /// A unit of work is done and writes with `token`.
+    WorkDone { token: FencingToken, unit: u64 },
+    /// The registry's earliest expiry.
+    Registry { generation: u32 },
+}

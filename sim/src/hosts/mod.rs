@@ -1,0 +1,152 @@
+//! The fenced protocol's hosts, as sans-IO machines the engine drives: the
+//! `lease-store` ([`LeaseStoreHost`]), the `downstream` ([`DownstreamHost`])
+//! and every node's processes ([`NodeProcess`]). Each reacts to one input
+//! (a message, a timer) through an [`Outbox`]; none can reach the engine.
+
+mod downstream;
+mod lease_store;
+pub(crate) mod messages;
+mod node;
+
+use fenced::{Elector, ElectorConfig, OwnerId, Role};
+
+pub(crate) use downstream::DownstreamHost;
+pub(crate) use lease_store::LeaseStoreHost;
+pub(crate) use node::{NodeProcess, WorkTimings};
+
+use crate::engine::{Address, Hosts, Outbox};
+use crate::observation::Observer;
+use crate::rng::SeedDeriver;
+use crate::scenario::Election;
+use messages::{Message, Timer};
+
+#[cfg(feature = "planted-bugs")]
+use fenced::PlantedBug;
+
+/// What every new process is built from.
+#[derive(Debug)]
+pub(crate) struct ProcessSettings {
+    pub(crate) role: Role,
+    pub(crate) election: Election,
+    pub(crate) timings: WorkTimings,
+    /// Each process's jitter seed is derived from these, its node and its
+    /// incarnation.
+    pub(crate) seeds: SeedDeriver,
+    #[cfg(feature = "planted-bugs")]
+    pub(crate) planted_bug: Option<PlantedBug>,
+}
+
+/// The hosts of one run of the fenced protocol.
+#[derive(Debug)]
+pub(crate) struct FencedHosts {
+    pub(crate) store: LeaseStoreHost,
+    pub(crate) downstream: DownstreamHost,
+    /// By process slot (a dead life stays until its slot is reused).
+    pub(crate) procs: Vec<Option<NodeProcess>>,
+    pub(crate) settings: ProcessSettings,
+}
+
+impl FencedHosts {
+    fn process(&mut self, pid: u32) -> &mut NodeProcess {
+        self.procs[pid as usize]
+            .as_mut()
+            .expect("the engine routes only to started processes")
+    }
+
+    /// The token process `pid` believes it leads with, if any.
+    pub(crate) fn believed(&self, pid: u32) -> Option<fenced::FencingToken> {
+        self.procs
+            .get(pid as usize)
+            .and_then(Option::as_ref)
+            .and_then(|p| p.believed)
+    }
+}
+
+impl Hosts for FencedHosts {
+    type Message = Message;
+    type Timer = Timer;
+
+    fn is_stale(&self, to: Address, timer: &Timer) -> bool {
+        let process = |pid: u32| self.procs[pid as usize].as_ref();
+        match (to, *timer) {
+            (Address::Process { pid, .. }, Timer::Elector { generation }) => {
+                process(pid).is_some_and(|p| p.timer_generation != generation)
+            }
+            (Address::Process { pid, .. }, Timer::Work { generation }) => {
+                process(pid).is_some_and(|p| p.work_generation != generation)
+            }
+            (_, Timer::Registry { generation }) => self.store.registry_generation != generation,
+            _ => false,
+        }
+    }
+
+    fn deliver<O: Observer>(&mut self, to: Address, msg: Message, out: &mut Outbox<'_, Self, O>) {
+        match (to, msg) {
+            (_, Message::Store(msg)) => self.store.receive(msg, out),
+            (_, Message::Downstream(msg)) => self.downstream.receive(msg, out),
+            (Address::Process { pid, .. }, Message::Process(msg)) => {
+                self.process(pid).receive(msg, out)
+            }
+            (Address::Server(_), Message::Process(_)) => {
+                unreachable!("process messages are addressed to processes")
+            }
+        }
+    }
+
+    fn fire<O: Observer>(&mut self, to: Address, timer: Timer, out: &mut Outbox<'_, Self, O>) {
+        match (to, timer) {
+            (Address::Server(_), Timer::Registry { .. }) => self.store.registry_due(out),
+            (Address::Process { pid, .. }, Timer::Elector { .. }) => {
+                self.process(pid).elector_due(out)
+            }
+            (Address::Process { pid, .. }, Timer::Heartbeat) => self.process(pid).heartbeat(out),
+            (Address::Process { pid, .. }, Timer::Work { .. }) => self.process(pid).work_tick(out),
+            (Address::Process { pid, .. }, Timer::WorkDone { token, unit }) => {
+                self.process(pid).work_done(token, unit, out)
+            }
+            (to, timer) => unreachable!("{timer:?} is never set for {to:?}"),
+        }
+    }
+
+    fn start_process<O: Observer>(
+        &mut self,
+        pid: u32,
+        node: u32,
+        incarnation: u32,
+        owner: &OwnerId,
+        out: &mut Outbox<'_, Self, O>,
+    ) {
+        let s = &self.settings;
+        let jitter_seed = s
+            .seeds
+            .str("elector")
+            .str(out.names.node_id(node).as_str())
+            .num(u64::from(incarnation))
+            .seed();
+        let config = ElectorConfig::new(
+            owner.clone(),
+            s.role.clone(),
+            s.election.timings(jitter_seed),
+        )
+        .expect("election settings were validated in Simulation::new");
+        #[allow(unused_mut)]
+        let mut elector = Elector::new(config);
+        #[cfg(feature = "planted-bugs")]
+        if let Some(bug) = s.planted_bug {
+            elector.plant(bug);
+        }
+        let process = NodeProcess::new(pid, node, incarnation, owner.clone(), elector, s.timings);
+        let i = pid as usize;
+        if self.procs.len() <= i {
+            self.procs.resize_with(i + 1, || None);
+        }
+        self.procs[i] = Some(process);
+        self.process(pid).start(out);
+    }
+
+    fn crash_process(&mut self, pid: u32) {
+        if let Some(p) = self.procs.get_mut(pid as usize).and_then(Option::as_mut) {
+            p.crash();
+        }
+    }
+}
