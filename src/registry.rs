@@ -7,7 +7,7 @@
 //! with the exact instant the node expired, not with whenever the registry
 //! happened to notice.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
@@ -66,10 +66,11 @@ pub enum Heartbeat {
 #[derive(Clone, Debug)]
 pub struct NodeRegistry {
     liveness_ttl: Duration,
-    /// Last heartbeat of each node not yet pruned.
-    last_heartbeat: BTreeMap<NodeId, Instant>,
+    /// Last heartbeat of each node not yet pruned, and its place in
+    /// `by_expiry`.
+    last_heartbeat: BTreeMap<NodeId, (Instant, u32)>,
     /// The same entries ordered by expiry, for pruning in order.
-    by_expiry: BTreeSet<(Instant, NodeId)>,
+    by_expiry: ExpiryQueue,
     changes: VecDeque<MembershipChange>,
     latest_now: LatestNow,
 }
@@ -86,7 +87,7 @@ impl NodeRegistry {
         Ok(NodeRegistry {
             liveness_ttl,
             last_heartbeat: BTreeMap::new(),
-            by_expiry: BTreeSet::new(),
+            by_expiry: ExpiryQueue::default(),
             changes: VecDeque::new(),
             latest_now: LatestNow::default(),
         })
@@ -103,19 +104,17 @@ impl NodeRegistry {
         self.prune(now);
         let expires_at = now + self.liveness_ttl;
         match self.last_heartbeat.get_mut(node.as_str()) {
-            Some(last) => {
-                let old = *last + self.liveness_ttl;
+            Some((last, slot)) => {
                 *last = now;
-                if old != expires_at {
-                    let removed = self.by_expiry.remove(&(old, node.clone()));
-                    debug_assert!(removed, "every registered node has an expiry entry");
-                    self.by_expiry.insert((expires_at, node.clone()));
-                }
+                // The clock never runs backwards and every node has the same
+                // TTL, so the new expiry is the latest: the node moves to the
+                // back and the queue stays sorted.
+                self.by_expiry.move_to_back(*slot, expires_at);
                 Heartbeat::Refreshed
             }
             None => {
-                self.last_heartbeat.insert(node.clone(), now);
-                self.by_expiry.insert((expires_at, node.clone()));
+                let slot = self.by_expiry.push_back(node.clone(), expires_at);
+                self.last_heartbeat.insert(node.clone(), (now, slot));
                 self.changes.push_back(MembershipChange::Joined {
                     node: node.clone(),
                     at: now,
@@ -133,13 +132,18 @@ impl NodeRegistry {
     }
 
     fn prune(&mut self, now: Instant) {
-        while let Some((expires_at, _)) = self.by_expiry.first() {
-            if *expires_at > now {
-                break;
+        if self.by_expiry.front().is_none_or(|at| at > now) {
+            return;
+        }
+        // Nodes expiring at one instant leave in id order.
+        let mut expired = Vec::new();
+        while self.by_expiry.front().is_some_and(|at| at <= now) {
+            if let Some(entry) = self.by_expiry.pop_front() {
+                expired.push(entry);
             }
-            let Some((at, node)) = self.by_expiry.pop_first() else {
-                break;
-            };
+        }
+        expired.sort();
+        for (at, node) in expired {
             self.last_heartbeat.remove(node.as_str());
             self.changes.push_back(MembershipChange::Left { node, at });
         }
@@ -149,7 +153,7 @@ impl NodeRegistry {
     /// When the next node expires if nobody heartbeats (call
     /// [`handle_timeout`](NodeRegistry::handle_timeout) then), or `None`.
     pub fn next_timeout(&self) -> Option<Instant> {
-        self.by_expiry.first().map(|(at, _)| *at)
+        self.by_expiry.front()
     }
 
     /// Whether `node` is live at `now`.
@@ -157,7 +161,7 @@ impl NodeRegistry {
         let now = self.latest_now.at(now);
         self.last_heartbeat
             .get(node.as_str())
-            .is_some_and(|last| now < *last + self.liveness_ttl)
+            .is_some_and(|(last, _)| now < *last + self.liveness_ttl)
     }
 
     /// The nodes live at `now`, sorted by id.
@@ -166,7 +170,7 @@ impl NodeRegistry {
         let ttl = self.liveness_ttl;
         self.last_heartbeat
             .iter()
-            .filter(move |(_, last)| now < **last + ttl)
+            .filter(move |(_, (last, _))| now < *last + ttl)
             .map(|(node, _)| node)
     }
 
@@ -190,6 +194,130 @@ impl NodeRegistry {
     /// input; the queue holds whatever is not drained.
     pub fn poll_change(&mut self) -> Option<MembershipChange> {
         self.changes.pop_front()
+    }
+}
+
+/// No slot.
+const NIL: u32 = u32::MAX;
+
+/// One node's place in the [`ExpiryQueue`].
+#[derive(Clone, Debug)]
+struct Slot {
+    node: Option<NodeId>,
+    expires_at: Instant,
+    prev: u32,
+    next: u32,
+}
+
+/// Nodes in order of expiry, as a doubly linked list in a slab. A heartbeat
+/// moves its node to the back in O(1): with a clock that never runs
+/// backwards and one TTL for every node, the new expiry is the latest, so the
+/// list stays sorted — where a sorted set would pay a removal and an
+/// insertion of O(log n) each per heartbeat. Ties keep insertion order;
+/// [`NodeRegistry`] sorts a batch of departures itself.
+#[derive(Clone, Debug)]
+struct ExpiryQueue {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+impl Default for ExpiryQueue {
+    fn default() -> Self {
+        ExpiryQueue {
+            slots: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
+    }
+}
+
+impl ExpiryQueue {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The earliest expiry.
+    fn front(&self) -> Option<Instant> {
+        (self.head != NIL).then(|| self.slots[self.head as usize].expires_at)
+    }
+
+    fn link_back(&mut self, slot: u32) {
+        debug_assert!(
+            self.tail == NIL
+                || self.slots[self.tail as usize].expires_at
+                    <= self.slots[slot as usize].expires_at,
+            "expiries are appended in order"
+        );
+        self.slots[slot as usize].prev = self.tail;
+        self.slots[slot as usize].next = NIL;
+        if self.tail == NIL {
+            self.head = slot;
+        } else {
+            self.slots[self.tail as usize].next = slot;
+        }
+        self.tail = slot;
+    }
+
+    fn unlink(&mut self, slot: u32) {
+        let Slot { prev, next, .. } = self.slots[slot as usize];
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+    }
+
+    /// Appends `node` expiring at `expires_at` (the latest so far).
+    fn push_back(&mut self, node: NodeId, expires_at: Instant) -> u32 {
+        let entry = Slot {
+            node: Some(node),
+            expires_at,
+            prev: NIL,
+            next: NIL,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = entry;
+                slot
+            }
+            None => {
+                self.slots.push(entry);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.link_back(slot);
+        self.len += 1;
+        slot
+    }
+
+    /// Moves `slot` to the back with a new (latest) expiry.
+    fn move_to_back(&mut self, slot: u32, expires_at: Instant) {
+        self.unlink(slot);
+        self.slots[slot as usize].expires_at = expires_at;
+        self.link_back(slot);
+    }
+
+    /// Removes and returns the earliest entry.
+    fn pop_front(&mut self) -> Option<(Instant, NodeId)> {
+        let slot = self.head;
+        if slot == NIL {
+            return None;
+        }
+        self.unlink(slot);
+        self.free.push(slot);
+        self.len -= 1;
+        let entry = &mut self.slots[slot as usize];
+        entry.node.take().map(|node| (entry.expires_at, node))
     }
 }
 

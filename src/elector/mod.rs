@@ -592,8 +592,15 @@ impl Elector {
         }
         // Requests whose answer could no longer be acted on are forgotten,
         // and so is the oldest one beyond the bound.
+        // Oldest first: the expired ones are at the front.
         let validity = self.config.validity();
-        self.outstanding.retain(|r| r.sent_at + validity > now);
+        while self
+            .outstanding
+            .front()
+            .is_some_and(|r| r.sent_at + validity <= now)
+        {
+            self.outstanding.pop_front();
+        }
         if self.outstanding.len() == MAX_OUTSTANDING {
             self.outstanding.pop_front();
         }

@@ -342,6 +342,7 @@ impl Checker {
 }
 
 impl Observer for Checker {
+    #[inline]
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
         let now = at.as_nanos();
         match *observation {
