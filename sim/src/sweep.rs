@@ -115,7 +115,7 @@ impl Lengths {
         let u = unit_f64(rng);
         let ns = match self.spread {
             Spread::Uniform => low + u * (high - low),
-            Spread::LogUniform => low * (high / low).powf(u),
+            Spread::LogUniform => low * libm::pow(high / low, u),
         };
         Duration::from_nanos((ns as u64).max(1))
     }
@@ -1130,7 +1130,7 @@ fn normaliser(values: &[f64]) -> impl Fn(f64) -> f64 {
         }
         if log {
             let v = v.max(positive_lo);
-            (v / positive_lo).ln() / (hi / positive_lo).ln()
+            libm::log(v / positive_lo) / libm::log(hi / positive_lo)
         } else {
             (v - lo) / (hi - lo)
         }
@@ -1557,8 +1557,8 @@ impl ElectionSweep {
         };
         let (x0, x1) = range(&mut points.iter().map(|p| p.1));
         let (y0, y1) = range(&mut points.iter().map(|p| p.2));
-        let sx = |v: f64| px + (v / x0).ln() / (x1 / x0).ln() * pw;
-        let sy = |v: f64| py + ph - (v / y0).ln() / (y1 / y0).ln() * ph;
+        let sx = |v: f64| px + libm::log(v / x0) / libm::log(x1 / x0) * pw;
+        let sy = |v: f64| py + ph - libm::log(v / y0) / libm::log(y1 / y0) * ph;
         doc.rect(px, py, pw, ph, "fill=\"#fafafa\" stroke=\"#cccccc\"", None);
         for t in log_ticks(x0, x1) {
             let gx = sx(t);
@@ -1736,7 +1736,7 @@ fn nice_log_range(lo: f64, hi: f64) -> (f64, f64) {
     let lo = lo.max(1e-3);
     let hi = hi.max(lo * 1.5);
     let down = |v: f64| {
-        let e = 10f64.powf(v.log10().floor());
+        let e = libm::pow(10.0, libm::floor(libm::log10(v)));
         [5.0, 2.0, 1.0]
             .iter()
             .map(|m| m * e)
@@ -1744,7 +1744,7 @@ fn nice_log_range(lo: f64, hi: f64) -> (f64, f64) {
             .unwrap_or(e / 2.0)
     };
     let up = |v: f64| {
-        let e = 10f64.powf(v.log10().floor());
+        let e = libm::pow(10.0, libm::floor(libm::log10(v)));
         [1.0, 2.0, 5.0, 10.0]
             .iter()
             .map(|m| m * e)
@@ -1757,7 +1757,7 @@ fn nice_log_range(lo: f64, hi: f64) -> (f64, f64) {
 /// 1-2-5 ticks inside `[lo, hi]`.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let mut out = Vec::new();
-    let mut e = 10f64.powf(lo.log10().floor());
+    let mut e = libm::pow(10.0, libm::floor(libm::log10(lo)));
     while e <= hi * 1.0001 {
         for m in [1.0, 2.0, 5.0] {
             let t = m * e;
