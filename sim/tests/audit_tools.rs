@@ -1,0 +1,157 @@
+//! The tools' audit findings, each proved fixed through the real binary:
+//! what used to panic, hang, exhaust memory, misreport or exit with the
+//! wrong code now answers with a clear error and the contract's exit code
+//! (0 pass, 1 violation or failure, 2 bad input).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{assert_exit, fenced_sim, stderr, stdout, write_file};
+
+/// `fenced-sim` with `args`, killed after `seconds` (a hang is a failure,
+/// not a stuck test run).
+fn fenced_sim_within(seconds: u64, args: &[&str]) -> std::process::Output {
+    assert_cmd::Command::new(env!("CARGO_BIN_EXE_fenced-sim"))
+        .current_dir(common::workspace_root())
+        .args(args)
+        .timeout(Duration::from_secs(seconds))
+        .output()
+        .expect("fenced-sim runs")
+}
+
+/// Asserts the run ended by itself (not killed by the timeout) with `code`.
+fn assert_finished_with(out: &std::process::Output, code: i32) {
+    assert!(
+        out.status.code().is_some(),
+        "killed (a hang, or a signal such as SIGABRT)\n--- stderr\n{}",
+        stderr(out)
+    );
+    assert_exit(out, code);
+}
+
+/// Every subcommand that reads a scenario file, with `path` as that file.
+fn every_reader(path: &str) -> Vec<Vec<String>> {
+    let p = path.to_string();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        s(&["run", &p]),
+        s(&["check", &p]),
+        s(&["explore", &p, "--seeds", "1"]),
+        s(&["replay", &p, "--seed", "1"]),
+        s(&["shrink", &p, "--seed", "1"]),
+    ]
+}
+
+// ----- 11: scenario files are bounded and regular -----
+
+#[test]
+fn a_device_is_refused_before_it_is_read() {
+    // Proves `/dev/zero` (endless) is refused by name, not read until memory runs out, by every subcommand that reads a scenario.
+    for args in every_reader("/dev/zero") {
+        let out = fenced_sim_within(20, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_finished_with(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("/dev/zero") && err.contains("not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_instead_of_blocking() {
+    // Proves a named pipe with no writer is refused at once (opening it would block forever), for every reader and for `list`.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let fifo_arg = fifo.to_str().unwrap().to_string();
+    for args in every_reader(&fifo_arg) {
+        let out = fenced_sim_within(20, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_finished_with(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains("FIFO"), "{args:?}: {err}");
+    }
+    write_file(dir.path(), "ok.toml", common::MINIMAL);
+    let out = fenced_sim_within(20, &["list", dir.path().to_str().unwrap()]);
+    assert_finished_with(&out, 2);
+    let text = stdout(&out);
+    assert!(text.contains("pipe  INVALID") && text.contains("FIFO"), "{text}");
+}
+
+#[test]
+fn a_directory_and_an_oversized_file_are_refused_with_the_reason() {
+    // Proves a directory named like a scenario and a file past the 1 MiB cap are bad input naming the path and why.
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("dir.toml");
+    std::fs::create_dir(&sub).unwrap();
+    let out = fenced_sim(["check", sub.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("a directory"), "{}", stderr(&out));
+
+    // Valid TOML all the way: only its size is wrong.
+    let padding = format!("# {}\n", "x".repeat(1000)).repeat(1100);
+    let big = write_file(
+        dir.path(),
+        "big.toml",
+        &format!("{}{padding}", common::MINIMAL),
+    );
+    let out = fenced_sim(["run", big.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("big.toml") && err.contains("larger than 1024 KiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_just_under_the_cap_still_loads() {
+    // Proves the cap does not refuse legitimate files: a valid scenario padded to just under 1 MiB runs.
+    let dir = tempfile::tempdir().unwrap();
+    let limit = fenced_sim::file::MAX_SCENARIO_FILE_BYTES as usize;
+    let mut text = common::MINIMAL.to_string();
+    while text.len() + 1002 < limit {
+        text.push_str(&format!("# {}\n", "x".repeat(999)));
+    }
+    assert!(text.len() <= limit);
+    let path = write_file(dir.path(), "padded.toml", &text);
+    let out = fenced_sim(["check", path.to_str().unwrap()]);
+    assert_exit(&out, 0);
+}
+
+// ----- 7: every u64 seed round-trips through a saved scenario -----
+
+#[test]
+fn a_saved_schedule_with_a_seed_above_i64_max_reloads_and_runs() {
+    // Proves seeds >= 2^63 (written by replay --save) load again: TOML integers stop at i64::MAX, so large seeds are saved as strings and read back to the same u64.
+    let dir = tempfile::tempdir().unwrap();
+    for seed in [0, i64::MAX as u64, 1u64 << 63, u64::MAX] {
+        let saved = dir.path().join(format!("seed-{seed}.toml"));
+        let seed_arg = seed.to_string();
+        let out = fenced_sim([
+            "replay",
+            "--seed",
+            &seed_arg,
+            "--json",
+            "--save",
+            saved.to_str().unwrap(),
+        ]);
+        assert!(out.status.code() != Some(2), "{}", stderr(&out));
+        let replayed: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let reloaded = fenced_sim(["run", saved.to_str().unwrap(), "--json"]);
+        assert!(
+            reloaded.status.code() != Some(2),
+            "seed {seed}: {}",
+            stderr(&reloaded)
+        );
+        let run: serde_json::Value = serde_json::from_str(&stdout(&reloaded)).unwrap();
+        assert_eq!(run["seed"].as_u64(), Some(seed));
+        assert_eq!(run["trace_hash"], replayed["trace_hash"], "seed {seed}");
+    }
+}
