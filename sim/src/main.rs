@@ -559,6 +559,16 @@ impl Exploring {
     fn set_up(path: Option<&Path>, plant: &PlantArg) -> Result<Self, ExitCode> {
         let (base, base_arg) = explore_base(path)?;
         base.validate().map_err(bad_input)?;
+        // A base that validates may still be unable to host the schedules
+        // drawn on it (its runs plus their liveness phase would be too
+        // long): bad input, found before any seed runs.
+        fenced_sim::explore::check_base(&base).map_err(|e| {
+            let origin = path.map_or_else(
+                || "the default base".to_string(),
+                |p| p.display().to_string(),
+            );
+            bad_input(format!("{origin}: {e}"))
+        })?;
         let mut options = RunOptions::default();
         let plant_flag = plant.apply(&mut options)?;
         Ok(Exploring {

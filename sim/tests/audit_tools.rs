@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{assert_exit, fenced_sim, stderr, stdout, write_file};
+use common::{assert_exit, fenced_sim, scenario_files, shipped, stderr, stdout, write_file};
 
 /// `fenced-sim` with `args`, killed after `seconds` (a hang is a failure,
 /// not a stuck test run).
@@ -81,7 +81,10 @@ fn a_fifo_is_refused_instead_of_blocking() {
     let out = fenced_sim_within(20, &["list", dir.path().to_str().unwrap()]);
     assert_finished_with(&out, 2);
     let text = stdout(&out);
-    assert!(text.contains("pipe  INVALID") && text.contains("FIFO"), "{text}");
+    assert!(
+        text.contains("pipe  INVALID") && text.contains("FIFO"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -153,5 +156,103 @@ fn a_saved_schedule_with_a_seed_above_i64_max_reloads_and_runs() {
         let run: serde_json::Value = serde_json::from_str(&stdout(&reloaded)).unwrap();
         assert_eq!(run["seed"].as_u64(), Some(seed));
         assert_eq!(run["trace_hash"], replayed["trace_hash"], "seed {seed}");
+    }
+}
+
+// ----- 5: explore draws only valid schedules, on every shipped base -----
+
+#[test]
+fn explore_reports_no_generator_failure_on_any_shipped_scenario() {
+    // Proves explore over every shipped scenario (those with partitions of their own included) draws no schedule the validator refuses. The big fleets get fewer seeds to keep the test fast; tests/explore.rs checks 1000 seeds of every base without running them.
+    for file in scenario_files() {
+        let file = file.to_str().unwrap().to_string();
+        let seeds = if file.contains("-500") {
+            "3"
+        } else if file.contains("-50") {
+            "20"
+        } else {
+            "200"
+        };
+        let out = fenced_sim(["explore", &file, "--seeds", seeds, "--jobs", "2", "--json"]);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{file}: {}",
+            stderr(&out)
+        );
+        let generator: Vec<String> = stdout(&out)
+            .lines()
+            .filter(|l| l.contains("\"invariant\":\"generator\""))
+            .map(str::to_string)
+            .collect();
+        assert!(generator.is_empty(), "{file}: {generator:#?}");
+        assert!(
+            !stderr(&out).contains("generator"),
+            "{file}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn explore_on_a_base_with_a_partition_passes() {
+    // Proves the audit's reproduction: 1000 seeds on leader-partitioned-from-store and slow-clock-fenced used to report about 195 generator failures and exit 1.
+    for name in ["leader-partitioned-from-store", "slow-clock-fenced"] {
+        let out = fenced_sim(["explore", &shipped(name), "--seeds", "1000", "--jobs", "2"]);
+        assert_exit(&out, 0);
+        assert!(
+            stderr(&out).contains("1000 seeds") && stderr(&out).contains(": 0 failed"),
+            "{name}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+// ----- 8: bases that validate but cannot be explored are bad input -----
+
+#[test]
+fn a_base_too_long_to_explore_is_refused_up_front_naming_the_key() {
+    // Proves a base whose generated runs would exceed the longest run allowed (huge work_duration or rejoin_delay, a near-year duration) exits 2 naming the key, before running any seed, from explore, replay and shrink alike.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "work",
+            "[work]\nwork_duration = \"400d\"\n",
+            "work.work_duration",
+        ),
+        (
+            "rejoin",
+            "[election]\nrejoin_delay = \"400d\"\n",
+            "election.rejoin_delay",
+        ),
+        ("year", "", "duration"),
+    ];
+    for (name, section, key) in cases {
+        let duration = if name == "year" {
+            "364d 23h 59m 50s"
+        } else {
+            "2m"
+        };
+        let text = format!(
+            "name = \"{name}\"\nduration = \"{duration}\"\n{section}\n[[node]]\nid = \"a\"\n\n[[node]]\nid = \"b\"\n"
+        );
+        let path = write_file(dir.path(), &format!("{name}.toml"), &text);
+        let path = path.to_str().unwrap();
+        // The base itself is valid.
+        assert_exit(&fenced_sim(["check", path]), 0);
+        for args in [
+            vec!["explore", path, "--seeds", "1000"],
+            vec!["replay", path, "--seed", "1"],
+            vec!["shrink", path, "--seed", "1"],
+        ] {
+            let out = fenced_sim_within(20, &args);
+            assert_finished_with(&out, 2);
+            let err = stderr(&out);
+            assert!(
+                err.contains(&format!("`{key}`"))
+                    && err.contains("cannot host generated schedules"),
+                "{args:?}: {err}"
+            );
+            assert!(!err.contains("seeds in"), "no seed may run: {err}");
+        }
     }
 }

@@ -81,6 +81,29 @@ fn generated_schedules_switch_fault_kinds_per_seed_and_end_with_a_liveness_phase
 }
 
 #[test]
+fn generated_schedules_are_valid_on_every_shipped_base() {
+    // Proves the generator never draws a schedule the validator refuses (a `generator` failure) on any shipped scenario, including those with partitions of their own (at most one partition may be active at a time).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut bases = 0;
+    for entry in std::fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let base = fenced_sim::file::load(&path).unwrap();
+        fenced_sim::explore::check_base(&base).unwrap();
+        for seed in 0..1000 {
+            let (s, mix) = generate(&base, seed);
+            if let Err(e) = s.validate() {
+                panic!("{} seed {seed} ({:?}): {e}", path.display(), mix.names());
+            }
+        }
+        bases += 1;
+    }
+    assert!(bases >= 19, "{bases}");
+}
+
+#[test]
 fn a_cluster_that_cannot_converge_in_time_fails_the_liveness_invariant() {
     // Proves the liveness check is not vacuous: healing one second before the end, right after the leader crashed, leaves no leader, and the run fails with `liveness`.
     let mut scenario = trio("no-time", secs(60)).with_fault(FaultSpec::Crash {
