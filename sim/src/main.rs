@@ -261,7 +261,9 @@ struct ShrinkArgs {
     /// Where to write the shrunk scenario (default: standard output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
-    /// At most this many simulation runs while shrinking.
+    /// At most this many simulation runs while shrinking (at least 3; the
+    /// last one reruns the result, so what is reported is what the written
+    /// file does).
     #[arg(long, default_value_t = 5000)]
     budget: u64,
     #[command(flatten)]
@@ -792,11 +794,23 @@ fn shrink(args: &ShrinkArgs) -> ExitCode {
             eprintln!("seed {} passes: nothing to shrink", args.seed);
             return ExitCode::SUCCESS;
         }
+        Err(e @ fenced_sim::shrink::ShrinkError::NotReproduced { .. }) => {
+            eprintln!("error: seed {}: {e}", args.seed);
+            return ExitCode::from(EXIT_FAIL);
+        }
         Err(e) => return bad_input(e),
+    };
+    let exhausted = if shrunk.budget_exhausted {
+        format!(
+            " (the budget of {} runs ran out: it may shrink further with a larger --budget)",
+            args.budget
+        )
+    } else {
+        String::new()
     };
     let header = format!(
         "# Shrunk by: fenced-sim shrink {base_arg}--seed {}{plant_flag}\n\
-         # {} faults -> {} in {} runs. Reproduce: fenced-sim run <this file>{plant_flag}\n",
+         # {} faults -> {} in {} runs{exhausted}. Reproduce: fenced-sim run <this file>{plant_flag}\n",
         args.seed, shrunk.faults_before, shrunk.faults_after, shrunk.runs
     );
     let text = format!("{header}{}", fenced_sim::to_toml::to_toml(&shrunk.scenario));
@@ -809,7 +823,7 @@ fn shrink(args: &ShrinkArgs) -> ExitCode {
         None => print!("{text}"),
     }
     eprintln!(
-        "seed {}: `{}` at {}.{:03}s: {}\nshrunk from {} to {} faults in {} runs{}",
+        "seed {}: `{}` at {}.{:03}s: {}\nshrunk from {} to {} faults in {} runs{exhausted}{}",
         args.seed,
         shrunk.invariant,
         shrunk.violation.at_ms / 1000,

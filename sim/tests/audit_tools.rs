@@ -256,3 +256,66 @@ fn a_base_too_long_to_explore_is_refused_up_front_naming_the_key() {
         }
     }
 }
+
+// ----- 6: shrink reports what the written file does -----
+
+/// The first violation of `invariant` in `fenced-sim run <file> --json`, as
+/// ("seconds.millis", detail).
+fn first_violation(file: &str, invariant: &str) -> (String, String) {
+    let out = fenced_sim(["run", file, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["invariant"] == invariant)
+        .unwrap_or_else(|| panic!("no {invariant} in {report}"));
+    let ms = v["at_ms"].as_u64().unwrap();
+    (
+        format!("{}.{:03}s", ms / 1000, ms % 1000),
+        v["detail"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn shrink_describes_the_written_file_even_when_the_budget_runs_out() {
+    // Proves the violation shrink reports (on stderr and in the file's description) is the one running the written file shows, also when the budget is spent mid-pass (it used to report the original seed's 52.054s while the file broke at 43.014s).
+    let dir = tempfile::tempdir().unwrap();
+    for budget in ["3", "14", "40", "5000"] {
+        let path = dir.path().join(format!("shrunk-{budget}.toml"));
+        let path = path.to_str().unwrap();
+        let out = fenced_sim([
+            "shrink",
+            &shipped("gc-pause-unfenced"),
+            "--seed",
+            "3",
+            "--budget",
+            budget,
+            "-o",
+            path,
+        ]);
+        assert_exit(&out, 0);
+        let (at, detail) = first_violation(path, "split-brain");
+        let claim = format!("`split-brain` at {at}: {detail}");
+        assert!(
+            stderr(&out).contains(&claim),
+            "budget {budget}: the run says {claim}\n--- stderr\n{}",
+            stderr(&out)
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(
+            text.contains(&format!("breaks `split-brain` at {at} — {detail}")),
+            "budget {budget}:\n{text}"
+        );
+        let runs: u64 = stderr(&out)
+            .split(" runs")
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("a run count");
+        assert!(runs <= budget.parse().unwrap(), "{runs} runs > {budget}");
+        if budget == "14" {
+            assert!(stderr(&out).contains("budget of 14 runs ran out"));
+        }
+    }
+}
