@@ -613,6 +613,8 @@ pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> Seed
     }
 }
 
+pub use crate::parallel::{SpawnError, StreamError, MAX_JOBS, WINDOW_PER_JOB};
+
 /// Which seeds a campaign runs: `count` seeds from `start`, of which this
 /// shard takes every `shards`-th, beginning with the `shard`-th.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -628,29 +630,109 @@ pub struct SeedRange {
 }
 
 impl SeedRange {
-    /// The seeds of this shard, in order.
-    pub fn seeds(&self) -> impl Iterator<Item = u64> + '_ {
-        (0..self.count)
-            .filter(move |i| i % self.shards.max(1) == self.shard)
-            .map(move |i| self.start.wrapping_add(i))
+    /// Checks the range: at least one shard, the shard among them, and the
+    /// last seed (`start + count - 1`) no larger than `u64::MAX`.
+    ///
+    /// # Errors
+    /// One sentence naming the flag (`--shard`, `--start`, `--seeds`).
+    pub fn check(&self) -> Result<(), String> {
+        if self.shards == 0 || self.shard >= self.shards {
+            return Err(format!(
+                "--shard {}/{}: I must be in 0..N and N at least 1",
+                self.shard, self.shards
+            ));
+        }
+        if self.count > 0 && self.start.checked_add(self.count - 1).is_none() {
+            return Err(format!(
+                "--start {} with --seeds {} goes past the largest seed, {}: \
+                 use at most --seeds {}",
+                self.start,
+                self.count,
+                u64::MAX,
+                u64::MAX - self.start + 1
+            ));
+        }
+        Ok(())
+    }
+
+    /// How many seeds this shard runs — computed, not counted, so a range of
+    /// `u64::MAX` seeds costs nothing.
+    pub fn len(&self) -> u64 {
+        if self.shards == 0 || self.shard >= self.count {
+            0
+        } else {
+            (self.count - 1 - self.shard) / self.shards + 1
+        }
+    }
+
+    /// Whether this shard runs no seed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The seeds of this shard, in order, drawn lazily (a step of `shards`
+    /// from the `shard`-th; no seed is visited only to be skipped).
+    pub fn seeds(&self) -> impl Iterator<Item = u64> + Send + 'static {
+        let SeedRange {
+            start,
+            count,
+            shard,
+            shards,
+        } = *self;
+        let mut next = (shards > 0 && shard < count).then_some(shard);
+        std::iter::from_fn(move || {
+            let i = next?;
+            next = i.checked_add(shards).filter(|n| *n < count);
+            Some(start.wrapping_add(i))
+        })
     }
 }
 
-/// Runs every seed of `range` on `jobs` threads and returns the outcomes in
-/// seed order — identical whatever `jobs` is. `progress` is called once per
+/// Runs every seed of `range` on `jobs` threads and hands the outcomes to
+/// `sink` in seed order — identical whatever `jobs` is — holding at most
+/// `jobs` × [`WINDOW_PER_JOB`] of them at once. `progress` is called once per
 /// finished seed (from any thread).
+///
+/// # Errors
+/// A worker thread could not be started (before any outcome), or the sink's
+/// first error (no seed starts after it).
+pub fn stream_campaign<E>(
+    base: &Scenario,
+    range: SeedRange,
+    jobs: usize,
+    options: &crate::RunOptions,
+    progress: &(dyn Fn() + Sync),
+    sink: &mut dyn FnMut(SeedOutcome) -> Result<(), E>,
+) -> Result<(), StreamError<E>> {
+    // No more threads than seeds.
+    let jobs = jobs.min(usize::try_from(range.len()).unwrap_or(usize::MAX));
+    crate::parallel::stream(
+        range.seeds(),
+        jobs,
+        &|seed| run_seed(base, seed, options),
+        progress,
+        sink,
+    )
+}
+
+/// Runs every seed of `range` on `jobs` threads and returns the outcomes in
+/// seed order — identical whatever `jobs` is. For small campaigns; large
+/// ones use [`stream_campaign`], which holds no more than a window of them.
+///
+/// # Errors
+/// A worker thread could not be started.
 pub fn run_campaign(
     base: &Scenario,
     range: SeedRange,
     jobs: usize,
     options: &crate::RunOptions,
     progress: &(dyn Fn() + Sync),
-) -> Vec<SeedOutcome> {
-    let seeds: Vec<u64> = range.seeds().collect();
+) -> Result<Vec<SeedOutcome>, SpawnError> {
+    let jobs = jobs.min(usize::try_from(range.len()).unwrap_or(usize::MAX));
     crate::parallel::map(
-        &seeds,
+        range.seeds(),
         jobs,
-        &|&seed| run_seed(base, seed, options),
+        &|seed| run_seed(base, seed, options),
         progress,
     )
 }
@@ -679,30 +761,37 @@ impl CampaignSummary {
     pub fn of(outcomes: &[SeedOutcome]) -> Self {
         let mut s = CampaignSummary::default();
         for o in outcomes {
-            s.seeds += 1;
-            s.events += o.events;
-            s.determinism_checked += u64::from(o.determinism_checked);
-            if !o.ok {
-                s.failed += 1;
-                let name = o.invariant.clone().unwrap_or_else(|| "unknown".to_string());
-                *s.failures_by_invariant.entry(name).or_insert(0) += 1;
-            }
-            let c = &o.coverage;
-            let (t, n) = (&mut s.coverage, &mut s.seeds_covering);
-            t.stale_write_rejected += c.stale_write_rejected;
-            t.takeover_during_pause += c.takeover_during_pause;
-            t.step_down_on_deadline += c.step_down_on_deadline;
-            t.renewal_lost += c.renewal_lost;
-            t.zombie_fenced += c.zombie_fenced;
-            t.refused += c.refused;
-            n.stale_write_rejected += u64::from(c.stale_write_rejected > 0);
-            n.takeover_during_pause += u64::from(c.takeover_during_pause > 0);
-            n.step_down_on_deadline += u64::from(c.step_down_on_deadline > 0);
-            n.renewal_lost += u64::from(c.renewal_lost > 0);
-            n.zombie_fenced += u64::from(c.zombie_fenced > 0);
-            n.refused += u64::from(c.refused > 0);
+            s.add(o);
         }
         s
+    }
+
+    /// Counts one more outcome (campaigns stream: they keep the totals, not
+    /// the outcomes).
+    pub fn add(&mut self, o: &SeedOutcome) {
+        let s = self;
+        s.seeds += 1;
+        s.events += o.events;
+        s.determinism_checked += u64::from(o.determinism_checked);
+        if !o.ok {
+            s.failed += 1;
+            let name = o.invariant.clone().unwrap_or_else(|| "unknown".to_string());
+            *s.failures_by_invariant.entry(name).or_insert(0) += 1;
+        }
+        let c = &o.coverage;
+        let (t, n) = (&mut s.coverage, &mut s.seeds_covering);
+        t.stale_write_rejected += c.stale_write_rejected;
+        t.takeover_during_pause += c.takeover_during_pause;
+        t.step_down_on_deadline += c.step_down_on_deadline;
+        t.renewal_lost += c.renewal_lost;
+        t.zombie_fenced += c.zombie_fenced;
+        t.refused += c.refused;
+        n.stale_write_rejected += u64::from(c.stale_write_rejected > 0);
+        n.takeover_during_pause += u64::from(c.takeover_during_pause > 0);
+        n.step_down_on_deadline += u64::from(c.step_down_on_deadline > 0);
+        n.renewal_lost += u64::from(c.renewal_lost > 0);
+        n.zombie_fenced += u64::from(c.zombie_fenced > 0);
+        n.refused += u64::from(c.refused > 0);
     }
 
     /// The "sometimes" properties no seed exercised: a campaign on the default

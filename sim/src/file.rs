@@ -498,15 +498,23 @@ const SEED_HELP: &str = "a seed is a whole number from 0 to 18446744073709551615
 fn seed_value(raw: &Spanned<RawSeed>, spans: &mut Spans) -> Result<u64, ConvertError> {
     spans.note("seed", raw);
     match raw.get_ref() {
-        RawSeed::Integer(n) => u64::try_from(*n)
-            .or_else(|_| err("seed", raw.span(), format!("{n} is negative; {SEED_HELP}"))),
+        RawSeed::Integer(n) => u64::try_from(*n).or_else(|_| {
+            err(
+                "seed",
+                raw.span(),
+                format!("the seed must be 0 or more, not {n}; {SEED_HELP}"),
+            )
+        }),
         RawSeed::Text(text) => {
             let digits = text.trim();
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return err(
                     "seed",
                     raw.span(),
-                    format!("`{text}` is not a seed; {SEED_HELP}"),
+                    format!(
+                        "expected an integer, found string {}; {SEED_HELP}",
+                        toml::Value::String(text.clone())
+                    ),
                 );
             }
             digits.parse::<u64>().or_else(|_| {

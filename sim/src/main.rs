@@ -106,9 +106,9 @@ struct SweepArgs {
     /// The first seed.
     #[arg(long, default_value_t = 0)]
     start: u64,
-    /// Worker threads (the output is identical whatever this is). Default:
-    /// every core.
-    #[arg(long)]
+    /// Worker threads, 1 to 256 (the output is identical whatever this
+    /// is). Default: every core, at most 256.
+    #[arg(long, value_parser = parse_jobs)]
     jobs: Option<usize>,
     /// Lease TTLs (election grid columns).
     #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "2s,5s,10s,30s,60s")]
@@ -216,8 +216,8 @@ struct ExploreArgs {
     /// The first seed.
     #[arg(long, default_value_t = 0)]
     start: u64,
-    /// Worker threads (the output is identical whatever this is).
-    #[arg(long, default_value_t = 1)]
+    /// Worker threads, 1 to 256 (the output is identical whatever this is).
+    #[arg(long, default_value_t = 1, value_parser = parse_jobs)]
     jobs: usize,
     /// Run only shard I of N (every N-th seed, starting with the I-th; I from 0).
     #[arg(long, value_name = "I/N")]
@@ -318,6 +318,25 @@ impl SvgArgs {
         window.check(duration).map_err(bad_input)?;
         Ok(Some((path, window)))
     }
+}
+
+/// A `--jobs` flag: 1 to [`fenced_sim::explore::MAX_JOBS`] worker threads.
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    let max = fenced_sim::explore::MAX_JOBS;
+    let jobs: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of threads; use --jobs 1 to {max}"))?;
+    if jobs == 0 {
+        return Err(format!("--jobs must be at least 1 (and at most {max})"));
+    }
+    if jobs > max {
+        return Err(format!(
+            "--jobs must be at most {max}, not {jobs} (runs are CPU-bound: more threads than \
+             cores only cost memory)"
+        ));
+    }
+    Ok(jobs)
 }
 
 /// A duration flag: `30s`, `1m 30s`, `250ms` (never negative).
@@ -614,7 +633,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 }
 
 fn explore(args: &ExploreArgs) -> ExitCode {
-    use fenced_sim::explore::{run_campaign, CampaignSummary, SeedRange};
+    use fenced_sim::explore::{stream_campaign, CampaignSummary, SeedRange, StreamError};
     use std::io::IsTerminal;
     let Exploring {
         base,
@@ -629,8 +648,8 @@ fn explore(args: &ExploreArgs) -> ExitCode {
         Ok(s) => s.unwrap_or((0, 1)),
         Err(e) => return bad_input(e),
     };
-    if args.jobs == 0 {
-        return bad_input("--jobs must be at least 1");
+    if args.seeds == 0 {
+        return bad_input("--seeds must be at least 1");
     }
     let range = SeedRange {
         start: args.start,
@@ -638,7 +657,16 @@ fn explore(args: &ExploreArgs) -> ExitCode {
         shard,
         shards,
     };
-    let total = range.seeds().count() as u64;
+    if let Err(e) = range.check() {
+        return bad_input(e);
+    }
+    let total = range.len();
+    if total == 0 {
+        return bad_input(format!(
+            "--shard {shard}/{shards} of --seeds {} runs no seed: use at most {} shards",
+            args.seeds, args.seeds
+        ));
+    }
     let bar = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
@@ -651,49 +679,67 @@ fn explore(args: &ExploreArgs) -> ExitCode {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let started = stopwatch();
-    let outcomes = run_campaign(&base, range, args.jobs, &options, &|| bar.inc(1));
-    let elapsed = started.elapsed();
-    bar.finish_and_clear();
-    let summary = CampaignSummary::of(&outcomes);
     let replay = |seed: u64| format!("fenced-sim replay {base_arg}--seed {seed}{plant_flag}");
     let shrink = |seed: u64| {
         format!("fenced-sim shrink {base_arg}--seed {seed}{plant_flag} -o seed-{seed}.toml")
     };
-    let mut out = std::io::stdout().lock();
-    let mut write = || -> std::io::Result<()> {
+    // Each outcome is printed (JSON: every seed; text: the failures) and
+    // forgotten as soon as the seeds before it are done: memory holds the
+    // totals and a window of outcomes, whatever the number of seeds.
+    let mut summary = CampaignSummary::default();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut write = |o: &fenced_sim::explore::SeedOutcome| -> std::io::Result<()> {
         if args.json {
-            for o in &outcomes {
-                let mut value = serde_json::to_value(o).map_err(std::io::Error::other)?;
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("replay".to_string(), replay(o.seed).into());
-                }
-                writeln!(out, "{value}")?;
+            let mut value = serde_json::to_value(o).map_err(std::io::Error::other)?;
+            if let Some(map) = value.as_object_mut() {
+                map.insert("replay".to_string(), replay(o.seed).into());
             }
+            return writeln!(out, "{value}");
+        }
+        if o.ok {
             return Ok(());
         }
-        for o in outcomes.iter().filter(|o| !o.ok) {
-            let at = o
-                .at_ms
-                .map(|ms| format!(" at {}.{:03}s", ms / 1000, ms % 1000))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {}",
-                o.seed,
-                o.invariant.as_deref().unwrap_or("?"),
-                o.detail.as_deref().unwrap_or(""),
-                o.mix.join(", "),
-                replay(o.seed),
-                shrink(o.seed)
-            )?;
-        }
-        Ok(())
+        let at = o
+            .at_ms
+            .map(|ms| format!(" at {}.{:03}s", ms / 1000, ms % 1000))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {}",
+            o.seed,
+            o.invariant.as_deref().unwrap_or("?"),
+            o.detail.as_deref().unwrap_or(""),
+            o.mix.join(", "),
+            replay(o.seed),
+            shrink(o.seed)
+        )?;
+        // Failures are rare and worth seeing at once.
+        out.flush()
     };
-    if let Err(e) = write() {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return bad_input(format!("cannot write the results: {e}"));
+    let started = stopwatch();
+    let streamed = stream_campaign(
+        &base,
+        range,
+        args.jobs,
+        &options,
+        &|| bar.inc(1),
+        &mut |o| {
+            summary.add(&o);
+            write(&o)
+        },
+    );
+    let written = streamed.and_then(|()| out.flush().map_err(StreamError::Sink));
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    let mut stopped_early = false;
+    match written {
+        Ok(()) => {}
+        Err(StreamError::Spawn(e)) => return bad_input(e),
+        Err(StreamError::Sink(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            // The reader has gone (`| head`): no point running on.
+            stopped_early = true;
         }
+        Err(StreamError::Sink(e)) => return bad_input(format!("cannot write the results: {e}")),
     }
     let never = summary.never_exercised();
     let c = &summary.seeds_covering;
@@ -724,6 +770,12 @@ fn explore(args: &ExploreArgs) -> ExitCode {
         },
         summary.determinism_checked
     );
+    if stopped_early {
+        eprintln!(
+            "standard output was closed: stopped after {} of {total} seeds",
+            summary.seeds
+        );
+    }
     eprintln!(
         "coverage (seeds where it happened): stale write rejected {}, takeover during a pause {}, \
          step-down on the local deadline {}, renewal lost {}, zombie incarnation fenced {}",
@@ -859,19 +911,18 @@ fn sweep(args: &SweepArgs) -> ExitCode {
     if let Err(e) = mix.validate() {
         return bad_input(e);
     }
-    if args.seeds == 0 {
-        return bad_input("--seeds must be at least 1");
-    }
-    if args.jobs == Some(0) {
-        return bad_input("--jobs must be at least 1");
-    }
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(fenced_sim::explore::MAX_JOBS)
+    });
     let seeds = Seeds {
         start: args.start,
         count: args.seeds,
     };
+    if let Err(e) = seeds.check() {
+        return bad_input(e);
+    }
     let election = ElectionGrid {
         ttls: args.ttls.clone(),
         renew_ratios: args.renew_ratios.clone(),
@@ -896,7 +947,7 @@ fn sweep(args: &SweepArgs) -> ExitCode {
         election.cells().len()
     } as u64;
     let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(cells * args.seeds);
+        let bar = indicatif::ProgressBar::new(cells.saturating_mul(args.seeds));
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs  eta {eta}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),

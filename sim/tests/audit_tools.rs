@@ -319,3 +319,310 @@ fn shrink_describes_the_written_file_even_when_the_budget_runs_out() {
         }
     }
 }
+
+// ----- 8: exit codes of empty runs -----
+
+#[test]
+fn explore_with_no_seed_is_bad_input_like_sweep() {
+    // Proves `explore --seeds 0` (and a shard that gets no seed) is refused with exit 2, as `sweep --seeds 0` is, instead of passing having run nothing.
+    for args in [
+        vec!["explore", "--seeds", "0"],
+        vec!["explore", "--seeds", "3", "--shard", "5/10"],
+        vec!["sweep", "--seeds", "0"],
+    ] {
+        let out = fenced_sim(&args);
+        assert_exit(&out, 2);
+        assert!(
+            stderr(&out).contains("--seeds"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn a_sweep_whose_every_cell_is_skipped_is_bad_input_saying_why() {
+    // Proves a grid with no valid cell exits 2 with the reason, instead of printing "0 runs" and exiting 0.
+    let out = fenced_sim([
+        "sweep",
+        "--ttls",
+        "100ms,200ms",
+        "--renew-ratios",
+        "0.95",
+        "--seeds",
+        "1",
+        "--duration",
+        "1m",
+    ]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("every cell of the grid (2) was skipped")
+            && err.contains("election.renew_interval"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
+// ----- 10: --jobs is bounded, and a thread that cannot start is an error -----
+
+#[test]
+fn jobs_above_the_maximum_are_refused_by_every_subcommand_that_takes_them() {
+    // Proves --jobs 3000 is refused with exit 2 naming the flag and the maximum (it used to panic when the threads could not be spawned).
+    for sub in [
+        vec!["explore", "--seeds", "2"],
+        vec!["sweep", "--seeds", "1", "--duration", "10s"],
+    ] {
+        for jobs in ["3000", "0", "257", "many"] {
+            let mut args = sub.clone();
+            args.extend(["--jobs", jobs]);
+            let out = fenced_sim_within(30, &args);
+            assert_finished_with(&out, 2);
+            let err = stderr(&out);
+            assert!(
+                err.contains("--jobs") && err.contains("256"),
+                "{args:?}: {err}"
+            );
+        }
+        let mut args = sub.clone();
+        args.extend(["--jobs", "256"]);
+        assert_finished_with(&fenced_sim_within(60, &args), 0);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_thread_that_cannot_be_started_is_an_error_not_a_panic() {
+    // Proves a refused thread spawn (here: too little address space for 200 thread stacks) ends with exit 2 and a message, not a panic, for explore and sweep.
+    let bin = env!("CARGO_BIN_EXE_fenced-sim");
+    for sub in [
+        "explore --seeds 1000",
+        "sweep --seeds 50 --duration 10s --ttls 2s --renew-ratios 0.2",
+    ] {
+        let script = format!("ulimit -v 100000; exec '{bin}' {sub} --jobs 200");
+        let out = assert_cmd::Command::new("sh")
+            .args(["-c", &script])
+            .env("MALLOC_ARENA_MAX", "1")
+            .timeout(Duration::from_secs(60))
+            .output()
+            .expect("sh runs");
+        assert_finished_with(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("cannot start worker thread") && err.contains("--jobs"),
+            "{sub}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{sub}: {err}");
+    }
+}
+
+// ----- 12: campaigns and sweeps stream in bounded memory -----
+
+/// The peak resident memory of process `pid`, in KiB (Linux).
+#[cfg(target_os = "linux")]
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Starts `fenced-sim args`, lets it run for `seconds`, and returns whether
+/// it was still running and its peak resident memory then (KiB); kills it.
+#[cfg(target_os = "linux")]
+fn still_running_after(seconds: u64, args: &[&str]) -> (bool, u64) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fenced-sim"))
+        .current_dir(common::workspace_root())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("fenced-sim starts");
+    std::thread::sleep(Duration::from_secs(seconds));
+    let peak = peak_rss_kib(child.id()).unwrap_or(u64::MAX);
+    let running = child.try_wait().expect("waitable").is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    (running, peak)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_billion_seed_explore_and_a_huge_sweep_run_in_little_memory() {
+    // Proves explore and sweep no longer collect every seed (or outcome) before the first run: with 10^9 seeds, and 10^8 seeds per sweep cell, they run in a few tens of MiB instead of aborting on an impossible allocation.
+    for args in [
+        vec!["explore", "--seeds", "1000000000", "--jobs", "2"],
+        vec!["explore", "--seeds", "1000000000", "--jobs", "2", "--json"],
+        vec![
+            "sweep",
+            "--seeds",
+            "100000000",
+            "--duration",
+            "10s",
+            "--jobs",
+            "2",
+        ],
+    ] {
+        let (running, peak_kib) = still_running_after(3, &args);
+        assert!(running, "{args:?} ended within 3 s");
+        assert!(peak_kib < 100 * 1024, "{args:?}: peak RSS {peak_kib} KiB");
+    }
+}
+
+#[test]
+fn explore_streams_its_outcomes_and_stops_when_the_reader_goes() {
+    // Proves outcomes are printed as the seeds finish (the first line of a 10^9-seed campaign arrives at once), and that closing standard output stops the campaign instead of running on.
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fenced-sim"))
+        .current_dir(common::workspace_root())
+        .args(["explore", "--seeds", "1000000000", "--json", "--jobs", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("fenced-sim starts");
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = reader.read_line(&mut first);
+        let _ = tx.send(first);
+        // The reader (and the pipe) close here.
+    });
+    let first = rx.recv_timeout(Duration::from_secs(20));
+    let Ok(first) = first else {
+        let _ = child.kill();
+        panic!("no outcome within 20 s");
+    };
+    let outcome: serde_json::Value = serde_json::from_str(&first).expect("one JSON outcome");
+    assert_eq!(outcome["seed"], 0);
+    // Up to 20 s, in steps of 50 ms.
+    let mut status = None;
+    for _ in 0..400 {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("explore kept running after its reader went away");
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.contains("standard output was closed"), "{err}");
+}
+
+#[test]
+fn a_sweep_that_would_draw_billions_of_faults_is_refused() {
+    // Proves the audit's reproduction (2.9 GB of faults drawn up front) is refused at once with exit 2 naming the flag to change.
+    let out = fenced_sim_within(
+        20,
+        &[
+            "sweep",
+            "--nodes",
+            "100",
+            "--duration",
+            "30d",
+            "--pause-every",
+            "100ms",
+            "--pause-length",
+            "1ms",
+            "--seeds",
+            "1",
+        ],
+    );
+    assert_finished_with(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("--pause-every") && err.contains("faults per run"),
+        "{err}"
+    );
+}
+
+#[test]
+fn explore_output_is_the_same_whatever_the_jobs() {
+    // Proves streaming keeps the output byte-identical across thread counts (JSON and text), with failures in seed order.
+    let file = shipped("gc-pause-unfenced");
+    let run = |jobs: &str, json: bool| {
+        let mut args = vec!["explore", &file, "--seeds", "600", "--jobs", jobs];
+        if json {
+            args.push("--json");
+        }
+        let out = fenced_sim(&args);
+        assert_exit(&out, 1);
+        stdout(&out)
+    };
+    for json in [false, true] {
+        let one = run("1", json);
+        assert_eq!(one, run("2", json), "json: {json}");
+        assert_eq!(one, run("5", json), "json: {json}");
+    }
+    let text = run("3", false);
+    let seeds: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("seed ")?.split(':').next()?.parse().ok())
+        .collect();
+    assert!(seeds.len() > 10 && seeds.windows(2).all(|w| w[0] < w[1]));
+}
+
+// ----- 13: seed ranges and shards are arithmetic -----
+
+#[test]
+fn the_largest_shard_count_is_instant_and_overflowing_ranges_are_refused() {
+    // Proves a shard of u64::MAX seeds is counted arithmetically (it used to hang visiting every seed), and that ranges past u64::MAX or shards out of range are bad input.
+    let max = u64::MAX.to_string();
+    let last_shard = format!("{}/{max}", u64::MAX - 1);
+    let first_shard = format!("0/{max}");
+    let out = fenced_sim_within(
+        20,
+        &[
+            "explore",
+            "--seeds",
+            &max,
+            "--shard",
+            &first_shard,
+            "--json",
+        ],
+    );
+    assert_finished_with(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("\"seed\":0,"), "{}", lines[0]);
+    let out = fenced_sim_within(
+        20,
+        &["explore", "--seeds", &max, "--shard", &last_shard, "--json"],
+    );
+    assert_finished_with(&out, 0);
+    assert!(
+        stdout(&out).contains(&format!("\"seed\":{},", u64::MAX - 1)),
+        "{}",
+        stdout(&out)
+    );
+    // The very last seed is reachable.
+    let out = fenced_sim_within(20, &["explore", "--start", &max, "--seeds", "1"]);
+    assert_finished_with(&out, 0);
+    for args in [
+        vec!["explore", "--start", &max, "--seeds", "2"],
+        vec!["explore", "--start", "2", "--seeds", &max],
+        vec!["sweep", "--start", &max, "--seeds", "2"],
+        vec!["explore", "--seeds", "10", "--shard", "10/10"],
+        vec!["explore", "--seeds", "10", "--shard", "0/0"],
+        vec![
+            "explore",
+            "--seeds",
+            "10",
+            "--shard",
+            "1/18446744073709551616",
+        ],
+    ] {
+        let out = fenced_sim_within(20, &args);
+        assert_finished_with(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("--start") || err.contains("--shard"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -20,6 +20,7 @@ fn campaign(
         shards,
     };
     run_campaign(&default_base(), range, jobs, &RunOptions::default(), &|| {})
+        .expect("threads start")
 }
 
 #[test]
