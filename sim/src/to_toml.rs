@@ -281,7 +281,14 @@ mod tests {
     fn every_u64_seed_round_trips_through_toml() {
         // Proves seeds above i64::MAX (TOML's largest integer) are written in
         // a form the loader reads back to the same u64.
-        for seed in [0, 1, i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX - 1, u64::MAX] {
+        for seed in [
+            0,
+            1,
+            i64::MAX as u64,
+            i64::MAX as u64 + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
             let mut scenario = crate::explore::default_base();
             scenario.seed = seed;
             let text = to_toml(&scenario);
