@@ -176,7 +176,10 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         if coin(rng, 0.5) {
             let units = (fault_phase.as_millis() / unit.as_millis()).max(2) as u64;
             let k = uniform_inclusive(rng, 1, units - 1);
-            unit * k as u32 + base.work.work_duration / 2
+            // In nanoseconds: `k` may exceed `u32::MAX` (a long run of short
+            // units), which `unit * k as u32` would silently truncate.
+            Duration::from_nanos(crate::units::nanos(unit).saturating_mul(k))
+                .saturating_add(base.work.work_duration / 2)
         } else {
             at(rng)
         }

@@ -4,6 +4,11 @@
 //! Exit codes (a contract scripts rely on): 0 — no violation and every
 //! expectation met; 1 — a violation or an unmet expectation; 2 — bad input
 //! (a malformed scenario, a missing file, an unwritable output, bad flags).
+//!
+//! Limits: a scenario file is a regular file of at most 1 MiB
+//! ([`fenced_sim::file::MAX_SCENARIO_FILE_BYTES`]); `--jobs` is 1 to 256;
+//! `explore` and `sweep` stream, holding a window of results (not all of
+//! them); a sweep's fault mix may expect at most 1,000,000 faults per run.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -26,7 +31,8 @@ const EXIT_BAD_INPUT: u8 = 2;
     version,
     about = "Deterministic simulation of fenced leader election: reproduce split-brain from a seed, \
              or prove fencing rejects the stale write.",
-    after_help = "Exit codes: 0 pass, 1 violation or unmet expectation, 2 bad input.\n\n\
+    after_help = "Exit codes: 0 pass, 1 violation or unmet expectation, 2 bad input.\n\
+                  Scenario files are regular files of at most 1 MiB.\n\n\
                   Example:\n  fenced-sim run scenarios/gc-pause-unfenced.toml"
 )]
 struct Cli {
@@ -264,7 +270,7 @@ struct ShrinkArgs {
     /// At most this many simulation runs while shrinking (at least 3; the
     /// last one reruns the result, so what is reported is what the written
     /// file does).
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(3..))]
     budget: u64,
     #[command(flatten)]
     plant: PlantArg,

@@ -477,7 +477,13 @@ impl ElectionGrid {
         if self.ttls.is_empty() || self.renew_ratios.is_empty() || self.margin_ratios.is_empty() {
             return Err("the grid needs at least one TTL, renew ratio and margin ratio".into());
         }
-        if self.ttls.len() * self.renew_ratios.len() * self.margin_ratios.len() > 400 {
+        if self
+            .ttls
+            .len()
+            .saturating_mul(self.renew_ratios.len())
+            .saturating_mul(self.margin_ratios.len())
+            > 400
+        {
             return Err("the grid has more than 400 cells".into());
         }
         for ttl in &self.ttls {
@@ -548,7 +554,12 @@ impl MembershipGrid {
         if self.liveness_ttls.is_empty() || self.heartbeats.is_empty() {
             return Err("the grid needs at least one liveness TTL and heartbeat".into());
         }
-        if self.liveness_ttls.len() * self.heartbeats.len() > 400 {
+        if self
+            .liveness_ttls
+            .len()
+            .saturating_mul(self.heartbeats.len())
+            > 400
+        {
             return Err("the grid has more than 400 cells".into());
         }
         for d in self.liveness_ttls.iter().chain(&self.heartbeats) {

@@ -626,3 +626,13 @@ fn the_largest_shard_count_is_instant_and_overflowing_ranges_are_refused() {
         );
     }
 }
+
+#[test]
+fn a_shrink_budget_too_small_to_report_honestly_is_refused() {
+    // Proves --budget below 3 (one run to find the invariant, one to search, one to rerun the result) is bad input instead of being raised silently.
+    for budget in ["0", "2"] {
+        let out = fenced_sim(["shrink", "--seed", "1", "--budget", budget]);
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains("--budget"), "{}", stderr(&out));
+    }
+}
