@@ -397,7 +397,7 @@ fn a_thread_that_cannot_be_started_is_an_error_not_a_panic() {
     let bin = env!("CARGO_BIN_EXE_fenced-sim");
     for sub in [
         "explore --seeds 1000",
-        "sweep --seeds 50 --duration 10s --ttls 2s --renew-ratios 0.2",
+        "sweep --seeds 400 --duration 10s --ttls 2s --renew-ratios 0.2",
     ] {
         let script = format!("ulimit -v 100000; exec '{bin}' {sub} --jobs 200");
         let out = assert_cmd::Command::new("sh")
