@@ -68,17 +68,103 @@ impl std::error::Error for LoadError {}
 /// A [`LoadError`] if the file cannot be read, is not TOML, or is not a valid
 /// scenario.
 pub fn load(path: &Path) -> Result<Scenario, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|err| LoadError {
+    let text = read_scenario_text(path).map_err(|message| LoadError {
         file: path.to_path_buf(),
         line: None,
         column: None,
         key: None,
-        message: match err.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            _ => format!("cannot read the file: {err}"),
-        },
+        message,
     })?;
     parse(&text, path)
+}
+
+/// The largest scenario file [`load`] reads: 1 MiB. The biggest shipped
+/// scenario is a few kilobytes, and a fleet of thousands of nodes takes one
+/// `[[node]]` with `count`; a bigger file is a mistake (or `/dev/zero`), not
+/// a scenario.
+pub const MAX_SCENARIO_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads the text of the scenario file at `path`: a regular file (after
+/// symbolic links) of at most [`MAX_SCENARIO_FILE_BYTES`], in UTF-8.
+///
+/// Devices, FIFOs, sockets and directories are refused *before* they are
+/// opened (opening a FIFO for reading blocks until a writer comes), and the
+/// read stops one byte past the cap, so neither `/dev/zero` nor a file that
+/// grows while it is read can exhaust memory.
+///
+/// # Errors
+/// One sentence saying why the file cannot be used.
+fn read_scenario_text(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let cannot_read = |err: std::io::Error| match err.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        _ => format!("cannot read the file: {err}"),
+    };
+    let kind = std::fs::metadata(path).map_err(cannot_read)?.file_type();
+    if !kind.is_file() {
+        return Err(format!(
+            "not a regular file ({}); a scenario is a TOML file",
+            file_kind(&kind)
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(cannot_read)?;
+    // The path may have been swapped between the check and the open: check
+    // what was opened too.
+    let opened = file.metadata().map_err(cannot_read)?;
+    if !opened.is_file() {
+        return Err(format!(
+            "not a regular file ({}); a scenario is a TOML file",
+            file_kind(&opened.file_type())
+        ));
+    }
+    let too_big = || {
+        format!(
+            "the file is larger than {} KiB, the most a scenario file may be; \
+             use `count` on a [[node]] for large fleets and recurring faults (`every`) \
+             for long schedules",
+            MAX_SCENARIO_FILE_BYTES / 1024
+        )
+    };
+    if opened.len() > MAX_SCENARIO_FILE_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_SCENARIO_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot_read)?;
+    if bytes.len() as u64 > MAX_SCENARIO_FILE_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "the file is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// What a non-regular file is, in words.
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a plain file"
 }
 
 /// Parses and validates scenario text; `origin` names it in errors.
@@ -207,6 +293,12 @@ fn explain_toml_error(message: &str, path: Option<String>) -> (Option<String>, S
             }
             return (path, message);
         }
+    }
+    if message.contains("untagged enum RawSeed") {
+        return (
+            path,
+            format!("expected an integer (or, for a large seed, a string of digits); {SEED_HELP}"),
+        );
     }
     if message.contains("untagged enum RawSpan") {
         return (
@@ -386,6 +478,56 @@ fn signed_offset(
     })
 }
 
+/// A seed: a TOML integer, or a string of decimal digits for the seeds
+/// above `i64::MAX` that TOML integers cannot hold (see [`seed_value`]).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawSeed {
+    Integer(i64),
+    Text(String),
+}
+
+/// What a seed may be, for error messages.
+const SEED_HELP: &str = "a seed is a whole number from 0 to 18446744073709551615; \
+     above 9223372036854775807 (TOML's largest integer) write it as a string, \
+     e.g. seed = \"18446744073709551615\"";
+
+/// The `u64` a seed stands for: every `u64` round-trips, as an integer up to
+/// `i64::MAX` and as a quoted decimal string above it (how
+/// [`crate::to_toml::to_toml`] writes them).
+fn seed_value(raw: &Spanned<RawSeed>, spans: &mut Spans) -> Result<u64, ConvertError> {
+    spans.note("seed", raw);
+    match raw.get_ref() {
+        RawSeed::Integer(n) => u64::try_from(*n).or_else(|_| {
+            err(
+                "seed",
+                raw.span(),
+                format!("the seed must be 0 or more, not {n}; {SEED_HELP}"),
+            )
+        }),
+        RawSeed::Text(text) => {
+            let digits = text.trim();
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return err(
+                    "seed",
+                    raw.span(),
+                    format!(
+                        "expected an integer, found string {}; {SEED_HELP}",
+                        toml::Value::String(text.clone())
+                    ),
+                );
+            }
+            digits.parse::<u64>().or_else(|_| {
+                err(
+                    "seed",
+                    raw.span(),
+                    format!("`{text}` is above the largest seed; {SEED_HELP}"),
+                )
+            })
+        }
+    }
+}
+
 /// One duration or a `[low, high]` range.
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -441,7 +583,7 @@ fn duration_range(
 struct RawScenario {
     name: Spanned<String>,
     description: Option<String>,
-    seed: Option<Spanned<i64>>,
+    seed: Option<Spanned<RawSeed>>,
     duration: Spanned<String>,
     heal_at: Option<Spanned<String>>,
     election: Option<RawElection>,
@@ -589,9 +731,7 @@ fn convert(raw: RawScenario, spans: &mut Spans) -> Result<Scenario, ConvertError
     scenario.description = raw.description;
     scenario.heal_at = opt_duration("heal_at", &raw.heal_at, spans)?;
     if let Some(seed) = &raw.seed {
-        spans.note("seed", seed);
-        scenario.seed = u64::try_from(*seed.get_ref())
-            .or_else(|_| err("seed", seed.span(), "the seed must be 0 or more"))?;
+        scenario.seed = seed_value(seed, spans)?;
     }
     if let Some(e) = &raw.election {
         scenario.election = convert_election(e, spans)?;

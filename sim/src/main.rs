@@ -4,6 +4,11 @@
 //! Exit codes (a contract scripts rely on): 0 — no violation and every
 //! expectation met; 1 — a violation or an unmet expectation; 2 — bad input
 //! (a malformed scenario, a missing file, an unwritable output, bad flags).
+//!
+//! Limits: a scenario file is a regular file of at most 1 MiB
+//! ([`fenced_sim::file::MAX_SCENARIO_FILE_BYTES`]); `--jobs` is 1 to 256;
+//! `explore` and `sweep` stream, holding a window of results (not all of
+//! them); a sweep's fault mix may expect at most 1,000,000 faults per run.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -26,7 +31,8 @@ const EXIT_BAD_INPUT: u8 = 2;
     version,
     about = "Deterministic simulation of fenced leader election: reproduce split-brain from a seed, \
              or prove fencing rejects the stale write.",
-    after_help = "Exit codes: 0 pass, 1 violation or unmet expectation, 2 bad input.\n\n\
+    after_help = "Exit codes: 0 pass, 1 violation or unmet expectation, 2 bad input.\n\
+                  Scenario files are regular files of at most 1 MiB.\n\n\
                   Example:\n  fenced-sim run scenarios/gc-pause-unfenced.toml"
 )]
 struct Cli {
@@ -106,9 +112,9 @@ struct SweepArgs {
     /// The first seed.
     #[arg(long, default_value_t = 0)]
     start: u64,
-    /// Worker threads (the output is identical whatever this is). Default:
-    /// every core.
-    #[arg(long)]
+    /// Worker threads, 1 to 256 (the output is identical whatever this
+    /// is). Default: every core, at most 256.
+    #[arg(long, value_parser = parse_jobs)]
     jobs: Option<usize>,
     /// Lease TTLs (election grid columns).
     #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "2s,5s,10s,30s,60s")]
@@ -216,8 +222,8 @@ struct ExploreArgs {
     /// The first seed.
     #[arg(long, default_value_t = 0)]
     start: u64,
-    /// Worker threads (the output is identical whatever this is).
-    #[arg(long, default_value_t = 1)]
+    /// Worker threads, 1 to 256 (the output is identical whatever this is).
+    #[arg(long, default_value_t = 1, value_parser = parse_jobs)]
     jobs: usize,
     /// Run only shard I of N (every N-th seed, starting with the I-th; I from 0).
     #[arg(long, value_name = "I/N")]
@@ -261,8 +267,10 @@ struct ShrinkArgs {
     /// Where to write the shrunk scenario (default: standard output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
-    /// At most this many simulation runs while shrinking.
-    #[arg(long, default_value_t = 5000)]
+    /// At most this many simulation runs while shrinking (at least 3; the
+    /// last one reruns the result, so what is reported is what the written
+    /// file does).
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(3..))]
     budget: u64,
     #[command(flatten)]
     plant: PlantArg,
@@ -318,6 +326,25 @@ impl SvgArgs {
     }
 }
 
+/// A `--jobs` flag: 1 to [`fenced_sim::explore::MAX_JOBS`] worker threads.
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    let max = fenced_sim::explore::MAX_JOBS;
+    let jobs: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of threads; use --jobs 1 to {max}"))?;
+    if jobs == 0 {
+        return Err(format!("--jobs must be at least 1 (and at most {max})"));
+    }
+    if jobs > max {
+        return Err(format!(
+            "--jobs must be at most {max}, not {jobs} (runs are CPU-bound: more threads than \
+             cores only cost memory)"
+        ));
+    }
+    Ok(jobs)
+}
+
 /// A duration flag: `30s`, `1m 30s`, `250ms` (never negative).
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -341,6 +368,13 @@ fn main() -> ExitCode {
         Command::Shrink(args) => shrink(&args),
         Command::Sweep(args) => sweep(&args),
     }
+}
+
+/// The wall clock, read only for the elapsed time and rate shown on standard
+/// error; no result or report ever depends on it.
+#[allow(clippy::disallowed_methods)] // Progress display only: never reaches an output that must be deterministic.
+fn stopwatch() -> std::time::Instant {
+    std::time::Instant::now()
 }
 
 fn bad_input(message: impl std::fmt::Display) -> ExitCode {
@@ -552,6 +586,16 @@ impl Exploring {
     fn set_up(path: Option<&Path>, plant: &PlantArg) -> Result<Self, ExitCode> {
         let (base, base_arg) = explore_base(path)?;
         base.validate().map_err(bad_input)?;
+        // A base that validates may still be unable to host the schedules
+        // drawn on it (its runs plus their liveness phase would be too
+        // long): bad input, found before any seed runs.
+        fenced_sim::explore::check_base(&base).map_err(|e| {
+            let origin = path.map_or_else(
+                || "the default base".to_string(),
+                |p| p.display().to_string(),
+            );
+            bad_input(format!("{origin}: {e}"))
+        })?;
         let mut options = RunOptions::default();
         let plant_flag = plant.apply(&mut options)?;
         Ok(Exploring {
@@ -595,7 +639,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 }
 
 fn explore(args: &ExploreArgs) -> ExitCode {
-    use fenced_sim::explore::{run_campaign, CampaignSummary, SeedRange};
+    use fenced_sim::explore::{stream_campaign, CampaignSummary, SeedRange, StreamError};
     use std::io::IsTerminal;
     let Exploring {
         base,
@@ -610,8 +654,8 @@ fn explore(args: &ExploreArgs) -> ExitCode {
         Ok(s) => s.unwrap_or((0, 1)),
         Err(e) => return bad_input(e),
     };
-    if args.jobs == 0 {
-        return bad_input("--jobs must be at least 1");
+    if args.seeds == 0 {
+        return bad_input("--seeds must be at least 1");
     }
     let range = SeedRange {
         start: args.start,
@@ -619,7 +663,16 @@ fn explore(args: &ExploreArgs) -> ExitCode {
         shard,
         shards,
     };
-    let total = range.seeds().count() as u64;
+    if let Err(e) = range.check() {
+        return bad_input(e);
+    }
+    let total = range.len();
+    if total == 0 {
+        return bad_input(format!(
+            "--shard {shard}/{shards} of --seeds {} runs no seed: use at most {} shards",
+            args.seeds, args.seeds
+        ));
+    }
     let bar = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
@@ -632,49 +685,67 @@ fn explore(args: &ExploreArgs) -> ExitCode {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let started = std::time::Instant::now();
-    let outcomes = run_campaign(&base, range, args.jobs, &options, &|| bar.inc(1));
-    let elapsed = started.elapsed();
-    bar.finish_and_clear();
-    let summary = CampaignSummary::of(&outcomes);
     let replay = |seed: u64| format!("fenced-sim replay {base_arg}--seed {seed}{plant_flag}");
     let shrink = |seed: u64| {
         format!("fenced-sim shrink {base_arg}--seed {seed}{plant_flag} -o seed-{seed}.toml")
     };
-    let mut out = std::io::stdout().lock();
-    let mut write = || -> std::io::Result<()> {
+    // Each outcome is printed (JSON: every seed; text: the failures) and
+    // forgotten as soon as the seeds before it are done: memory holds the
+    // totals and a window of outcomes, whatever the number of seeds.
+    let mut summary = CampaignSummary::default();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut write = |o: &fenced_sim::explore::SeedOutcome| -> std::io::Result<()> {
         if args.json {
-            for o in &outcomes {
-                let mut value = serde_json::to_value(o).map_err(std::io::Error::other)?;
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("replay".to_string(), replay(o.seed).into());
-                }
-                writeln!(out, "{value}")?;
+            let mut value = serde_json::to_value(o).map_err(std::io::Error::other)?;
+            if let Some(map) = value.as_object_mut() {
+                map.insert("replay".to_string(), replay(o.seed).into());
             }
+            return writeln!(out, "{value}");
+        }
+        if o.ok {
             return Ok(());
         }
-        for o in outcomes.iter().filter(|o| !o.ok) {
-            let at = o
-                .at_ms
-                .map(|ms| format!(" at {}.{:03}s", ms / 1000, ms % 1000))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {}",
-                o.seed,
-                o.invariant.as_deref().unwrap_or("?"),
-                o.detail.as_deref().unwrap_or(""),
-                o.mix.join(", "),
-                replay(o.seed),
-                shrink(o.seed)
-            )?;
-        }
-        Ok(())
+        let at = o
+            .at_ms
+            .map(|ms| format!(" at {}.{:03}s", ms / 1000, ms % 1000))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {}",
+            o.seed,
+            o.invariant.as_deref().unwrap_or("?"),
+            o.detail.as_deref().unwrap_or(""),
+            o.mix.join(", "),
+            replay(o.seed),
+            shrink(o.seed)
+        )?;
+        // Failures are rare and worth seeing at once.
+        out.flush()
     };
-    if let Err(e) = write() {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return bad_input(format!("cannot write the results: {e}"));
+    let started = stopwatch();
+    let streamed = stream_campaign(
+        &base,
+        range,
+        args.jobs,
+        &options,
+        &|| bar.inc(1),
+        &mut |o| {
+            summary.add(&o);
+            write(&o)
+        },
+    );
+    let written = streamed.and_then(|()| out.flush().map_err(StreamError::Sink));
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    let mut stopped_early = false;
+    match written {
+        Ok(()) => {}
+        Err(StreamError::Spawn(e)) => return bad_input(e),
+        Err(StreamError::Sink(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            // The reader has gone (`| head`): no point running on.
+            stopped_early = true;
         }
+        Err(StreamError::Sink(e)) => return bad_input(format!("cannot write the results: {e}")),
     }
     let never = summary.never_exercised();
     let c = &summary.seeds_covering;
@@ -705,6 +776,12 @@ fn explore(args: &ExploreArgs) -> ExitCode {
         },
         summary.determinism_checked
     );
+    if stopped_early {
+        eprintln!(
+            "standard output was closed: stopped after {} of {total} seeds",
+            summary.seeds
+        );
+    }
     eprintln!(
         "coverage (seeds where it happened): stale write rejected {}, takeover during a pause {}, \
          step-down on the local deadline {}, renewal lost {}, zombie incarnation fenced {}",
@@ -775,11 +852,23 @@ fn shrink(args: &ShrinkArgs) -> ExitCode {
             eprintln!("seed {} passes: nothing to shrink", args.seed);
             return ExitCode::SUCCESS;
         }
+        Err(e @ fenced_sim::shrink::ShrinkError::NotReproduced { .. }) => {
+            eprintln!("error: seed {}: {e}", args.seed);
+            return ExitCode::from(EXIT_FAIL);
+        }
         Err(e) => return bad_input(e),
+    };
+    let exhausted = if shrunk.budget_exhausted {
+        format!(
+            " (the budget of {} runs ran out: it may shrink further with a larger --budget)",
+            args.budget
+        )
+    } else {
+        String::new()
     };
     let header = format!(
         "# Shrunk by: fenced-sim shrink {base_arg}--seed {}{plant_flag}\n\
-         # {} faults -> {} in {} runs. Reproduce: fenced-sim run <this file>{plant_flag}\n",
+         # {} faults -> {} in {} runs{exhausted}. Reproduce: fenced-sim run <this file>{plant_flag}\n",
         args.seed, shrunk.faults_before, shrunk.faults_after, shrunk.runs
     );
     let text = format!("{header}{}", fenced_sim::to_toml::to_toml(&shrunk.scenario));
@@ -792,7 +881,7 @@ fn shrink(args: &ShrinkArgs) -> ExitCode {
         None => print!("{text}"),
     }
     eprintln!(
-        "seed {}: `{}` at {}.{:03}s: {}\nshrunk from {} to {} faults in {} runs{}",
+        "seed {}: `{}` at {}.{:03}s: {}\nshrunk from {} to {} faults in {} runs{exhausted}{}",
         args.seed,
         shrunk.invariant,
         shrunk.violation.at_ms / 1000,
@@ -828,19 +917,18 @@ fn sweep(args: &SweepArgs) -> ExitCode {
     if let Err(e) = mix.validate() {
         return bad_input(e);
     }
-    if args.seeds == 0 {
-        return bad_input("--seeds must be at least 1");
-    }
-    if args.jobs == Some(0) {
-        return bad_input("--jobs must be at least 1");
-    }
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(fenced_sim::explore::MAX_JOBS)
+    });
     let seeds = Seeds {
         start: args.start,
         count: args.seeds,
     };
+    if let Err(e) = seeds.check() {
+        return bad_input(e);
+    }
     let election = ElectionGrid {
         ttls: args.ttls.clone(),
         renew_ratios: args.renew_ratios.clone(),
@@ -865,7 +953,7 @@ fn sweep(args: &SweepArgs) -> ExitCode {
         election.cells().len()
     } as u64;
     let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(cells * args.seeds);
+        let bar = indicatif::ProgressBar::new(cells.saturating_mul(args.seeds));
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs  eta {eta}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -874,7 +962,7 @@ fn sweep(args: &SweepArgs) -> ExitCode {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let started = std::time::Instant::now();
+    let started = stopwatch();
     let command = sweep_command(args);
     let result: Result<Box<dyn SweepResults>, String> = if args.membership {
         run_membership(&mix, &membership, seeds, jobs, &|| bar.inc(1))

@@ -34,8 +34,12 @@ pub struct Shrunk {
     pub scenario: Scenario,
     /// The invariant it breaks.
     pub invariant: String,
-    /// Its first violation of that invariant.
+    /// Its first violation of that invariant, from a run of `scenario` as
+    /// written to a file (its TOML text parsed back): what the file does.
     pub violation: Violation,
+    /// The budget ran out before the passes stopped making progress: the
+    /// scenario still fails, but may not be the smallest.
+    pub budget_exhausted: bool,
     /// Faults before (after materializing recurring ones) and after.
     pub faults_before: usize,
     /// Faults left.
@@ -51,6 +55,12 @@ pub enum ShrinkError {
     Passes,
     /// The scenario is invalid.
     Invalid(crate::ScenarioError),
+    /// The shrunk scenario, written out and read back, no longer breaks the
+    /// invariant: a bug in shrinking or in writing scenarios.
+    NotReproduced {
+        /// The invariant the original broke.
+        invariant: String,
+    },
 }
 
 impl std::fmt::Display for ShrinkError {
@@ -58,6 +68,11 @@ impl std::fmt::Display for ShrinkError {
         match self {
             ShrinkError::Passes => f.write_str("the run has no violation: nothing to shrink"),
             ShrinkError::Invalid(e) => write!(f, "invalid scenario: {e}"),
+            ShrinkError::NotReproduced { invariant } => write!(
+                f,
+                "the shrunk scenario, written out and read back, no longer breaks `{invariant}` \
+                 (a bug in shrink or in writing scenarios; please report it)"
+            ),
         }
     }
 }
@@ -72,12 +87,26 @@ struct Shrinker<'a> {
     invariant: String,
     runs: u64,
     budget: u64,
+    /// The first violation of the target invariant by the scenario being
+    /// shrunk: updated with every change kept, so it always describes the
+    /// current scenario (never an earlier one).
+    violation: Violation,
 }
 
 impl Shrinker<'_> {
-    /// The first violation of the target invariant, if `candidate` has one.
+    /// The first violation of the target invariant, if `candidate` has one;
+    /// `None` also when the budget is spent.
     fn fails(&mut self, candidate: &Scenario) -> Option<Violation> {
-        if self.runs >= self.budget || candidate.validate().is_err() {
+        if self.runs >= self.budget {
+            return None;
+        }
+        self.run(candidate)
+    }
+
+    /// Runs `candidate` whatever the budget (counted all the same) and
+    /// returns its first violation of the target invariant.
+    fn run(&mut self, candidate: &Scenario) -> Option<Violation> {
+        if candidate.validate().is_err() {
             return None;
         }
         self.runs += 1;
@@ -89,6 +118,23 @@ impl Shrinker<'_> {
             .find(|v| v.invariant == self.invariant)
     }
 
+    /// Makes `candidate` the current scenario if it still breaks the target
+    /// invariant; says whether it did.
+    fn keep_if_fails(&mut self, scenario: &mut Scenario, candidate: Scenario) -> bool {
+        match self.fails(&candidate) {
+            Some(violation) => {
+                *scenario = candidate;
+                self.violation = violation;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn spent(&self) -> bool {
+        self.runs >= self.budget
+    }
+
     fn ddmin(&mut self, scenario: &mut Scenario) {
         let mut chunks = 2usize;
         while scenario.faults.len() >= 2 {
@@ -98,8 +144,7 @@ impl Shrinker<'_> {
             for start in (0..len).step_by(size) {
                 let mut candidate = scenario.clone();
                 candidate.faults.drain(start..(start + size).min(len));
-                if self.fails(&candidate).is_some() {
-                    *scenario = candidate;
+                if self.keep_if_fails(scenario, candidate) {
                     chunks = (chunks - 1).max(2);
                     reduced = true;
                     break;
@@ -117,9 +162,7 @@ impl Shrinker<'_> {
         while i < scenario.faults.len() {
             let mut candidate = scenario.clone();
             candidate.faults.remove(i);
-            if self.fails(&candidate).is_some() {
-                *scenario = candidate;
-            } else {
+            if !self.keep_if_fails(scenario, candidate) {
                 i += 1;
             }
         }
@@ -140,10 +183,9 @@ impl Shrinker<'_> {
                     } => halve(after),
                     _ => false,
                 };
-                if !shorter || self.fails(&candidate).is_none() {
+                if !shorter || !self.keep_if_fails(scenario, candidate) {
                     break;
                 }
-                *scenario = candidate;
             }
         }
     }
@@ -163,10 +205,9 @@ impl Shrinker<'_> {
                     | FaultSpec::Replace { at, .. } => halve(at),
                     FaultSpec::Recurring { .. } => false,
                 };
-                if !earlier || self.fails(&candidate).is_none() {
+                if !earlier || !self.keep_if_fails(scenario, candidate) {
                     break;
                 }
-                *scenario = candidate;
             }
         }
     }
@@ -183,8 +224,8 @@ impl Shrinker<'_> {
         for change in tries {
             let mut candidate = scenario.clone();
             change(&mut candidate);
-            if candidate != *scenario && self.fails(&candidate).is_some() {
-                *scenario = candidate;
+            if candidate != *scenario {
+                self.keep_if_fails(scenario, candidate);
             }
         }
     }
@@ -199,17 +240,15 @@ impl Shrinker<'_> {
             }
             let mut candidate = scenario.clone();
             candidate.nodes.remove(i);
-            if self.fails(&candidate).is_some() {
-                *scenario = candidate;
-            }
+            self.keep_if_fails(scenario, candidate);
         }
     }
 
-    fn cut_short(&mut self, scenario: &mut Scenario, violation: &Violation) {
+    fn cut_short(&mut self, scenario: &mut Scenario) {
         if self.invariant == Invariant::Liveness.name() {
             return;
         }
-        let end = Duration::from_millis(violation.at_ms) + Duration::from_secs(1);
+        let end = Duration::from_millis(self.violation.at_ms) + Duration::from_secs(1);
         if end >= scenario.duration {
             return;
         }
@@ -219,9 +258,7 @@ impl Shrinker<'_> {
         candidate
             .faults
             .retain(|f| f.window().is_none_or(|(at, _)| at < end));
-        if self.fails(&candidate).is_some() {
-            *scenario = candidate;
-        }
+        self.keep_if_fails(scenario, candidate);
     }
 }
 
@@ -244,11 +281,17 @@ fn names(fault: &FaultSpec, id: &str) -> bool {
     }
 }
 
-/// Shrinks `scenario`, which must fail, within `budget` simulation runs.
+/// Shrinks `scenario`, which must fail, within `budget` simulation runs
+/// (at least 3): the first run finds the invariant, the last reruns the
+/// result as it reads back from its TOML text, so that what is reported —
+/// the invariant, when and how it breaks — is what the written file does,
+/// even when the budget ran out mid-pass.
 ///
 /// # Errors
 /// [`ShrinkError::Passes`] if the scenario has no violation;
-/// [`ShrinkError::Invalid`] if it is not a valid scenario.
+/// [`ShrinkError::Invalid`] if it is not a valid scenario;
+/// [`ShrinkError::NotReproduced`] if the result, read back, does not fail
+/// (a bug).
 pub fn shrink(
     scenario: &Scenario,
     options: &RunOptions,
@@ -267,7 +310,9 @@ pub fn shrink(
         options,
         invariant: first.invariant.clone(),
         runs: 1,
-        budget: budget.max(2),
+        // One run is kept back for the final check of the written scenario.
+        budget: budget.max(3) - 1,
+        violation: first,
     };
     // Seed-drawn faults become scheduled ones, if the run still fails so.
     let mut current = scenario.clone();
@@ -281,9 +326,7 @@ pub fn shrink(
             .faults
             .retain(|f| !matches!(f, FaultSpec::Recurring { .. }));
         fixed.faults.extend(sim.recurring_faults().iter().cloned());
-        if shrinker.fails(&fixed).is_some() {
-            current = fixed;
-        }
+        shrinker.keep_if_fails(&mut current, fixed);
     }
     let faults_before = current.faults.len();
     // Repeat the passes until none makes progress: a simpler environment can
@@ -297,14 +340,28 @@ pub fn shrink(
         if shrinker.invariant != Invariant::Liveness.name() {
             shrinker.move_faults_earlier(&mut current);
         }
-        if current == before || shrinker.runs >= shrinker.budget {
+        if current == before || shrinker.spent() {
             break;
         }
     }
-    let violation = shrinker.fails(&current).unwrap_or(first);
-    shrinker.cut_short(&mut current, &violation);
-    let violation = shrinker.fails(&current).unwrap_or(violation);
+    shrinker.cut_short(&mut current);
+    let budget_exhausted = shrinker.spent();
     current.name = format!("{}-shrunk", scenario.name);
+    current.description = None;
+    current.expect = Default::default();
+    // What the file will do: its text, read back and run.
+    let written = crate::file::parse(
+        &crate::to_toml::to_toml(&current),
+        std::path::Path::new("shrunk.toml"),
+    )
+    .map_err(|_| ShrinkError::NotReproduced {
+        invariant: shrinker.invariant.clone(),
+    })?;
+    let violation = shrinker
+        .run(&written)
+        .ok_or_else(|| ShrinkError::NotReproduced {
+            invariant: shrinker.invariant.clone(),
+        })?;
     current.description = Some(format!(
         "Shrunk from {} (seed {}): breaks `{}` at {:.3}s — {}",
         scenario.name,
@@ -313,12 +370,12 @@ pub fn shrink(
         violation.at_ms as f64 / 1000.0,
         violation.detail
     ));
-    current.expect = Default::default();
     Ok(Shrunk {
         faults_after: current.faults.len(),
         scenario: current,
         invariant: shrinker.invariant,
         violation,
+        budget_exhausted,
         faults_before,
         runs: shrinker.runs,
     })

@@ -29,6 +29,7 @@
 //! number of threads.
 
 use crate::units::{human, nanos};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -115,7 +116,7 @@ impl Lengths {
         let u = unit_f64(rng);
         let ns = match self.spread {
             Spread::Uniform => low + u * (high - low),
-            Spread::LogUniform => low * (high / low).powf(u),
+            Spread::LogUniform => low * libm::pow(high / low, u),
         };
         Duration::from_nanos((ns as u64).max(1))
     }
@@ -145,6 +146,12 @@ impl std::fmt::Display for Lengths {
         write!(f, "{spread}:{}..{}", human(self.low), human(self.high))
     }
 }
+
+/// The most faults one run of a sweep may be expected to draw (the mean of
+/// its Poisson processes, [`FaultMix::expected_faults`]): a run's faults are
+/// all drawn, and held, before it starts, so this bounds the memory of each
+/// run in flight. Mixes above it are refused ([`FaultMix::validate`]).
+pub const MAX_FAULTS_PER_RUN: u64 = 1_000_000;
 
 /// The faults every run of a sweep suffers (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
@@ -230,7 +237,61 @@ impl FaultMix {
                 return Err(format!("{flag} must be at least 100ms (or `off`)"));
             }
         }
+        let expected = self.expected_faults();
+        if expected > MAX_FAULTS_PER_RUN as f64 {
+            let (flag, every, _) = self.expected_faults_by_flag().into_iter().fold(
+                ("--pause-every", None, -1.0),
+                |best, next| {
+                    if next.2 > best.2 {
+                        next
+                    } else {
+                        best
+                    }
+                },
+            );
+            return Err(format!(
+                "the fault mix draws about {expected:.0} faults per run ({} nodes over {}), \
+                 more than the {MAX_FAULTS_PER_RUN} a run may hold (a run's faults are drawn \
+                 before it starts, and each costs memory): raise {flag} (now {}), or lower \
+                 --duration or --nodes",
+                self.nodes,
+                human(self.duration),
+                every.map_or_else(|| "off".to_string(), human)
+            ));
+        }
         Ok(())
+    }
+
+    /// The mean number of faults one run draws: per node, the duration over
+    /// the mean interval of pauses and of crashes; once, that of spikes.
+    pub fn expected_faults(&self) -> f64 {
+        self.expected_faults_by_flag()
+            .iter()
+            .map(|(_, _, count)| count)
+            .sum()
+    }
+
+    /// [`Self::expected_faults`] per flag, with the flag's interval.
+    fn expected_faults_by_flag(&self) -> [(&'static str, Option<Duration>, f64); 3] {
+        let per = |every: Option<Duration>| {
+            every.map_or(0.0, |e| {
+                self.duration.as_secs_f64() / e.as_secs_f64().max(f64::MIN_POSITIVE)
+            })
+        };
+        let nodes = self.nodes as f64;
+        [
+            (
+                "--pause-every",
+                self.pause_every,
+                nodes * per(self.pause_every),
+            ),
+            (
+                "--crash-every",
+                self.crash_every,
+                nodes * per(self.crash_every),
+            ),
+            ("--spike-every", self.spike_every, per(self.spike_every)),
+        ]
     }
 
     /// One line describing the mix, for charts and summaries.
@@ -333,6 +394,13 @@ impl FaultMix {
     /// a 200 ms unit every second, so a pause often lands inside one and its
     /// late write meets the fence.
     pub fn scenario(&self, seed: u64) -> Scenario {
+        let mut s = self.scenario_without_faults(seed);
+        s.faults = self.schedule(seed);
+        s
+    }
+
+    /// [`Self::scenario`] without its faults (cheap: for checking settings).
+    pub fn scenario_without_faults(&self, seed: u64) -> Scenario {
         let mut s =
             Scenario::new(format!("sweep-seed-{seed}"), self.duration).with_nodes(self.node_ids());
         s.seed = seed;
@@ -343,7 +411,6 @@ impl FaultMix {
         for node in s.nodes.iter_mut().skip(1) {
             node.start_at = Duration::from_secs(1).min(self.duration / 2);
         }
-        s.faults = self.schedule(seed);
         s
     }
 }
@@ -410,7 +477,13 @@ impl ElectionGrid {
         if self.ttls.is_empty() || self.renew_ratios.is_empty() || self.margin_ratios.is_empty() {
             return Err("the grid needs at least one TTL, renew ratio and margin ratio".into());
         }
-        if self.ttls.len() * self.renew_ratios.len() * self.margin_ratios.len() > 400 {
+        if self
+            .ttls
+            .len()
+            .saturating_mul(self.renew_ratios.len())
+            .saturating_mul(self.margin_ratios.len())
+            > 400
+        {
             return Err("the grid has more than 400 cells".into());
         }
         for ttl in &self.ttls {
@@ -481,7 +554,12 @@ impl MembershipGrid {
         if self.liveness_ttls.is_empty() || self.heartbeats.is_empty() {
             return Err("the grid needs at least one liveness TTL and heartbeat".into());
         }
-        if self.liveness_ttls.len() * self.heartbeats.len() > 400 {
+        if self
+            .liveness_ttls
+            .len()
+            .saturating_mul(self.heartbeats.len())
+            > 400
+        {
             return Err("the grid has more than 400 cells".into());
         }
         for d in self.liveness_ttls.iter().chain(&self.heartbeats) {
@@ -523,11 +601,36 @@ pub struct Seeds {
 }
 
 impl Seeds {
-    /// The seeds, in order.
+    /// The seeds, in order (a vector: for small counts).
     pub fn list(&self) -> Vec<u64> {
-        (0..self.count)
-            .map(|i| self.start.wrapping_add(i))
-            .collect()
+        self.iter().collect()
+    }
+
+    /// The seeds, in order, drawn lazily.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + Clone + Send + 'static {
+        let start = self.start;
+        (0..self.count).map(move |i| start.wrapping_add(i))
+    }
+
+    /// Checks that there is a seed and that the last one (`start + count -
+    /// 1`) is no larger than `u64::MAX`.
+    ///
+    /// # Errors
+    /// One sentence naming `--seeds` or `--start`.
+    pub fn check(&self) -> Result<(), String> {
+        if self.count == 0 {
+            return Err("--seeds must be at least 1".to_string());
+        }
+        if self.start.checked_add(self.count - 1).is_none() {
+            return Err(format!(
+                "--start {} with --seeds {} goes past the largest seed, {}: use at most --seeds {}",
+                self.start,
+                self.count,
+                u64::MAX,
+                u64::MAX - self.start + 1
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -570,13 +673,73 @@ fn run_one(scenario: &Scenario) -> Result<RunStats, String> {
     })
 }
 
-/// The nearest-rank percentile `p` (0–100) of sorted values.
-fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
+/// What every run of one cell adds up to. Sweeps stream: each run's
+/// statistics are folded in here as it finishes, in seed order, and
+/// forgotten — the failover gaps as a count per distinct millisecond value,
+/// which gives the exact percentiles of the full list in bounded memory.
+#[derive(Clone, Debug, Default)]
+struct CellTotals {
+    runs: u64,
+    virtual_ms: u64,
+    /// Failover gaps: value (ms) → how many.
+    gaps_ms: BTreeMap<u64, u64>,
+    failovers: u64,
+    leader_changes: u64,
+    spurious: u64,
+    leaderless_ms: u64,
+    overlap_ms: u64,
+    rejected: u64,
+    accepted: u64,
+    violations: u64,
+    leaves: u64,
+    false_leaves: u64,
+    flaps: u64,
+}
+
+impl CellTotals {
+    fn add(&mut self, r: RunStats) {
+        self.runs += 1;
+        self.virtual_ms = self.virtual_ms.saturating_add(r.virtual_ms);
+        for gap in r.gaps_ms {
+            *self.gaps_ms.entry(gap).or_insert(0) += 1;
+            self.failovers += 1;
+        }
+        let sums = [
+            (&mut self.leader_changes, r.leader_changes),
+            (&mut self.spurious, r.spurious),
+            (&mut self.leaderless_ms, r.leaderless_ms),
+            (&mut self.overlap_ms, r.overlap_ms),
+            (&mut self.rejected, r.rejected),
+            (&mut self.accepted, r.accepted),
+            (&mut self.violations, r.violations),
+            (&mut self.leaves, r.leaves),
+            (&mut self.false_leaves, r.false_leaves),
+            (&mut self.flaps, r.flaps),
+        ];
+        for (total, value) in sums {
+            *total = total.saturating_add(value);
+        }
+    }
+
+    /// The nearest-rank percentile `p` (0–100) of the gaps: the same value
+    /// as indexing the sorted list of every gap.
+    fn gap_percentile(&self, p: f64) -> Option<u64> {
+        percentile(&self.gaps_ms, self.failovers, p)
+    }
+}
+
+/// The nearest-rank percentile `p` (0–100) of `n` values, given as a count
+/// per distinct value.
+fn percentile(counts: &BTreeMap<u64, u64>, n: u64, p: f64) -> Option<u64> {
+    if n == 0 {
         return None;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+    let rank = (((p / 100.0) * n as f64).ceil() as u64).clamp(1, n);
+    let mut seen = 0u64;
+    counts.iter().find_map(|(&value, &count)| {
+        seen += count;
+        (seen >= rank).then_some(value)
+    })
 }
 
 fn round3(x: f64) -> f64 {
@@ -706,42 +869,47 @@ struct Run<'a> {
 impl Run<'_> {
     /// Runs every seed of every cell (`configure` sets a cell's settings on
     /// the mix's scenario) with `jobs` threads, and measures each cell over
-    /// its seeds with `row`.
+    /// its seeds with `row`. Runs are generated lazily and folded into their
+    /// cell's totals as they finish, so memory does not grow with the number
+    /// of seeds.
     fn sweep<G: Grid + Clone, C: Sync>(
         &self,
         grid: &G,
         cells: &[C],
         skipped: Vec<Skipped>,
         configure: &(dyn Fn(&C, &mut Scenario) + Sync),
-        row: &dyn Fn(&C, &[RunStats]) -> G::Row,
+        row: &dyn Fn(&C, &CellTotals) -> G::Row,
     ) -> Result<Sweep<G>, String> {
-        let seed_list = self.seeds.list();
-        let runs: Vec<(usize, u64)> = (0..cells.len())
-            .flat_map(|c| seed_list.iter().map(move |&s| (c, s)))
-            .collect();
-        let stats = crate::parallel::map(
-            &runs,
-            self.jobs,
-            &|&(c, seed)| {
+        self.seeds.check()?;
+        let seeds = self.seeds.iter();
+        let runs = (0..cells.len()).flat_map(move |c| seeds.clone().map(move |s| (c, s)));
+        let mut totals: Vec<CellTotals> = vec![CellTotals::default(); cells.len()];
+        // No more threads than runs.
+        let total = (cells.len() as u64).saturating_mul(self.seeds.count);
+        let jobs = self.jobs.min(usize::try_from(total).unwrap_or(usize::MAX));
+        crate::parallel::stream(
+            runs,
+            jobs,
+            &|(c, seed)| {
                 let mut scenario = self.mix.scenario(seed);
                 configure(&cells[c], &mut scenario);
-                run_one(&scenario)
+                (c, run_one(&scenario))
             },
             self.progress,
-        );
-        let mut per_cell: Vec<Vec<RunStats>> = vec![Vec::new(); cells.len()];
-        for (&(c, _), stats) in runs.iter().zip(stats) {
-            per_cell[c].push(stats?);
-        }
+            &mut |(c, stats)| {
+                totals[c].add(stats?);
+                Ok(())
+            },
+        )
+        .map_err(|e| match e {
+            crate::parallel::StreamError::Spawn(e) => e.to_string(),
+            crate::parallel::StreamError::Sink(e) => e,
+        })?;
         Ok(Sweep {
             mix: self.mix.clone(),
             grid: grid.clone(),
             seeds: self.seeds,
-            rows: cells
-                .iter()
-                .zip(&per_cell)
-                .map(|(c, r)| row(c, r))
-                .collect(),
+            rows: cells.iter().zip(&totals).map(|(c, t)| row(c, t)).collect(),
             skipped,
         })
     }
@@ -765,7 +933,9 @@ pub fn run_election(
     let mut cells = Vec::new();
     let mut skipped = Vec::new();
     for cell in grid.cells() {
-        let mut probe = mix.scenario(seeds.start);
+        // The cell's settings are checked without the faults: they do not
+        // depend on them, and a long schedule is costly to draw per cell.
+        let mut probe = mix.scenario_without_faults(seeds.start);
         cell.apply(&mut probe);
         match probe.validate() {
             Ok(()) => cells.push(cell),
@@ -779,6 +949,9 @@ pub fn run_election(
                 reason: e.to_string(),
             }),
         }
+    }
+    if cells.is_empty() {
+        return Err(every_cell_skipped(&skipped));
     }
     let run = Run {
         mix,
@@ -795,11 +968,23 @@ pub fn run_election(
     )
 }
 
-fn election_row(cell: &ElectionCell, mix: &FaultMix, runs: &[RunStats]) -> ElectionRow {
+/// The error of a sweep that has no cell left to run: every reason, once.
+fn every_cell_skipped(skipped: &[Skipped]) -> String {
+    let mut reasons: Vec<&str> = skipped.iter().map(|s| s.reason.as_str()).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    format!(
+        "every cell of the grid ({}) was skipped, so nothing would run: {}",
+        skipped.len(),
+        reasons.join("; ")
+    )
+}
+
+fn election_row(cell: &ElectionCell, mix: &FaultMix, t: &CellTotals) -> ElectionRow {
     let mut scenario = Scenario::new("row", mix.duration);
     cell.apply(&mut scenario);
     let e = &scenario.election;
-    let total_ms: u64 = runs.iter().map(|r| r.virtual_ms).sum();
+    let total_ms = t.virtual_ms;
     let hours = total_ms as f64 / 3_600_000.0;
     let per_hour = |n: u64| if hours > 0.0 { n as f64 / hours } else { 0.0 };
     let fraction = |ms: u64| {
@@ -809,13 +994,6 @@ fn election_row(cell: &ElectionCell, mix: &FaultMix, runs: &[RunStats]) -> Elect
             0.0
         }
     };
-    let mut gaps: Vec<u64> = runs
-        .iter()
-        .flat_map(|r| r.gaps_ms.iter().copied())
-        .collect();
-    gaps.sort_unstable();
-    let sum = |f: &dyn Fn(&RunStats) -> u64| runs.iter().map(f).sum::<u64>();
-    let rejected = sum(&|r| r.rejected);
     let expected_writes = total_ms as f64 / scenario.work.write_interval.as_millis().max(1) as f64;
     ElectionRow {
         lease_ttl_s: round3(cell.lease_ttl.as_secs_f64()),
@@ -824,23 +1002,23 @@ fn election_row(cell: &ElectionCell, mix: &FaultMix, runs: &[RunStats]) -> Elect
         renew_interval_s: round3(e.renew_interval.as_secs_f64()),
         safety_margin_s: round3(e.effective_safety_margin().as_secs_f64()),
         retry_interval_s: round3(e.retry_interval.as_secs_f64()),
-        seeds: runs.len() as u64,
+        seeds: t.runs,
         hours: round3(hours),
-        failovers: gaps.len() as u64,
-        gap_p50_s: percentile(&gaps, 50.0).map(|ms| ms as f64 / 1000.0),
-        gap_p99_s: percentile(&gaps, 99.0).map(|ms| ms as f64 / 1000.0),
-        leader_changes_per_hour: round3(per_hour(sum(&|r| r.leader_changes))),
-        spurious_per_hour: round3(per_hour(sum(&|r| r.spurious))),
-        leaderless_fraction: round6(fraction(sum(&|r| r.leaderless_ms))),
-        overlap_fraction: round6(fraction(sum(&|r| r.overlap_ms))),
-        rejected_writes: rejected,
-        rejected_per_hour: round3(per_hour(rejected)),
+        failovers: t.failovers,
+        gap_p50_s: t.gap_percentile(50.0).map(|ms| ms as f64 / 1000.0),
+        gap_p99_s: t.gap_percentile(99.0).map(|ms| ms as f64 / 1000.0),
+        leader_changes_per_hour: round3(per_hour(t.leader_changes)),
+        spurious_per_hour: round3(per_hour(t.spurious)),
+        leaderless_fraction: round6(fraction(t.leaderless_ms)),
+        overlap_fraction: round6(fraction(t.overlap_ms)),
+        rejected_writes: t.rejected,
+        rejected_per_hour: round3(per_hour(t.rejected)),
         write_availability: if expected_writes > 0.0 {
-            round6(sum(&|r| r.accepted) as f64 / expected_writes)
+            round6(t.accepted as f64 / expected_writes)
         } else {
             0.0
         },
-        violations: sum(&|r| r.violations),
+        violations: t.violations,
     }
 }
 
@@ -918,9 +1096,8 @@ pub fn run_membership(
     )
 }
 
-fn membership_row(ttl: Duration, hb: Duration, nodes: usize, runs: &[RunStats]) -> MembershipRow {
-    let node_hours =
-        runs.iter().map(|r| r.virtual_ms).sum::<u64>() as f64 / 3_600_000.0 * nodes as f64;
+fn membership_row(ttl: Duration, hb: Duration, nodes: usize, t: &CellTotals) -> MembershipRow {
+    let node_hours = t.virtual_ms as f64 / 3_600_000.0 * nodes as f64;
     let per = |n: u64| {
         if node_hours > 0.0 {
             round3(n as f64 / node_hours)
@@ -928,19 +1105,18 @@ fn membership_row(ttl: Duration, hb: Duration, nodes: usize, runs: &[RunStats]) 
             0.0
         }
     };
-    let sum = |f: &dyn Fn(&RunStats) -> u64| runs.iter().map(f).sum::<u64>();
     MembershipRow {
         liveness_ttl_s: round3(ttl.as_secs_f64()),
         heartbeat_interval_s: round3(hb.as_secs_f64()),
         misses_tolerated: round3(ttl.as_secs_f64() / hb.as_secs_f64()),
-        seeds: runs.len() as u64,
+        seeds: t.runs,
         node_hours: round3(node_hours),
-        leaves: sum(&|r| r.leaves),
-        false_leaves: sum(&|r| r.false_leaves),
-        false_leaves_per_node_hour: per(sum(&|r| r.false_leaves)),
-        leaves_per_node_hour: per(sum(&|r| r.leaves)),
-        flaps_per_node_hour: per(sum(&|r| r.flaps)),
-        violations: sum(&|r| r.violations),
+        leaves: t.leaves,
+        false_leaves: t.false_leaves,
+        false_leaves_per_node_hour: per(t.false_leaves),
+        leaves_per_node_hour: per(t.leaves),
+        flaps_per_node_hour: per(t.flaps),
+        violations: t.violations,
     }
 }
 
@@ -1019,7 +1195,7 @@ impl<G: Grid> SweepResults for Sweep<G> {
     }
 
     fn runs(&self) -> u64 {
-        self.rows.len() as u64 * self.seeds.count
+        (self.rows.len() as u64).saturating_mul(self.seeds.count)
     }
 }
 
@@ -1130,7 +1306,7 @@ fn normaliser(values: &[f64]) -> impl Fn(f64) -> f64 {
         }
         if log {
             let v = v.max(positive_lo);
-            (v / positive_lo).ln() / (hi / positive_lo).ln()
+            libm::log(v / positive_lo) / libm::log(hi / positive_lo)
         } else {
             (v - lo) / (hi - lo)
         }
@@ -1557,8 +1733,8 @@ impl ElectionSweep {
         };
         let (x0, x1) = range(&mut points.iter().map(|p| p.1));
         let (y0, y1) = range(&mut points.iter().map(|p| p.2));
-        let sx = |v: f64| px + (v / x0).ln() / (x1 / x0).ln() * pw;
-        let sy = |v: f64| py + ph - (v / y0).ln() / (y1 / y0).ln() * ph;
+        let sx = |v: f64| px + libm::log(v / x0) / libm::log(x1 / x0) * pw;
+        let sy = |v: f64| py + ph - libm::log(v / y0) / libm::log(y1 / y0) * ph;
         doc.rect(px, py, pw, ph, "fill=\"#fafafa\" stroke=\"#cccccc\"", None);
         for t in log_ticks(x0, x1) {
             let gx = sx(t);
@@ -1736,7 +1912,7 @@ fn nice_log_range(lo: f64, hi: f64) -> (f64, f64) {
     let lo = lo.max(1e-3);
     let hi = hi.max(lo * 1.5);
     let down = |v: f64| {
-        let e = 10f64.powf(v.log10().floor());
+        let e = libm::pow(10.0, libm::floor(libm::log10(v)));
         [5.0, 2.0, 1.0]
             .iter()
             .map(|m| m * e)
@@ -1744,7 +1920,7 @@ fn nice_log_range(lo: f64, hi: f64) -> (f64, f64) {
             .unwrap_or(e / 2.0)
     };
     let up = |v: f64| {
-        let e = 10f64.powf(v.log10().floor());
+        let e = libm::pow(10.0, libm::floor(libm::log10(v)));
         [1.0, 2.0, 5.0, 10.0]
             .iter()
             .map(|m| m * e)
@@ -1757,7 +1933,7 @@ fn nice_log_range(lo: f64, hi: f64) -> (f64, f64) {
 /// 1-2-5 ticks inside `[lo, hi]`.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let mut out = Vec::new();
-    let mut e = 10f64.powf(lo.log10().floor());
+    let mut e = libm::pow(10.0, libm::floor(libm::log10(lo)));
     while e <= hi * 1.0001 {
         for m in [1.0, 2.0, 5.0] {
             let t = m * e;

@@ -18,6 +18,16 @@ fn dur(d: Duration) -> String {
     quoted(&humantime::format_duration(d).to_string())
 }
 
+/// A seed as TOML: an integer while it fits TOML's `i64`, a quoted decimal
+/// string above (`crate::file` reads both), so every `u64` seed round-trips.
+fn seed(seed: u64) -> String {
+    if i64::try_from(seed).is_ok() {
+        seed.to_string()
+    } else {
+        quoted(&seed.to_string())
+    }
+}
+
 fn float(x: f64) -> String {
     format!("{x:?}")
 }
@@ -30,7 +40,7 @@ pub fn to_toml(s: &Scenario) -> String {
     if let Some(description) = &s.description {
         let _ = writeln!(o, "description = {}", quoted(description));
     }
-    let _ = writeln!(o, "seed = {}", s.seed);
+    let _ = writeln!(o, "seed = {}", seed(s.seed));
     let _ = writeln!(o, "duration = {}", dur(s.duration));
     if let Some(heal_at) = s.heal_at {
         let _ = writeln!(o, "heal_at = {}", dur(heal_at));
@@ -264,6 +274,28 @@ mod tests {
             let back = parse(&text, Path::new("round-trip.toml"))
                 .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
             assert_eq!(back, scenario, "seed {seed}:\n{text}");
+        }
+    }
+
+    #[test]
+    fn every_u64_seed_round_trips_through_toml() {
+        // Proves seeds above i64::MAX (TOML's largest integer) are written in
+        // a form the loader reads back to the same u64.
+        for seed in [
+            0,
+            1,
+            i64::MAX as u64,
+            i64::MAX as u64 + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut scenario = crate::explore::default_base();
+            scenario.seed = seed;
+            let text = to_toml(&scenario);
+            let back = parse(&text, Path::new("seed.toml"))
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+            assert_eq!(back.seed, seed);
+            assert_eq!(back, scenario);
         }
     }
 
