@@ -5,6 +5,7 @@
 //!
 //! Needs `FENCED_POSTGRES_URL`; without it every test here prints `SKIPPED`
 //! and passes, unless `FENCED_REQUIRE_POSTGRES=1`.
+#![allow(clippy::disallowed_methods)] // Real-time tests against a live PostgreSQL: the wall clock is what they measure.
 
 mod postgres_support;
 

@@ -5,6 +5,7 @@
 //! Needs `FENCED_POSTGRES_URL`; without it the test prints `SKIPPED` and
 //! passes, unless `FENCED_REQUIRE_POSTGRES=1`. Needs the example built, which
 //! `cargo test` does (it builds every example of the enabled features).
+#![allow(clippy::disallowed_methods)] // Real-time tests against a live PostgreSQL: the wall clock is what they measure.
 
 mod postgres_support;
 

@@ -133,7 +133,7 @@ mod baseline {
         let latency = |rng: &mut ChaCha8Rng| MS + rng.next_u64() % (4 * MS + 1);
         let exp = |rng: &mut ChaCha8Rng| {
             let u = 1.0 - (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            (-(u.ln()) * 600.0 * SEC as f64) as u64
+            (-libm::log(u) * 600.0 * SEC as f64) as u64
         };
         for n in 0..nodes as u32 {
             push(&mut heap, &mut slab, 0, Ev::NodeTimer { node: n });
