@@ -30,6 +30,10 @@ pub enum PlantedBug {
     /// [`Elector`](crate::Elector): a leader never steps down on its local
     /// deadline. Caught as split-brain when the downstream is unfenced.
     ElectorIgnoresDeadline,
+    /// [`Elector`](crate::Elector): an answer to a request that was already
+    /// re-sent is ignored (the first release's rule), so a store whose round
+    /// trip is longer than `retry_interval` elects nobody. Caught by liveness.
+    ElectorDropsSlowAnswers,
     /// [`FencedStore`](crate::FencedStore): a write with a token below the
     /// highest accepted one is accepted. Caught by the fenced single-writer
     /// invariant.
@@ -38,11 +42,12 @@ pub enum PlantedBug {
 
 impl PlantedBug {
     /// Every planted bug, in a fixed order.
-    pub const ALL: [PlantedBug; 5] = [
+    pub const ALL: [PlantedBug; 6] = [
         PlantedBug::StoreSkipsTokenBump,
         PlantedBug::StoreBumpsTokenOnRenewal,
         PlantedBug::StoreLetsSecondOwnerRenew,
         PlantedBug::ElectorIgnoresDeadline,
+        PlantedBug::ElectorDropsSlowAnswers,
         PlantedBug::DownstreamAcceptsLowerToken,
     ];
 
@@ -53,6 +58,7 @@ impl PlantedBug {
             PlantedBug::StoreBumpsTokenOnRenewal => "store-bumps-token-on-renewal",
             PlantedBug::StoreLetsSecondOwnerRenew => "store-lets-second-owner-renew",
             PlantedBug::ElectorIgnoresDeadline => "elector-ignores-deadline",
+            PlantedBug::ElectorDropsSlowAnswers => "elector-drops-slow-answers",
             PlantedBug::DownstreamAcceptsLowerToken => "downstream-accepts-lower-token",
         }
     }

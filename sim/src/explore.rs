@@ -62,6 +62,10 @@ pub struct Mix {
     pub loss: bool,
     /// Random message duplication.
     pub duplicate: bool,
+    /// A network whose round trip is longer than `retry_interval`: every
+    /// answer arrives after its request was re-sent (the slow-store case).
+    /// Drawn from its own stream, so seeds without it are what they were.
+    pub slow_network: bool,
 }
 
 impl Mix {
@@ -77,6 +81,7 @@ impl Mix {
             (self.clock, "clock"),
             (self.loss, "loss"),
             (self.duplicate, "duplicate"),
+            (self.slow_network, "slow-network"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -153,6 +158,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         clock: coin(&mut rng, 0.3),
         loss: coin(&mut rng, 0.3),
         duplicate: coin(&mut rng, 0.3),
+        slow_network: false,
     };
     let at = |rng: &mut ChaCha8Rng| {
         span(
@@ -306,6 +312,29 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
     if mix.duplicate {
         s.network.duplicate = 0.3 * unit_f64(&mut rng);
     }
+    // A later dimension of the mix draws from a stream of its own, so adding
+    // it left every seed without it as it was.
+    let mut slow = SeedDeriver::new(seed, "explore-slow-network").rng();
+    if coin(&mut slow, 0.15) {
+        // One-way latency between 0.55 and 1.5 retry intervals: a round trip
+        // of 1.1 to 3 retry intervals, within what an elector remembers and
+        // well inside the validity of the default timings.
+        let retry = base.election.retry_interval;
+        let validity = base
+            .election
+            .lease_ttl
+            .saturating_sub(base.election.effective_safety_margin());
+        let low = span(&mut slow, retry.mul_f64(0.55), retry.mul_f64(1.0));
+        let high = span(&mut slow, low, retry.mul_f64(1.5));
+        let hour = Duration::from_secs(3600);
+        let (low, high) = (low.min(hour), high.min(hour));
+        // Keep the network one that can elect: the shortest round trip
+        // inside the validity.
+        if low.saturating_mul(2) < validity {
+            mix.slow_network = true;
+            s.network.latency = (low, high.max(low));
+        }
+    }
     // Recurring faults of the base keep running during the fault phase.
     s.heal_at = Some(fault_phase);
     s.duration = fault_phase + liveness_bound(&s);
@@ -415,6 +444,13 @@ pub fn check_base(base: &Scenario) -> Result<(), BaseError> {
     for node in worst.nodes.iter_mut() {
         node.clock_drift = slowest;
     }
+    // The slowest network a seed may draw (the `slow-network` mix).
+    let slow = base
+        .election
+        .retry_interval
+        .mul_f64(1.5)
+        .min(Duration::from_secs(3600));
+    worst.network.latency.1 = worst.network.latency.1.max(slow);
     worst.heal_at = Some(base.duration);
     let liveness = liveness_bound_checked(&worst);
     let total = liveness.and_then(|l| base.duration.checked_add(l));

@@ -124,6 +124,41 @@ fn an_elector_that_ignores_its_deadline_is_caught_by_the_local_deadline_invarian
 }
 
 #[test]
+fn an_elector_that_drops_slow_answers_is_caught_by_liveness_on_a_slow_network() {
+    // Proves explore's slow-network mix and the liveness invariant catch the first release's
+    // rule (an answer to a re-sent request is ignored): with round trips longer than
+    // retry_interval nobody leads after healing. Without the bug the same seeds are clean.
+    use fenced_sim::explore::{default_base, run_seed};
+    let base = default_base();
+    let buggy = RunOptions {
+        planted_bug: Some(PlantedBug::ElectorDropsSlowAnswers),
+        ..RunOptions::default()
+    };
+    let outcomes: Vec<_> = (0..40u64)
+        .map(|seed| run_seed(&base, seed, &buggy))
+        .collect();
+    let slow: Vec<_> = outcomes
+        .iter()
+        .filter(|o| o.mix.iter().any(|m| m == "slow-network"))
+        .collect();
+    assert!(!slow.is_empty(), "40 seeds draw a slow network");
+    for o in &slow {
+        assert_eq!(o.invariant.as_deref(), Some("liveness"), "seed {}", o.seed);
+        let clean = run_seed(&base, o.seed, &RunOptions::default());
+        assert!(
+            clean.ok,
+            "seed {} without the bug: {:?}",
+            o.seed, clean.detail
+        );
+    }
+    // Seeds without a slow network never meet a late answer: the bug shows only where one is.
+    assert!(outcomes
+        .iter()
+        .filter(|o| !o.ok)
+        .all(|o| o.mix.iter().any(|m| m == "slow-network")));
+}
+
+#[test]
 fn a_downstream_that_accepts_a_lower_token_breaks_the_single_writer_invariant() {
     // Proves the single-writer invariant catches a fenced store that accepts a stale token (here, the paused leader's late write).
     let scenario = trio("pause", secs(120)).with_fault(pause_a(secs(40)));

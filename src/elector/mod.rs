@@ -465,6 +465,10 @@ impl Elector {
         let Some(at) = self.outstanding.iter().position(|r| r.id == id) else {
             return ResponseDisposition::Stale;
         };
+        if self.planted.is(PlantedBug::ElectorDropsSlowAnswers) && at + 1 != self.outstanding.len()
+        {
+            return ResponseDisposition::Stale;
+        }
         let request = self.outstanding[at];
         // Older requests carry older news than this answer: retire them.
         self.outstanding.drain(..=at);
