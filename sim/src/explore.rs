@@ -596,21 +596,32 @@ pub const DETERMINISM_SAMPLE: u64 = 16;
 /// Runs seed `seed` of a campaign over `base`.
 pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> SeedOutcome {
     let (scenario, mix) = generate(base, seed);
-    let run = || -> Result<crate::Report, crate::ScenarioError> {
-        let mut sim = crate::Simulation::new(&scenario, options.clone())?;
+    let run = || -> Result<crate::Report, (&'static str, String)> {
+        crate::limits::check_budget(&scenario, options.event_budget())
+            .map_err(|e| ("event-budget", e.to_string()))?;
+        let mut sim = crate::Simulation::new(&scenario, options.clone()).map_err(|e| {
+            // A generated schedule the validator refuses is a generator bug.
+            (
+                "generator",
+                format!("the generated scenario is invalid: {e}"),
+            )
+        })?;
         sim.run_to_end();
+        if let Some(halt) = sim.halted() {
+            // Bounded, not judged: the seed needs a larger --max-events.
+            return Err(("event-budget", halt.to_string()));
+        }
         Ok(sim.report())
     };
     let report = match run() {
         Ok(report) => report,
-        Err(e) => {
-            // A generated schedule the validator refuses is a generator bug.
+        Err((invariant, detail)) => {
             return SeedOutcome {
                 seed,
                 ok: false,
-                invariant: Some("generator".to_string()),
+                invariant: Some(invariant.to_string()),
                 at_ms: None,
-                detail: Some(format!("the generated scenario is invalid: {e}")),
+                detail: Some(detail),
                 violations: 0,
                 trace_hash: String::new(),
                 events: 0,

@@ -18,7 +18,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, ScenarioError};
 use crate::units::{human, secs};
 
 /// The longest any duration of a scenario may be: one year.
@@ -151,4 +151,33 @@ pub fn estimated_events(scenario: &Scenario) -> (u128, String) {
         busiest_fault.1
     };
     (heartbeats + requests + work + recurring, key)
+}
+
+/// Refuses an event budget outside `1..=`[`MAX_EVENTS_LIMIT`] (key
+/// `--max-events`), and a scenario whose [`estimated_events`] already exceed
+/// `max_events`, naming the key most responsible.
+///
+/// # Errors
+/// The [`ScenarioError`] that says which.
+pub fn check_budget(scenario: &Scenario, max_events: u64) -> Result<(), ScenarioError> {
+    if max_events == 0 || max_events > MAX_EVENTS_LIMIT {
+        return Err(ScenarioError::new(
+            "--max-events",
+            format!("{max_events} is outside 1..={MAX_EVENTS_LIMIT}"),
+        ));
+    }
+    let (estimate, key) = estimated_events(scenario);
+    if estimate > u128::from(max_events) {
+        return Err(ScenarioError::new(
+            key.clone(),
+            format!(
+                "this run would handle at least about {estimate} events ({} nodes over {}), \
+                 more than the budget of {max_events}; lengthen {key}, shorten `duration`, \
+                 or raise the budget with --max-events (at most {MAX_EVENTS_LIMIT})",
+                scenario.nodes.len(),
+                human(scenario.duration)
+            ),
+        ));
+    }
+    Ok(())
 }

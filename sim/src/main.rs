@@ -184,31 +184,41 @@ fn parse_every(text: &str) -> Result<Every, String> {
     }
 }
 
-/// Selects a deliberate bug (negative controls).
+/// Options of each run besides the scenario: the event budget and, with the
+/// `planted-bugs` feature, a deliberate bug (negative controls).
 #[derive(clap::Args, Debug, Default)]
 struct PlantArg {
     /// Plant a deliberate bug in the state machines (negative controls).
     #[cfg(feature = "planted-bugs")]
     #[arg(long, value_name = "BUG")]
     plant: Option<String>,
+    /// The most events one run may handle (default 250 000 000, at most
+    /// 4 294 967 295): a run that would need more is refused, or stops with
+    /// exit 2, instead of running for ever.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=fenced_sim::limits::MAX_EVENTS_LIMIT))]
+    max_events: Option<u64>,
 }
 
 impl PlantArg {
-    /// Applies the bug to `options`; returns the flag to repeat in replay
-    /// commands.
+    /// Applies the flags to `options`; returns them as they must be repeated
+    /// in replay commands.
     fn apply(&self, options: &mut RunOptions) -> Result<String, ExitCode> {
+        let mut flags = String::new();
+        if let Some(n) = self.max_events {
+            options.max_events = Some(n);
+            flags.push_str(&format!(" --max-events {n}"));
+        }
         #[cfg(feature = "planted-bugs")]
         if let Some(name) = &self.plant {
-            return match name.parse::<fenced::PlantedBug>() {
+            match name.parse::<fenced::PlantedBug>() {
                 Ok(bug) => {
                     options.planted_bug = Some(bug);
-                    Ok(format!(" --plant {}", bug.name()))
+                    flags.push_str(&format!(" --plant {}", bug.name()));
                 }
-                Err(e) => Err(bad_input(e)),
-            };
+                Err(e) => return Err(bad_input(e)),
+            }
         }
-        let _ = options;
-        Ok(String::new())
+        Ok(flags)
     }
 }
 
@@ -460,6 +470,7 @@ fn execute(
         Ok(sim) => sim,
         Err(e) => return bad_input(format!("{origin}: {e}")),
     };
+    warn(origin, scenario);
     if picture.is_some() {
         sim.record_timeline();
     }
@@ -474,6 +485,9 @@ fn execute(
     sim.run_to_end();
     if let Err(e) = sim.finish_trace() {
         return bad_input(format!("writing the trace failed: {e}"));
+    }
+    if let Some(halt) = sim.halted() {
+        return bad_input(format!("{origin}: {halt}"));
     }
     let report = sim.report();
     let replay = replay(report.seed);
@@ -507,11 +521,21 @@ fn execute(
     }
 }
 
+/// Prints what is legal in `scenario` but probably not meant.
+fn warn(origin: &str, scenario: &Scenario) {
+    for w in scenario.warnings() {
+        eprintln!("warning: {origin}: `{}`: {}", w.key, w.message);
+    }
+}
+
 fn check(paths: &[PathBuf]) -> ExitCode {
     let mut bad = 0;
     for path in paths {
         match load(path) {
-            Ok(s) => println!("ok    {}  ({})", path.display(), s.name),
+            Ok(s) => {
+                println!("ok    {}  ({})", path.display(), s.name);
+                warn(&path.display().to_string(), &s);
+            }
             Err(e) => {
                 bad += 1;
                 eprintln!("error: {e}");

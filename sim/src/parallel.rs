@@ -45,7 +45,7 @@ impl std::error::Error for SpawnError {
     }
 }
 
-/// Why [`stream`] stopped early.
+/// Why `stream` stopped early.
 #[derive(Debug)]
 pub enum StreamError<E> {
     /// A worker thread could not be started (before any result was handed

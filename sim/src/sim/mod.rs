@@ -22,14 +22,14 @@ use crate::checker::{Checker, CheckerSettings};
 use crate::clock::HostClock;
 use crate::engine::{Control, Engine, Lives};
 use crate::hosts::{DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, WorkTimings};
-use crate::limits::{estimated_events, Halt, DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT};
+use crate::limits::{Halt, DEFAULT_MAX_EVENTS};
 use crate::network::{Network, FIRST_NODE_ENDPOINT};
 use crate::observation::{Observation, Observer, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError};
 use crate::timeline::{Recorder, Timeline};
 use crate::trace::Tracer;
-use crate::units::{human, nanos};
+use crate::units::nanos;
 
 use faults::Faults;
 
@@ -69,7 +69,7 @@ pub struct RunOptions {
     #[cfg(feature = "planted-bugs")]
     pub planted_bug: Option<PlantedBug>,
     /// The most events the run may handle (`None`:
-    /// [`DEFAULT_MAX_EVENTS`]); at most [`MAX_EVENTS_LIMIT`]. A run that
+    /// [`DEFAULT_MAX_EVENTS`]); at most [`MAX_EVENTS_LIMIT`](crate::limits::MAX_EVENTS_LIMIT). A run that
     /// reaches it stops with [`Halt::EventBudget`].
     pub max_events: Option<u64>,
 }
@@ -135,31 +135,14 @@ impl Simulation {
     ///
     /// # Errors
     /// The first [`ScenarioError`] found by [`Scenario::validate`]; an event
-    /// budget above [`MAX_EVENTS_LIMIT`] or zero (key `--max-events`); or a
-    /// scenario whose [`estimated_events`] already exceed the budget (named
-    /// by the key most responsible).
+    /// budget above [`MAX_EVENTS_LIMIT`](crate::limits::MAX_EVENTS_LIMIT) or zero (key `--max-events`); or a
+    /// scenario whose [`estimated_events`](crate::limits::estimated_events)
+    /// already exceed the budget (named by the key most responsible): see
+    /// [`check_budget`](crate::limits::check_budget).
     pub fn new(scenario: &Scenario, options: RunOptions) -> Result<Self, ScenarioError> {
         scenario.validate()?;
         let max_events = options.event_budget();
-        if max_events == 0 || max_events > MAX_EVENTS_LIMIT {
-            return Err(ScenarioError::new(
-                "--max-events",
-                format!("{max_events} is outside 1..={MAX_EVENTS_LIMIT}"),
-            ));
-        }
-        let (estimate, key) = estimated_events(scenario);
-        if estimate > u128::from(max_events) {
-            return Err(ScenarioError::new(
-                key.clone(),
-                format!(
-                    "this run would handle at least about {estimate} events ({} nodes over {}), \
-                     more than the budget of {max_events}; lengthen {key}, shorten `duration`, \
-                     or raise the budget with --max-events (at most {MAX_EVENTS_LIMIT})",
-                    scenario.nodes.len(),
-                    human(scenario.duration)
-                ),
-            ));
-        }
+        crate::limits::check_budget(scenario, max_events)?;
         let seed = options.seed.unwrap_or(scenario.seed);
         let seeds = SeedDeriver::new(seed, "fenced-sim");
         let role = scenario.role()?;
