@@ -66,6 +66,11 @@ pub struct Mix {
     /// answer arrives after its request was re-sent (the slow-store case).
     /// Drawn from its own stream, so seeds without it are what they were.
     pub slow_network: bool,
+    /// Graceful stops (a deploy): the node releases and exits, mostly to
+    /// restart. From its own stream.
+    pub stop: bool,
+    /// Failing work: the leader abdicates. From its own stream.
+    pub abdicate: bool,
 }
 
 impl Mix {
@@ -82,6 +87,8 @@ impl Mix {
             (self.loss, "loss"),
             (self.duplicate, "duplicate"),
             (self.slow_network, "slow-network"),
+            (self.stop, "stop"),
+            (self.abdicate, "abdicate"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -159,6 +166,8 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         loss: coin(&mut rng, 0.3),
         duplicate: coin(&mut rng, 0.3),
         slow_network: false,
+        stop: false,
+        abdicate: false,
     };
     let at = |rng: &mut ChaCha8Rng| {
         span(
@@ -333,6 +342,36 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         if low.saturating_mul(2) < validity {
             mix.slow_network = true;
             s.network.latency = (low, high.max(low));
+        }
+    }
+    // Graceful stops and failing work reach the elector's `stop` and
+    // `abdicate` paths; each from a stream of its own, like the slow network.
+    let mut stops = SeedDeriver::new(seed, "explore-stop").rng();
+    if coin(&mut stops, 0.2) {
+        mix.stop = true;
+        for _ in 0..uniform_inclusive(&mut stops, 1, 3) {
+            let restart_after = coin(&mut stops, 0.8).then(|| {
+                span(
+                    &mut stops,
+                    Duration::from_millis(100),
+                    base.election.lease_ttl * 2,
+                )
+            });
+            s.faults.push(FaultSpec::Stop {
+                node: target(&mut stops),
+                at: at(&mut stops),
+                restart_after,
+            });
+        }
+    }
+    let mut failures = SeedDeriver::new(seed, "explore-abdicate").rng();
+    if coin(&mut failures, 0.2) {
+        mix.abdicate = true;
+        for _ in 0..uniform_inclusive(&mut failures, 1, 3) {
+            s.faults.push(FaultSpec::Abdicate {
+                node: target(&mut failures),
+                at: at(&mut failures),
+            });
         }
     }
     // Recurring faults of the base keep running during the fault phase.
@@ -836,12 +875,16 @@ impl CampaignSummary {
         t.renewal_lost += c.renewal_lost;
         t.zombie_fenced += c.zombie_fenced;
         t.refused += c.refused;
+        t.leader_stopped += c.leader_stopped;
+        t.leader_abdicated += c.leader_abdicated;
         n.stale_write_rejected += u64::from(c.stale_write_rejected > 0);
         n.takeover_during_pause += u64::from(c.takeover_during_pause > 0);
         n.step_down_on_deadline += u64::from(c.step_down_on_deadline > 0);
         n.renewal_lost += u64::from(c.renewal_lost > 0);
         n.zombie_fenced += u64::from(c.zombie_fenced > 0);
         n.refused += u64::from(c.refused > 0);
+        n.leader_stopped += u64::from(c.leader_stopped > 0);
+        n.leader_abdicated += u64::from(c.leader_abdicated > 0);
     }
 
     /// The "sometimes" properties no seed exercised: a campaign on the default
@@ -854,6 +897,8 @@ impl CampaignSummary {
             (n.step_down_on_deadline, "step-down on the local deadline"),
             (n.renewal_lost, "renewal lost"),
             (n.zombie_fenced, "zombie incarnation fenced"),
+            (n.leader_stopped, "leader stopped gracefully"),
+            (n.leader_abdicated, "leader abdicated"),
         ]
         .into_iter()
         .filter(|(count, _)| *count == 0)

@@ -887,7 +887,7 @@ fn convert_node(
     Ok(())
 }
 
-const FAULT_KINDS: &str = "pause, isolate, cut, partition, crash, replace";
+const FAULT_KINDS: &str = "pause, isolate, cut, partition, crash, replace, stop, abdicate";
 
 fn convert_fault(
     index: usize,
@@ -972,7 +972,7 @@ fn convert_fault(
         Some(at) => duration(&k("at"), at, spans)?,
         None if matches!(
             kind,
-            "pause" | "isolate" | "cut" | "partition" | "crash" | "replace"
+            "pause" | "isolate" | "cut" | "partition" | "crash" | "replace" | "stop" | "abdicate"
         ) =>
         {
             return err(
@@ -1066,14 +1066,31 @@ fn convert_fault(
                 restart_after,
             })
         }
-        "replace" => {
+        "replace" | "abdicate" => {
             forbid("from", raw.from.is_some())?;
             forbid("to", raw.to.is_some())?;
             forbid("groups", raw.groups.is_some())?;
             forbid("duration", raw.duration.is_some())?;
             forbid("restart_after", raw.restart_after.is_some())?;
             let node = need_str("node", &raw.node, spans)?;
-            Ok(FaultSpec::Replace { node, at })
+            Ok(if kind == "replace" {
+                FaultSpec::Replace { node, at }
+            } else {
+                FaultSpec::Abdicate { node, at }
+            })
+        }
+        "stop" => {
+            forbid("from", raw.from.is_some())?;
+            forbid("to", raw.to.is_some())?;
+            forbid("groups", raw.groups.is_some())?;
+            forbid("duration", raw.duration.is_some())?;
+            let node = need_str("node", &raw.node, spans)?;
+            let restart_after = opt_duration(&k("restart_after"), &raw.restart_after, spans)?;
+            Ok(FaultSpec::Stop {
+                node,
+                at,
+                restart_after,
+            })
         }
         other => err(
             &k("kind"),

@@ -122,6 +122,8 @@ pub enum Skipped {
     CrashOfDownNode = 0,
     /// A restart (or the first start) of a node that already runs a process.
     StartOfRunningNode = 1,
+    /// A graceful stop of a node with no live process.
+    StopOfDownNode = 2,
 }
 
 /// One thing that happened, at a true time the observer is given alongside.
@@ -131,6 +133,16 @@ pub enum Observation<'a> {
     ProcessStarted(ProcessRef<'a>),
     /// A process died.
     ProcessCrashed(ProcessRef<'a>),
+    /// A process exited after a graceful stop (its elector stopped and
+    /// released first).
+    ProcessStopped(ProcessRef<'a>),
+    /// A process's work failed; if it `led`, its elector abdicated.
+    WorkFailed {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// Whether it led (and so gave the role up).
+        led: bool,
+    },
     /// A crash or start of `node` found nothing to do.
     Skipped {
         /// The node.

@@ -252,4 +252,11 @@ pub struct Coverage {
     pub zombie_fenced: u64,
     /// Lease requests refused because another owner held the lease.
     pub refused: u64,
+    /// Terms ended by a graceful stop (the elector's `stop`: work ended,
+    /// lease released).
+    #[serde(default)]
+    pub leader_stopped: u64,
+    /// Terms ended by abdication (the work failed while leading).
+    #[serde(default)]
+    pub leader_abdicated: u64,
 }

@@ -337,6 +337,30 @@ pub enum FaultSpec {
         /// When the replacement starts.
         at: Duration,
     },
+    /// A graceful stop (a deploy, a SIGTERM handler): each live process of
+    /// the node stops its elector — which ends the work and releases the
+    /// lease — and exits; optionally a new incarnation starts
+    /// `restart_after` later. A successor takes over within about one
+    /// `retry_interval`, not one TTL. A grant answering a request still in
+    /// flight is lost with the process (its lease lapses at its TTL).
+    Stop {
+        /// The node.
+        node: String,
+        /// When it stops.
+        at: Duration,
+        /// When (after the stop) a new process starts, if ever.
+        restart_after: Option<Duration>,
+    },
+    /// The leader's work fails: the elector abdicates — ends the work,
+    /// releases the lease and stays quiet for `rejoin_delay` — so a node that
+    /// is alive but not working gives the role up. A node that does not lead
+    /// then has no work to fail: nothing happens.
+    Abdicate {
+        /// The node.
+        node: String,
+        /// When its work fails.
+        at: Duration,
+    },
     /// A fault that recurs as a Poisson process with mean interval `every`,
     /// on one node or independently on each (`node = "*"`).
     Recurring {
@@ -361,6 +385,8 @@ impl FaultSpec {
             FaultSpec::Partition { .. } => "partition",
             FaultSpec::Crash { .. } => "crash",
             FaultSpec::Replace { .. } => "replace",
+            FaultSpec::Stop { .. } => "stop",
+            FaultSpec::Abdicate { .. } => "abdicate",
             FaultSpec::Recurring { kind, .. } => kind.name(),
         }
     }
@@ -380,7 +406,13 @@ impl FaultSpec {
                 *at,
                 restart_after.map_or(Duration::MAX, |r| at.saturating_add(r)),
             )),
-            FaultSpec::Replace { at, .. } => Some((*at, *at)),
+            FaultSpec::Stop {
+                at, restart_after, ..
+            } => Some((
+                *at,
+                restart_after.map_or(Duration::MAX, |r| at.saturating_add(r)),
+            )),
+            FaultSpec::Replace { at, .. } | FaultSpec::Abdicate { at, .. } => Some((*at, *at)),
             FaultSpec::Recurring { .. } => None,
         }
     }
@@ -839,7 +871,14 @@ impl Scenario {
                     at_most_a_year(&format!("{key}.every"), *every)?;
                     at_most_a_year(&format!("{key}.duration"), duration.high)?;
                 }
-                FaultSpec::Crash { .. } | FaultSpec::Replace { .. } => {}
+                FaultSpec::Stop {
+                    restart_after: Some(after),
+                    ..
+                } => at_most_a_year(&format!("{key}.restart_after"), *after)?,
+                FaultSpec::Crash { .. }
+                | FaultSpec::Stop { .. }
+                | FaultSpec::Replace { .. }
+                | FaultSpec::Abdicate { .. } => {}
             }
             match fault {
                 FaultSpec::Pause { host, duration, .. }
@@ -949,16 +988,35 @@ impl Scenario {
                         ));
                     }
                 }
-                FaultSpec::Replace { node, .. } => {
+                FaultSpec::Replace { node, .. }
+                | FaultSpec::Stop { node, .. }
+                | FaultSpec::Abdicate { node, .. } => {
                     if !is_node(node) {
+                        let verb = match fault {
+                            FaultSpec::Replace { .. } => "be replaced",
+                            FaultSpec::Stop { .. } => "stop",
+                            _ => "abdicate",
+                        };
                         return Err(if hosts.contains(node.as_str()) {
                             ScenarioError::new(
                                 format!("{key}.node"),
-                                format!("only nodes can be replaced, not `{node}`"),
+                                format!("only nodes can {verb}, not `{node}`"),
                             )
                         } else {
                             unknown(format!("{key}.node"), node)
                         });
+                    }
+                    if let FaultSpec::Stop {
+                        restart_after: Some(r),
+                        ..
+                    } = fault
+                    {
+                        if r.is_zero() {
+                            return Err(ScenarioError::new(
+                                format!("{key}.restart_after"),
+                                "must be greater than zero",
+                            ));
+                        }
                     }
                 }
                 FaultSpec::Recurring {

@@ -202,7 +202,9 @@ impl Shrinker<'_> {
                     | FaultSpec::Cut { at, .. }
                     | FaultSpec::Partition { at, .. }
                     | FaultSpec::Crash { at, .. }
-                    | FaultSpec::Replace { at, .. } => halve(at),
+                    | FaultSpec::Replace { at, .. }
+                    | FaultSpec::Stop { at, .. }
+                    | FaultSpec::Abdicate { at, .. } => halve(at),
                     FaultSpec::Recurring { .. } => false,
                 };
                 if !earlier || !self.keep_if_fails(scenario, candidate) {
@@ -276,7 +278,10 @@ fn names(fault: &FaultSpec, id: &str) -> bool {
         FaultSpec::Pause { host, .. } | FaultSpec::Isolate { host, .. } => host == id,
         FaultSpec::Cut { from, to, .. } => from == id || to == id,
         FaultSpec::Partition { groups, .. } => groups.iter().flatten().any(|h| h == id),
-        FaultSpec::Crash { node, .. } | FaultSpec::Replace { node, .. } => node == id,
+        FaultSpec::Crash { node, .. }
+        | FaultSpec::Replace { node, .. }
+        | FaultSpec::Stop { node, .. }
+        | FaultSpec::Abdicate { node, .. } => node == id,
         FaultSpec::Recurring { node, .. } => node.as_deref().is_none_or(|n| n == id),
     }
 }

@@ -189,13 +189,18 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
             node,
             at,
             restart_after,
+        }
+        | FaultSpec::Stop {
+            node,
+            at,
+            restart_after,
         } => {
             let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
             if let Some(after) = restart_after {
                 let _ = writeln!(o, "restart_after = {}", dur(*after));
             }
         }
-        FaultSpec::Replace { node, at } => {
+        FaultSpec::Replace { node, at } | FaultSpec::Abdicate { node, at } => {
             let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
         }
         FaultSpec::Recurring {

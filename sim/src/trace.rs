@@ -88,6 +88,10 @@ impl<'a> TraceHost<'a> {
 enum Record<'a> {
     ProcessStarted,
     ProcessCrashed,
+    ProcessStopped,
+    WorkFailed {
+        led: bool,
+    },
     Skipped(Skipped),
     Healed,
     Paused,
@@ -242,6 +246,11 @@ impl Tracer {
         match *rec {
             Record::ProcessStarted => self.word(1),
             Record::ProcessCrashed => self.word(2),
+            Record::ProcessStopped => self.word(25),
+            Record::WorkFailed { led } => {
+                self.word(26);
+                self.word(u64::from(led));
+            }
             Record::Skipped(what) => {
                 self.word(24);
                 self.word(what as u64);
@@ -404,11 +413,19 @@ impl Tracer {
         let _ = match *rec {
             Record::ProcessStarted => write!(l, "process started (follower)"),
             Record::ProcessCrashed => write!(l, "process crashed"),
+            Record::ProcessStopped => write!(l, "process stopped gracefully and exited"),
+            Record::WorkFailed { led: true } => {
+                write!(l, "work failed; abdicates (releases and stays quiet)")
+            }
+            Record::WorkFailed { led: false } => write!(l, "work failed while not leading"),
             Record::Skipped(Skipped::CrashOfDownNode) => {
                 write!(l, "crash ignored: no live process (down, or not started yet)")
             }
             Record::Skipped(Skipped::StartOfRunningNode) => {
                 write!(l, "start ignored: the node already runs a process")
+            }
+            Record::Skipped(Skipped::StopOfDownNode) => {
+                write!(l, "stop ignored: no live process")
             }
             Record::Healed => write!(
                 l,
@@ -547,6 +564,10 @@ impl Observer for Tracer {
         let (on, record) = match *observation {
             Observation::ProcessStarted(p) => (host(HostRef::Process(p)), Record::ProcessStarted),
             Observation::ProcessCrashed(p) => (host(HostRef::Process(p)), Record::ProcessCrashed),
+            Observation::ProcessStopped(p) => (host(HostRef::Process(p)), Record::ProcessStopped),
+            Observation::WorkFailed { process, led } => {
+                (host(HostRef::Process(process)), Record::WorkFailed { led })
+            }
             Observation::Skipped { node, what } => {
                 (host(HostRef::Node(node)), Record::Skipped(what))
             }

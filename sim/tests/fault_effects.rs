@@ -339,3 +339,117 @@ fn writes_still_on_their_way_at_the_end_are_reported() {
     assert!(report.split_brain);
     assert_eq!(report.unjudged_writes.older_term, 0);
 }
+
+#[test]
+fn a_graceful_stop_hands_over_within_one_retry_interval_not_one_ttl() {
+    // Proves the `stop` fault drives the elector's `stop`: the leader ends its term (`stopped`),
+    // releases, exits, and a follower takes over within about one retry_interval — where a crash
+    // at the same instant waits out the TTL. The restart is a new incarnation that follows.
+    let stop = trio("stop", secs(120)).with_fault(FaultSpec::Stop {
+        node: "node-a".into(),
+        at: secs(25),
+        restart_after: Some(secs(20)),
+    });
+    let (report, trace) = run_traced(&stop, 5);
+    assert_eq!(report.violations, vec![]);
+    assert_eq!(report.terms[0].end_reason, "stopped");
+    assert_eq!(report.coverage.leader_stopped, 1);
+    assert_eq!(report.spurious_failovers, 0);
+    assert!(
+        report.failovers[0].gap_ms <= 3_100,
+        "{:?}",
+        report.failovers
+    );
+    assert_eq!(
+        lines(&trace, "node-a#1", "process stopped gracefully").len(),
+        1
+    );
+    assert_eq!(
+        lines(
+            &trace,
+            "lease-store",
+            "release of token 1 from node-a#1: released"
+        )
+        .len(),
+        1
+    );
+    assert!((45.0..45.1).contains(&time_of(lines(&trace, "node-a#2", "process started")[0])));
+
+    let crash = trio("crash", secs(120)).with_fault(FaultSpec::Crash {
+        node: "node-a".into(),
+        at: secs(25),
+        restart_after: Some(secs(20)),
+    });
+    let crashed = run_seed(&crash, 5);
+    assert!(
+        crashed.failovers[0].gap_ms > 20_000,
+        "{:?}",
+        crashed.failovers
+    );
+}
+
+#[test]
+fn a_stop_waits_for_a_paused_process_and_a_stop_of_a_down_node_does_nothing() {
+    // Proves a stop is an input like any other: a paused process handles it when it resumes (a
+    // frozen process cannot run its SIGTERM handler), and a node with no live process ignores it.
+    let scenario = trio("stop-paused", secs(120))
+        .with_fault(FaultSpec::Pause {
+            host: "node-a".into(),
+            at: secs(20),
+            duration: secs(10),
+        })
+        .with_fault(FaultSpec::Stop {
+            node: "node-a".into(),
+            at: secs(25),
+            restart_after: None,
+        })
+        .with_fault(FaultSpec::Stop {
+            node: "node-a".into(),
+            at: secs(60),
+            restart_after: None,
+        });
+    let (report, trace) = run_traced(&scenario, 5);
+    assert_eq!(report.violations, vec![]);
+    let stopped = lines(&trace, "node-a#1", "process stopped gracefully");
+    assert_eq!(stopped.len(), 1);
+    assert!((30.0..30.1).contains(&time_of(stopped[0])), "{stopped:?}");
+    assert_eq!(
+        lines(&trace, "node-a", "stop ignored: no live process").len(),
+        1
+    );
+}
+
+#[test]
+fn failing_work_makes_the_leader_abdicate_and_a_follower_take_over() {
+    // Proves the `abdicate` fault drives the elector's `abdicate`: the leader ends its term
+    // (`abdicated`, not a spurious failover), releases, stays quiet, and a follower takes over
+    // within about one retry_interval; work failing on a follower changes nothing.
+    let scenario = trio("abdicate", secs(120))
+        .with_fault(FaultSpec::Abdicate {
+            node: "node-a".into(),
+            at: secs(25),
+        })
+        .with_fault(FaultSpec::Abdicate {
+            node: "node-b".into(),
+            at: secs(10),
+        });
+    let (report, trace) = run_traced(&scenario, 5);
+    assert_eq!(report.violations, vec![]);
+    assert_eq!(report.terms[0].owner, "node-a#1");
+    assert_eq!(report.terms[0].end_reason, "abdicated");
+    assert_eq!(report.coverage.leader_abdicated, 1);
+    assert_eq!(report.spurious_failovers, 0);
+    assert!(
+        report.failovers[0].gap_ms <= 3_100,
+        "{:?}",
+        report.failovers
+    );
+    assert_ne!(
+        report.terms[1].owner, "node-a#1",
+        "node-a stays quiet for rejoin_delay"
+    );
+    assert_eq!(
+        lines(&trace, "node-b#1", "work failed while not leading").len(),
+        1
+    );
+}

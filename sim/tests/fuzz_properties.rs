@@ -51,6 +51,8 @@ enum Kind {
     Partition,
     Crash { restart_ms: Option<u64> },
     Replace,
+    Stop { restart_ms: Option<u64> },
+    Abdicate,
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
@@ -64,6 +66,8 @@ fn kind() -> impl Strategy<Value = Kind> {
         Just(Kind::Partition),
         proptest::option::of(500u64..60_000).prop_map(|restart_ms| Kind::Crash { restart_ms }),
         Just(Kind::Replace),
+        proptest::option::of(100u64..60_000).prop_map(|restart_ms| Kind::Stop { restart_ms }),
+        Just(Kind::Abdicate),
     ]
 }
 
@@ -188,6 +192,12 @@ fn build(case: &Case) -> Scenario {
                 restart_after: restart_ms.map(ms),
             },
             Kind::Replace => FaultSpec::Replace { node, at },
+            Kind::Stop { restart_ms } => FaultSpec::Stop {
+                node,
+                at,
+                restart_after: restart_ms.map(ms),
+            },
+            Kind::Abdicate => FaultSpec::Abdicate { node, at },
         };
         s.faults.push(spec);
     }
@@ -225,7 +235,7 @@ proptest! {
 #[cfg(feature = "planted-bugs")]
 #[test]
 fn the_fuzzer_finds_a_planted_bug_and_proptest_shrinks_it_to_a_small_schedule() {
-    // Proves the property is not vacuous: with the elector ignoring its deadline, proptest finds a failing case and shrinks it to at most two faults.
+    // Proves the property is not vacuous: with the elector ignoring its deadline, proptest finds a failing case and shrinks it to at most three faults (proptest removes one fault at a time; with eight fault kinds the fixed case ends at a local minimum of three).
     use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
     let options = RunOptions {
         planted_bug: Some(fenced::PlantedBug::ElectorIgnoresDeadline),
@@ -251,7 +261,7 @@ fn the_fuzzer_finds_a_planted_bug_and_proptest_shrinks_it_to_a_small_schedule() 
     });
     match result {
         Err(TestError::Fail(_, minimal)) => {
-            assert!(minimal.faults.len() <= 2, "{minimal:#?}");
+            assert!(minimal.faults.len() <= 3, "{minimal:#?}");
         }
         other => panic!("expected the planted bug to be found, got {other:?}"),
     }

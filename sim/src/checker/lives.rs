@@ -307,9 +307,12 @@ impl Checker {
 
     /// Process `pid` stopped believing it leads, for `reason`.
     pub(super) fn on_term_end(&mut self, now: u64, pid: ProcessId, reason: TermEnd<'_>) {
+        // A term given up on purpose (stopped, abdicated) is no failover of
+        // a healthy leader; nor is one lost to a crash.
         let spurious = match reason {
-            TermEnd::StepDown(r) => *r != StepDownReason::Stopped && self.healthy(now, pid),
-            TermEnd::Crash => false,
+            TermEnd::StepDown(StepDownReason::Stopped | StepDownReason::Abdicated)
+            | TermEnd::Crash => false,
+            TermEnd::StepDown(_) => self.healthy(now, pid),
         };
         let Some(open) = self.lives.life_mut(pid).and_then(|l| l.term.take()) else {
             return;
@@ -319,8 +322,13 @@ impl Checker {
         if spurious {
             self.spurious_failovers += 1;
         }
-        if reason == TermEnd::StepDown(&StepDownReason::LocalDeadline) {
-            self.coverage.step_down_on_deadline += 1;
+        match reason {
+            TermEnd::StepDown(StepDownReason::LocalDeadline) => {
+                self.coverage.step_down_on_deadline += 1
+            }
+            TermEnd::StepDown(StepDownReason::Stopped) => self.coverage.leader_stopped += 1,
+            TermEnd::StepDown(StepDownReason::Abdicated) => self.coverage.leader_abdicated += 1,
+            _ => {}
         }
         if let Some(term) = open.index.and_then(|i| self.terms.get_mut(i)) {
             debug_assert_eq!(term.token, open.token.get());

@@ -347,7 +347,11 @@ impl Observer for Checker {
         let now = at.as_nanos();
         match *observation {
             Observation::ProcessStarted(p) => self.on_process_started(now, p),
-            Observation::ProcessCrashed(p) => self.on_process_crashed(now, p),
+            // A stopped process ended its term (reason `stopped`) before it
+            // exited; its life ends like a crashed one's.
+            Observation::ProcessCrashed(p) | Observation::ProcessStopped(p) => {
+                self.on_process_crashed(now, p)
+            }
             Observation::Paused { host, depth } => self.on_paused(now, host, depth, true),
             Observation::Resumed { host, depth, .. } => self.on_paused(now, host, depth, false),
             Observation::Isolated { host, start } => self.disturb(now, host, start),
@@ -418,6 +422,7 @@ impl Observer for Checker {
                 outcome,
             } => self.on_write(now, from, token, unit, outcome),
             Observation::Dropped { .. }
+            | Observation::WorkFailed { .. }
             | Observation::Skipped { .. }
             | Observation::Healed
             | Observation::LeaseRejected { .. }

@@ -327,20 +327,46 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         }
     }
 
-    /// Hands a host event to its host.
+    /// Hands a host event to its host; ends the life of a process that
+    /// asked to exit.
     fn handle(&mut self, event: HostEvent<H>) {
         self.events += 1;
-        match event {
+        let (to, exit) = match event {
             Event::Deliver { to, msg, .. } => {
                 let (hosts, mut out) = self.outbox(to);
                 hosts.deliver(to, msg, &mut out);
+                (to, out.exit)
             }
             Event::Timer { to, timer } => {
                 let (hosts, mut out) = self.outbox(to);
                 hosts.fire(to, timer, &mut out);
+                (to, out.exit)
             }
             Event::Control(_) => unreachable!("control events are returned, not handled"),
+        };
+        if let (true, Address::Process { pid, .. }) = (exit, to) {
+            self.lives.kill(pid);
+            let process = self.lives.process_ref(pid);
+            self.observers.observe(
+                crate::observation::SimTime::from_nanos(self.now),
+                &Observation::ProcessStopped(process),
+            );
         }
+    }
+
+    /// Schedules `timer` for every live process of `node` at `at`: an input
+    /// from outside (a stop, a failing unit of work) that honours pauses (it
+    /// waits, like every event, for a paused process to resume). Returns how
+    /// many processes it was scheduled for.
+    pub(crate) fn signal_node(&mut self, node: u32, at: u64, timer: H::Timer) -> usize {
+        let pids = self.lives.alive_pids(node);
+        for &pid in &pids {
+            let incarnation = self.lives.incarnation_of(pid);
+            let to = Address::Process { pid, incarnation };
+            self.queue
+                .push(at.max(self.now), Event::Timer { to, timer });
+        }
+        pids.len()
     }
 
     /// The hosts, and an outbox for effects of host `me`.
@@ -362,6 +388,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                 from,
                 me,
                 clock,
+                exit: false,
             },
         )
     }

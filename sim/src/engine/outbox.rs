@@ -26,6 +26,8 @@ pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
     pub(super) me: Address,
     /// The acting host's clock, for a process (servers read true time).
     pub(super) clock: Option<HostClock>,
+    /// Set by [`exit`](Self::exit): the acting process ends its life.
+    pub(super) exit: bool,
 }
 
 impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
@@ -35,6 +37,12 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
             Some(clock) => clock.local(self.now),
             None => fenced::Instant::from_nanos(self.now),
         }
+    }
+
+    /// The acting process exits (gracefully) once this input is handled:
+    /// the engine ends its life and observes it. Ignored for a server.
+    pub(crate) fn exit(&mut self) {
+        self.exit = true;
     }
 
     /// Whether an observer wants the picture-only observations.

@@ -109,4 +109,8 @@ pub(crate) enum Timer {
     WorkDone { token: FencingToken, unit: u64 },
     /// The registry's earliest expiry.
     Registry { generation: u32 },
+    /// A graceful stop of the process (from a `stop` fault).
+    Stop,
+    /// The process's work fails (from an `abdicate` fault).
+    WorkFails,
 }

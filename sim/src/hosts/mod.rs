@@ -104,6 +104,8 @@ impl Hosts for FencedHosts {
             (Address::Process { pid, .. }, Timer::WorkDone { token, unit }) => {
                 self.process(pid).work_done(token, unit, out)
             }
+            (Address::Process { pid, .. }, Timer::Stop) => self.process(pid).stop(out),
+            (Address::Process { pid, .. }, Timer::WorkFails) => self.process(pid).work_fails(out),
             (to, timer) => unreachable!("{timer:?} is never set for {to:?}"),
         }
     }

@@ -81,6 +81,27 @@ impl NodeProcess {
         self.heartbeat(out);
     }
 
+    /// A graceful stop: the elector ends the work and releases the lease,
+    /// then the process exits (a grant answering a request still in flight
+    /// is lost with it; that lease lapses at its TTL).
+    pub(super) fn stop<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+        let local = out.local_now();
+        self.elector.stop(local);
+        self.drain_elector(out);
+        out.exit();
+    }
+
+    /// The work failed: a leader abdicates (ends the work, releases, stays
+    /// quiet for `rejoin_delay`); a follower has no work to fail.
+    pub(super) fn work_fails<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+        let led = self.believed.is_some();
+        let process = out.names.process_ref(self.pid);
+        out.observe(&Observation::WorkFailed { process, led });
+        let local = out.local_now();
+        self.elector.abdicate(local);
+        self.drain_elector(out);
+    }
+
     /// The process died: it believes nothing any more.
     pub(super) fn crash(&mut self) {
         self.believed = None;

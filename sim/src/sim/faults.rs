@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::Simulation;
 use crate::engine::{Address, Control};
+use crate::hosts::messages::Timer;
 use crate::network::{BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
 use crate::observation::{Observation, Skipped};
 use crate::rng::{exponential_nanos, uniform_inclusive, SeedDeriver};
@@ -206,6 +207,27 @@ impl Simulation {
             FaultSpec::Replace { node, .. } => {
                 if let Some(n) = lives.node_index(&node) {
                     self.engine.spawn(n, true);
+                }
+            }
+            FaultSpec::Stop {
+                node,
+                restart_after,
+                ..
+            } => {
+                if let Some(n) = lives.node_index(&node) {
+                    let now = self.engine.now;
+                    if self.engine.signal_node(n, now, Timer::Stop) == 0 {
+                        self.engine.skipped(n, Skipped::StopOfDownNode);
+                    } else if let Some(after) = restart_after {
+                        let at = now.saturating_add(nanos(after));
+                        self.engine.schedule(at, Control::Restart(n));
+                    }
+                }
+            }
+            FaultSpec::Abdicate { node, .. } => {
+                if let Some(n) = lives.node_index(&node) {
+                    let now = self.engine.now;
+                    self.engine.signal_node(n, now, Timer::WorkFails);
                 }
             }
             FaultSpec::Recurring { .. } => {}
