@@ -171,10 +171,11 @@ pub fn check_budget(scenario: &Scenario, max_events: u64) -> Result<(), Scenario
         return Err(ScenarioError::new(
             key.clone(),
             format!(
-                "this run would handle at least about {estimate} events ({} nodes over {}), \
+                "this run would handle at least about {estimate} events ({} node{} over {}), \
                  more than the budget of {max_events}; lengthen {key}, shorten `duration`, \
                  or raise the budget with --max-events (at most {MAX_EVENTS_LIMIT})",
                 scenario.nodes.len(),
+                if scenario.nodes.len() == 1 { "" } else { "s" },
                 human(scenario.duration)
             ),
         ));
