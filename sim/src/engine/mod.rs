@@ -105,6 +105,16 @@ pub(crate) enum Control {
     Heal,
 }
 
+/// What a fault touches, for pictures: a host's links (an endpoint: a
+/// server or a node) or one process.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Touched {
+    /// An endpoint: 0 the lease store, 1 the downstream, then the nodes.
+    Endpoint(u16),
+    /// The process in this slot.
+    Process(u32),
+}
+
 /// What the queue holds.
 #[derive(Clone, Debug)]
 pub(crate) enum Event<M, T> {
@@ -503,12 +513,18 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     }
 
     /// Observes fault `slot` beginning on `spans` (a host and a label each),
-    /// for pictures. A process span names the process in that slot.
-    pub(crate) fn fault_began(&mut self, slot: u32, spans: &[(Address, String)]) {
+    /// for pictures.
+    pub(crate) fn fault_began(&mut self, slot: u32, spans: &[(Touched, String)]) {
         let lives = &self.lives;
         let spans: Vec<(HostRef<'_>, String)> = spans
             .iter()
-            .map(|(to, label)| (lives.address_ref(*to), label.clone()))
+            .map(|(touched, label)| {
+                let host = match *touched {
+                    Touched::Endpoint(e) => lives.endpoint_ref(e),
+                    Touched::Process(pid) => HostRef::Process(lives.process_ref(pid)),
+                };
+                (host, label.clone())
+            })
             .collect();
         self.observers.observe(
             crate::observation::SimTime::from_nanos(self.now),

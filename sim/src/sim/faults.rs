@@ -7,7 +7,7 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 
 use super::Simulation;
-use crate::engine::{Address, Control};
+use crate::engine::{Control, Touched};
 use crate::hosts::messages::Timer;
 use crate::network::{BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
 use crate::observation::{Observation, Skipped};
@@ -240,26 +240,24 @@ impl Simulation {
         // allocates), so only while an observer wants pictures.
         if self.engine.wants_pictures() {
             let slot = self.faults.next_slot();
-            let spans: Vec<(Address, String)> = match &fault {
+            let spans: Vec<(Touched, String)> = match &fault {
                 ActiveFault::PauseProcesses(pids) => pids
                     .iter()
-                    .map(|&(pid, incarnation)| {
-                        (Address::Process { pid, incarnation }, "pause".to_string())
-                    })
+                    .map(|&(pid, _)| (Touched::Process(pid), "pause".to_string()))
                     .collect(),
-                ActiveFault::PauseServer(e) => vec![(Address::Server(*e), "pause".to_string())],
-                ActiveFault::Isolate(e) => vec![(Address::Server(*e), "isolated".to_string())],
+                ActiveFault::PauseServer(e) => vec![(Touched::Endpoint(*e), "pause".to_string())],
+                ActiveFault::Isolate(e) => vec![(Touched::Endpoint(*e), "isolated".to_string())],
                 ActiveFault::Cut(a, b) => {
                     let lives = &self.engine.lives;
                     let (an, bn) = (lives.endpoint_ref(*a).name(), lives.endpoint_ref(*b).name());
                     vec![
-                        (Address::Server(*a), format!("cut to {bn}")),
-                        (Address::Server(*b), format!("cut from {an}")),
+                        (Touched::Endpoint(*a), format!("cut to {bn}")),
+                        (Touched::Endpoint(*b), format!("cut from {an}")),
                     ]
                 }
                 ActiveFault::Partition { members, .. } => members
                     .iter()
-                    .map(|&e| (Address::Server(e), "partition".to_string()))
+                    .map(|&e| (Touched::Endpoint(e), "partition".to_string()))
                     .collect(),
             };
             self.engine.fault_began(slot, &spans);
