@@ -25,7 +25,18 @@ struct Run<'a> {
     progress: &'a (dyn Fn() + Sync),
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// A sweep of `seeds` of `mix` on `jobs` threads, calling `progress`
+    /// after each run.
+    fn new(mix: &'a FaultMix, seeds: Seeds, jobs: usize, progress: &'a (dyn Fn() + Sync)) -> Self {
+        Run {
+            mix,
+            seeds,
+            jobs,
+            progress,
+        }
+    }
+
     /// Runs every seed of every cell (`configure` sets a cell's settings on
     /// the mix's scenario) with `jobs` threads, and measures each cell over
     /// its seeds with `row`. Runs are generated lazily and folded into their
@@ -112,13 +123,7 @@ pub fn run_election(
     if cells.is_empty() {
         return Err(every_cell_skipped(&skipped));
     }
-    let run = Run {
-        mix,
-        seeds,
-        jobs,
-        progress,
-    };
-    run.sweep(
+    Run::new(mix, seeds, jobs, progress).sweep(
         grid,
         &cells,
         skipped,
@@ -166,13 +171,7 @@ pub fn run_membership(
             }
         }
     }
-    let run = Run {
-        mix,
-        seeds,
-        jobs,
-        progress,
-    };
-    run.sweep(
+    Run::new(mix, seeds, jobs, progress).sweep(
         grid,
         &cells,
         skipped,

@@ -13,11 +13,10 @@ use super::mix::FaultMix;
 use crate::scenario::Scenario;
 use crate::Report;
 
-/// What one run contributes to its cell.
-#[derive(Clone, Debug, Default)]
-pub(super) struct RunStats {
-    virtual_ms: u64,
-    gaps_ms: Vec<u64>,
+/// The counts a run adds to its cell: each is summed (saturating) over the
+/// cell's runs.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
     leader_changes: u64,
     spurious: u64,
     leaderless_ms: u64,
@@ -30,22 +29,53 @@ pub(super) struct RunStats {
     flaps: u64,
 }
 
+impl Counts {
+    /// Adds `other`'s counts to these.
+    fn add(&mut self, other: &Counts) {
+        let sums = [
+            (&mut self.leader_changes, other.leader_changes),
+            (&mut self.spurious, other.spurious),
+            (&mut self.leaderless_ms, other.leaderless_ms),
+            (&mut self.overlap_ms, other.overlap_ms),
+            (&mut self.rejected, other.rejected),
+            (&mut self.accepted, other.accepted),
+            (&mut self.violations, other.violations),
+            (&mut self.leaves, other.leaves),
+            (&mut self.false_leaves, other.false_leaves),
+            (&mut self.flaps, other.flaps),
+        ];
+        for (total, value) in sums {
+            *total = total.saturating_add(value);
+        }
+    }
+}
+
+/// What one run contributes to its cell.
+#[derive(Clone, Debug, Default)]
+pub(super) struct RunStats {
+    virtual_ms: u64,
+    gaps_ms: Vec<u64>,
+    counts: Counts,
+}
+
 impl RunStats {
     /// The statistics of a finished run's report.
     pub(super) fn of(r: &Report) -> Self {
         RunStats {
             virtual_ms: r.virtual_ms,
             gaps_ms: r.failovers.iter().map(|f| f.gap_ms).collect(),
-            leader_changes: r.leader_changes,
-            spurious: r.spurious_failovers,
-            leaderless_ms: r.leaderless_ms,
-            overlap_ms: r.overlap_ms,
-            rejected: r.writes.rejected_stale + r.writes.rejected_wrong_writer,
-            accepted: r.writes.accepted,
-            violations: r.violations_total,
-            leaves: r.membership.leaves,
-            false_leaves: r.membership.false_leaves,
-            flaps: r.membership.flaps,
+            counts: Counts {
+                leader_changes: r.leader_changes,
+                spurious: r.spurious_failovers,
+                leaderless_ms: r.leaderless_ms,
+                overlap_ms: r.overlap_ms,
+                rejected: r.writes.rejected_stale + r.writes.rejected_wrong_writer,
+                accepted: r.writes.accepted,
+                violations: r.violations_total,
+                leaves: r.membership.leaves,
+                false_leaves: r.membership.false_leaves,
+                flaps: r.membership.flaps,
+            },
         }
     }
 }
@@ -61,19 +91,11 @@ pub(super) struct CellTotals {
     /// Failover gaps: value (ms) → how many.
     gaps_ms: BTreeMap<u64, u64>,
     failovers: u64,
-    leader_changes: u64,
-    spurious: u64,
-    leaderless_ms: u64,
-    overlap_ms: u64,
-    rejected: u64,
-    accepted: u64,
-    violations: u64,
-    leaves: u64,
-    false_leaves: u64,
-    flaps: u64,
+    counts: Counts,
 }
 
 impl CellTotals {
+    /// Folds one run's statistics in.
     pub(super) fn add(&mut self, r: RunStats) {
         self.runs += 1;
         self.virtual_ms = self.virtual_ms.saturating_add(r.virtual_ms);
@@ -81,21 +103,7 @@ impl CellTotals {
             *self.gaps_ms.entry(gap).or_insert(0) += 1;
             self.failovers += 1;
         }
-        let sums = [
-            (&mut self.leader_changes, r.leader_changes),
-            (&mut self.spurious, r.spurious),
-            (&mut self.leaderless_ms, r.leaderless_ms),
-            (&mut self.overlap_ms, r.overlap_ms),
-            (&mut self.rejected, r.rejected),
-            (&mut self.accepted, r.accepted),
-            (&mut self.violations, r.violations),
-            (&mut self.leaves, r.leaves),
-            (&mut self.false_leaves, r.false_leaves),
-            (&mut self.flaps, r.flaps),
-        ];
-        for (total, value) in sums {
-            *total = total.saturating_add(value);
-        }
+        self.counts.add(&r.counts);
     }
 
     /// The nearest-rank percentile `p` (0–100) of the gaps: the same value
@@ -233,18 +241,18 @@ pub(super) fn election_row(cell: &ElectionCell, mix: &FaultMix, t: &CellTotals) 
         failovers: t.failovers,
         gap_p50_s: t.gap_percentile(50.0).map(|ms| ms as f64 / 1000.0),
         gap_p99_s: t.gap_percentile(99.0).map(|ms| ms as f64 / 1000.0),
-        leader_changes_per_hour: round3(per_hour(t.leader_changes)),
-        spurious_per_hour: round3(per_hour(t.spurious)),
-        leaderless_fraction: round6(fraction(t.leaderless_ms)),
-        overlap_fraction: round6(fraction(t.overlap_ms)),
-        rejected_writes: t.rejected,
-        rejected_per_hour: round3(per_hour(t.rejected)),
+        leader_changes_per_hour: round3(per_hour(t.counts.leader_changes)),
+        spurious_per_hour: round3(per_hour(t.counts.spurious)),
+        leaderless_fraction: round6(fraction(t.counts.leaderless_ms)),
+        overlap_fraction: round6(fraction(t.counts.overlap_ms)),
+        rejected_writes: t.counts.rejected,
+        rejected_per_hour: round3(per_hour(t.counts.rejected)),
         write_availability: if expected_writes > 0.0 {
-            round6(t.accepted as f64 / expected_writes)
+            round6(t.counts.accepted as f64 / expected_writes)
         } else {
             0.0
         },
-        violations: t.violations,
+        violations: t.counts.violations,
     }
 }
 
@@ -270,11 +278,11 @@ pub(super) fn membership_row(
         misses_tolerated: round3(ttl.as_secs_f64() / hb.as_secs_f64()),
         seeds: t.runs,
         node_hours: round3(node_hours),
-        leaves: t.leaves,
-        false_leaves: t.false_leaves,
-        false_leaves_per_node_hour: per(t.false_leaves),
-        leaves_per_node_hour: per(t.leaves),
-        flaps_per_node_hour: per(t.flaps),
-        violations: t.violations,
+        leaves: t.counts.leaves,
+        false_leaves: t.counts.false_leaves,
+        false_leaves_per_node_hour: per(t.counts.false_leaves),
+        leaves_per_node_hour: per(t.counts.leaves),
+        flaps_per_node_hour: per(t.counts.flaps),
+        violations: t.counts.violations,
     }
 }
