@@ -1,7 +1,7 @@
 //! The SVG document toolkit: a growing document ([`Doc`]) with its drawing
 //! primitives, XML escaping ([`esc`]), coordinate formatting ([`num`]), text
 //! measuring and wrapping ([`text_width`], [`wrap`], [`fit`]), the font
-//! families and the palette every picture shares.
+//! families, the palette every picture shares and colour ramps ([`ramp`]).
 //!
 //! It knows nothing of runs, terms, leases or timelines and imports nothing
 //! from the rest of the crate, so any picture may use it: the run timeline
@@ -168,6 +168,28 @@ pub(crate) const MUTED: &str = "#666666";
 /// Light grey: grid lines and lane rules.
 pub(crate) const GRID: &str = "#e4e4e4";
 
+/// A colour as red, green and blue, each 0 to 255 (fractions allowed: a
+/// ramp's stops are blended before rounding).
+pub(crate) type Rgb = (f64, f64, f64);
+
+/// The colour at `t` (clamped to 0–1) along a ramp through `stops`, evenly
+/// spaced, as `#rrggbb`: each channel blended linearly between the two
+/// stops around `t`, then rounded. At least two stops.
+pub(crate) fn ramp(stops: &[Rgb], t: f64) -> String {
+    assert!(stops.len() >= 2, "a colour ramp needs two stops");
+    let t = t.clamp(0.0, 1.0) * (stops.len() - 1) as f64;
+    let i = (t.floor() as usize).min(stops.len() - 2);
+    let f = t - i as f64;
+    let (a, b) = (stops[i], stops[i + 1]);
+    let blend = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        blend(a.0, b.0),
+        blend(a.1, b.1),
+        blend(a.2, b.2)
+    )
+}
+
 /// `text`, cut at a word with an ellipsis if it is wider than `room` px.
 pub(crate) fn fit(text: &str, size: f64, room: f64) -> String {
     if text_width(text, size, false) <= room {
@@ -208,5 +230,17 @@ mod tests {
         assert_eq!(num(1.0), "1");
         assert_eq!(num(1.256), "1.26");
         assert_eq!(num(-0.001), "0");
+    }
+
+    #[test]
+    fn ramps_blend_between_their_stops() {
+        let stops = [(0.0, 0.0, 0.0), (255.0, 128.0, 10.0), (255.0, 255.0, 255.0)];
+        assert_eq!(ramp(&stops, 0.0), "#000000");
+        assert_eq!(ramp(&stops, 0.5), "#ff800a");
+        assert_eq!(ramp(&stops, 1.0), "#ffffff");
+        assert_eq!(ramp(&stops, 0.25), "#804005");
+        // Outside 0-1 the ends hold.
+        assert_eq!(ramp(&stops, -3.0), "#000000");
+        assert_eq!(ramp(&stops, 7.0), "#ffffff");
     }
 }

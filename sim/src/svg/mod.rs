@@ -36,9 +36,6 @@
 //! * **The run timeline** — `window` (which span of the run is drawn: the
 //!   [`Window`] flags and the automatic zoom) and `timeline` (the picture
 //!   itself: lanes, marks, header, verdict and legend).
-//!
-//! The toolkit items the sweep charts use are re-exported here, at the paths
-//! they had when this module was one file.
 
 pub(crate) mod document;
 pub(crate) mod time;
@@ -47,7 +44,3 @@ mod window;
 
 pub use self::timeline::{render_timeline, token_colour, MAX_NODE_LANES};
 pub use self::window::{auto_window, Window, AUTO_ZOOM_AFTER};
-
-// The toolkit at its old paths (`crate::svg::Doc`, ...), for the sweep charts.
-pub(crate) use self::document::{esc, num, text_width, wrap, Doc, MONO};
-pub(crate) use self::time::time_label;

@@ -1,6 +1,6 @@
 //! Time on a picture: nanosecond instants and spans as short labels
 //! ([`time_label`], [`span_label`]) and axis tick steps that read well
-//! ([`tick_step`]).
+//! ([`tick_step`], from the [`ONE_TWO_FIVE`] series).
 //!
 //! Part of the toolkit (see [`super::document`]): it knows nothing of runs
 //! and imports nothing from the rest of the crate, so the sweep's charts use
@@ -16,6 +16,11 @@ pub(crate) fn ms_to_ns(ms: u64) -> u64 {
     ms.saturating_mul(NS)
 }
 
+/// The multiples of a power of ten that make steps and ticks read well:
+/// 1, 2 and 5 × 10^k (here for time steps; the sweep's log axes use them
+/// too).
+pub(crate) const ONE_TWO_FIVE: [u64; 3] = [1, 2, 5];
+
 /// A "nice" tick step giving at most `max_ticks` ticks: 1, 2 or 5 × 10^k
 /// ms below 10 s, then steps that read well as minutes and hours.
 pub(crate) fn tick_step(span_ns: u64, max_ticks: u64) -> u64 {
@@ -23,7 +28,7 @@ pub(crate) fn tick_step(span_ns: u64, max_ticks: u64) -> u64 {
     let mut candidates: Vec<u64> = Vec::new();
     let mut decade = NS;
     while decade < 10 * S {
-        candidates.extend([decade, 2 * decade, 5 * decade]);
+        candidates.extend(ONE_TWO_FIVE.map(|m| m * decade));
         decade *= 10;
     }
     candidates.extend(

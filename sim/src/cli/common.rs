@@ -1,0 +1,175 @@
+//! What the subcommands share: exit codes and how a failure is reported,
+//! flag parsers (`--jobs`, durations), the flags of every run (`PlantArg`)
+//! and of its picture (`SvgArgs`), loading a scenario, quoting a path for a
+//! command line, warnings, the progress bar and the stopwatch.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use fenced_sim::file::{load, LoadError};
+use fenced_sim::svg::Window;
+use fenced_sim::{RunOptions, Scenario};
+
+/// A violation or an unmet expectation.
+pub(super) const EXIT_FAIL: u8 = 1;
+/// Bad input: a malformed scenario, a missing file, an unwritable output,
+/// bad flags.
+pub(super) const EXIT_BAD_INPUT: u8 = 2;
+
+/// How a subcommand ends: `Ok` with its exit code, or `Err` with the exit
+/// code of a failure already reported on standard error (so `?` can stop a
+/// subcommand at its first bad input).
+pub(super) type Outcome = Result<ExitCode, ExitCode>;
+
+/// Reports bad input on standard error; returns the exit code that says so.
+pub(super) fn bad_input(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+/// The wall clock, read only for the elapsed time and rate shown on standard
+/// error; no result or report ever depends on it.
+#[allow(clippy::disallowed_methods)] // Progress display only: never reaches an output that must be deterministic.
+pub(super) fn stopwatch() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+/// A progress bar of `len` steps drawn with `template` on standard error
+/// when it is a terminal; hidden otherwise.
+pub(super) fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Loads the scenario at `path`, reporting why it cannot.
+pub(super) fn load_or_report(path: &Path) -> Result<Scenario, ExitCode> {
+    load(path).map_err(|e: LoadError| bad_input(e))
+}
+
+/// Prints what is legal in `scenario` but probably not meant.
+pub(super) fn warn(origin: &str, scenario: &Scenario) {
+    for w in scenario.warnings() {
+        eprintln!("warning: {origin}: `{}`: {}", w.key, w.message);
+    }
+}
+
+/// Quotes a path for the replay command line when it needs it.
+pub(super) fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// A `--jobs` flag: 1 to [`fenced_sim::explore::MAX_JOBS`] worker threads.
+pub(super) fn parse_jobs(text: &str) -> Result<usize, String> {
+    let max = fenced_sim::explore::MAX_JOBS;
+    let jobs: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of threads; use --jobs 1 to {max}"))?;
+    if jobs == 0 {
+        return Err(format!("--jobs must be at least 1 (and at most {max})"));
+    }
+    if jobs > max {
+        return Err(format!(
+            "--jobs must be at most {max}, not {jobs} (runs are CPU-bound: more threads than \
+             cores only cost memory)"
+        ));
+    }
+    Ok(jobs)
+}
+
+/// A duration flag: `30s`, `1m 30s`, `250ms` (never negative).
+pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!(
+            "`{text}` is negative; use a duration such as 30s or 1m30s"
+        ));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration ({e}); use e.g. 30s, 1m30s or 250ms"))
+}
+
+/// Options of each run besides the scenario: the event budget and, with the
+/// `planted-bugs` feature, a deliberate bug (negative controls).
+#[derive(clap::Args, Debug, Default)]
+pub(super) struct PlantArg {
+    /// Plant a deliberate bug in the state machines (negative controls).
+    #[cfg(feature = "planted-bugs")]
+    #[arg(long, value_name = "BUG")]
+    plant: Option<String>,
+    /// The most events one run may handle (default 250 000 000, at most
+    /// 4 294 967 295): a run that would need more is refused, or stops with
+    /// exit 2, instead of running for ever.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=fenced_sim::limits::MAX_EVENTS_LIMIT))]
+    max_events: Option<u64>,
+}
+
+impl PlantArg {
+    /// Applies the flags to `options`; returns them as they must be repeated
+    /// in replay commands.
+    pub(super) fn apply(&self, options: &mut RunOptions) -> Result<String, ExitCode> {
+        let mut flags = String::new();
+        if let Some(n) = self.max_events {
+            options.max_events = Some(n);
+            flags.push_str(&format!(" --max-events {n}"));
+        }
+        #[cfg(feature = "planted-bugs")]
+        if let Some(name) = &self.plant {
+            match name.parse::<fenced::PlantedBug>() {
+                Ok(bug) => {
+                    options.planted_bug = Some(bug);
+                    flags.push_str(&format!(" --plant {}", bug.name()));
+                }
+                Err(e) => return Err(bad_input(e)),
+            }
+        }
+        Ok(flags)
+    }
+}
+
+/// The timeline picture of one run.
+#[derive(clap::Args, Debug, Default)]
+pub(super) struct SvgArgs {
+    /// Draw the run as an SVG timeline (belief vs lease per node, faults,
+    /// writes, grants, membership) to this file.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Start the picture at this time into the run (e.g. `40s`, `1m 30s`).
+    /// Default: the start, or an automatic window for runs over 5 minutes.
+    #[arg(long, value_name = "DURATION", requires = "svg", value_parser = parse_duration)]
+    from: Option<Duration>,
+    /// End the picture at this time into the run (default: the end).
+    #[arg(long, value_name = "DURATION", requires = "svg", value_parser = parse_duration)]
+    to: Option<Duration>,
+}
+
+impl SvgArgs {
+    /// The file and window, checked against a run of `duration`.
+    pub(super) fn picture(&self, duration: Duration) -> Result<Option<(&Path, Window)>, ExitCode> {
+        let Some(path) = self.svg.as_deref() else {
+            return Ok(None);
+        };
+        let window = Window {
+            from: self.from,
+            to: self.to,
+        };
+        window.check(duration).map_err(bad_input)?;
+        Ok(Some((path, window)))
+    }
+}

@@ -1,0 +1,294 @@
+//! `fenced-sim explore`: swarm testing over a range of seeds, streaming
+//! each outcome (JSON lines, or the failures as text) and a summary on
+//! standard error; and [`Exploring`], the set-up `replay` and `shrink`
+//! share with it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use fenced_sim::explore::{stream_campaign, CampaignSummary, SeedOutcome, SeedRange, StreamError};
+use fenced_sim::{RunOptions, Scenario};
+
+use super::common::{
+    bad_input, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome, PlantArg,
+    EXIT_FAIL,
+};
+
+#[derive(clap::Args, Debug)]
+pub(super) struct ExploreArgs {
+    /// The base scenario (default: five nodes, ten minutes, default timings).
+    scenario: Option<PathBuf>,
+    /// How many seeds (over all shards).
+    #[arg(long)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Worker threads, 1 to 256 (the output is identical whatever this is).
+    #[arg(long, default_value_t = 1, value_parser = parse_jobs)]
+    jobs: usize,
+    /// Run only shard I of N (every N-th seed, starting with the I-th; I from 0).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Print one JSON object per seed (JSON lines), for merging shards.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    plant: PlantArg,
+}
+
+/// What `explore`, `replay` and `shrink` share: the validated base, how it
+/// is named on a command line, and the run options with any planted bug.
+pub(super) struct Exploring {
+    pub(super) base: Scenario,
+    base_arg: String,
+    pub(super) options: RunOptions,
+    plant_flag: String,
+}
+
+impl Exploring {
+    /// Loads and checks the base at `path` (the default fleet without
+    /// one) and applies the run flags.
+    pub(super) fn set_up(path: Option<&Path>, plant: &PlantArg) -> Result<Self, ExitCode> {
+        let (base, base_arg) = explore_base(path)?;
+        base.validate().map_err(bad_input)?;
+        // A base that validates may still be unable to host the schedules
+        // drawn on it (its runs plus their liveness phase would be too
+        // long): bad input, found before any seed runs.
+        fenced_sim::explore::check_base(&base).map_err(|e| {
+            let origin = path.map_or_else(
+                || "the default base".to_string(),
+                |p| p.display().to_string(),
+            );
+            bad_input(format!("{origin}: {e}"))
+        })?;
+        let mut options = RunOptions::default();
+        let plant_flag = plant.apply(&mut options)?;
+        Ok(Exploring {
+            base,
+            base_arg,
+            options,
+            plant_flag,
+        })
+    }
+
+    /// The command that replays explored seed `seed`.
+    pub(super) fn replay_command(&self, seed: u64) -> String {
+        let (base, plant) = (&self.base_arg, &self.plant_flag);
+        format!("fenced-sim replay {base}--seed {seed}{plant}")
+    }
+
+    /// The command that shrinks explored seed `seed` (to standard output).
+    pub(super) fn shrink_command(&self, seed: u64) -> String {
+        let (base, plant) = (&self.base_arg, &self.plant_flag);
+        format!("fenced-sim shrink {base}--seed {seed}{plant}")
+    }
+
+    /// The flags a run of a shrunk scenario needs, as repeated on its
+    /// command line (empty without any).
+    pub(super) fn plant_flag(&self) -> &str {
+        &self.plant_flag
+    }
+}
+
+/// The base of an exploration: the scenario given, or the default fleet.
+fn explore_base(path: Option<&Path>) -> Result<(Scenario, String), ExitCode> {
+    match path {
+        Some(path) => Ok((
+            load_or_report(path)?,
+            format!("{} ", shell_word(&path.display().to_string())),
+        )),
+        None => Ok((fenced_sim::explore::default_base(), String::new())),
+    }
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("--shard `{text}` must be I/N, e.g. 3/64"))?;
+    let i: u64 = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard `{text}`: `{i}` is not a number"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard `{text}`: `{n}` is not a number"))?;
+    if n == 0 || i >= n {
+        return Err(format!(
+            "--shard `{text}`: I must be in 0..N and N at least 1"
+        ));
+    }
+    Ok((i, n))
+}
+
+/// The seeds of this run of `explore`: its shard of `--start`/`--seeds`.
+fn seed_range(args: &ExploreArgs) -> Result<SeedRange, ExitCode> {
+    let (shard, shards) = args
+        .shard
+        .as_deref()
+        .map(parse_shard)
+        .transpose()
+        .map_err(bad_input)?
+        .unwrap_or((0, 1));
+    if args.seeds == 0 {
+        return Err(bad_input("--seeds must be at least 1"));
+    }
+    let range = SeedRange {
+        start: args.start,
+        count: args.seeds,
+        shard,
+        shards,
+    };
+    range.check().map_err(bad_input)?;
+    let total = range.len();
+    if total == 0 {
+        return Err(bad_input(format!(
+            "--shard {shard}/{shards} of --seeds {} runs no seed: use at most {} shards",
+            args.seeds, args.seeds
+        )));
+    }
+    Ok(range)
+}
+
+pub(super) fn explore(args: &ExploreArgs) -> Outcome {
+    let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant)?;
+    let range = seed_range(args)?;
+    let total = range.len();
+    let bar = progress_bar(total, "{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}");
+    // Each outcome is printed (JSON: every seed; text: the failures) and
+    // forgotten as soon as the seeds before it are done: memory holds the
+    // totals and a window of outcomes, whatever the number of seeds.
+    let mut summary = CampaignSummary::default();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let started = stopwatch();
+    let streamed = stream_campaign(
+        &setup.base,
+        range,
+        args.jobs,
+        &setup.options,
+        &|| bar.inc(1),
+        &mut |o| {
+            summary.add(&o);
+            write_outcome(&mut out, &o, args.json, &setup)
+        },
+    );
+    let written = streamed.and_then(|()| out.flush().map_err(StreamError::Sink));
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    let mut stopped_early = false;
+    match written {
+        Ok(()) => {}
+        Err(StreamError::Spawn(e)) => return Err(bad_input(e)),
+        Err(StreamError::Sink(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            // The reader has gone (`| head`): no point running on.
+            stopped_early = true;
+        }
+        Err(StreamError::Sink(e)) => {
+            return Err(bad_input(format!("cannot write the results: {e}")))
+        }
+    }
+    report_campaign(&summary, &range, args.jobs, elapsed.as_secs_f64());
+    if stopped_early {
+        eprintln!(
+            "standard output was closed: stopped after {} of {total} seeds",
+            summary.seeds
+        );
+    }
+    report_coverage(&summary);
+    Ok(if summary.failed > 0 {
+        ExitCode::from(EXIT_FAIL)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Writes one seed's outcome: every seed as a JSON line (with the command
+/// that replays it) with `json`, else only a failure, as text, at once.
+fn write_outcome(
+    out: &mut impl Write,
+    o: &SeedOutcome,
+    json: bool,
+    setup: &Exploring,
+) -> std::io::Result<()> {
+    if json {
+        let mut value = serde_json::to_value(o).map_err(std::io::Error::other)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("replay".to_string(), setup.replay_command(o.seed).into());
+        }
+        return writeln!(out, "{value}");
+    }
+    if o.ok {
+        return Ok(());
+    }
+    let at = o
+        .at_ms
+        .map(|ms| format!(" at {}.{:03}s", ms / 1000, ms % 1000))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {} -o seed-{}.toml",
+        o.seed,
+        o.invariant.as_deref().unwrap_or("?"),
+        o.detail.as_deref().unwrap_or(""),
+        o.mix.join(", "),
+        setup.replay_command(o.seed),
+        setup.shrink_command(o.seed),
+        o.seed
+    )?;
+    // Failures are rare and worth seeing at once.
+    out.flush()
+}
+
+/// The campaign's line on standard error: seeds, time, rate, failures by
+/// invariant, and the seeds run twice.
+fn report_campaign(summary: &CampaignSummary, range: &SeedRange, jobs: usize, seconds: f64) {
+    let (shard, shards) = (range.shard, range.shards);
+    eprintln!(
+        "{} seeds{} in {:.2}s ({:.0} seeds/s, {} jobs): {} failed{}; {} run twice for determinism",
+        summary.seeds,
+        if shards > 1 {
+            format!(" (shard {shard}/{shards})")
+        } else {
+            String::new()
+        },
+        seconds,
+        summary.seeds as f64 / seconds.max(1e-9),
+        jobs,
+        summary.failed,
+        if summary.failures_by_invariant.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                summary
+                    .failures_by_invariant
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+        summary.determinism_checked
+    );
+}
+
+/// How many seeds exercised each path worth exercising, and a warning for
+/// those none did (over 100 seeds or more).
+fn report_coverage(summary: &CampaignSummary) {
+    let c = &summary.seeds_covering;
+    eprintln!(
+        "coverage (seeds where it happened): stale write rejected {}, takeover during a pause {}, \
+         step-down on the local deadline {}, renewal lost {}, zombie incarnation fenced {}",
+        c.stale_write_rejected,
+        c.takeover_during_pause,
+        c.step_down_on_deadline,
+        c.renewal_lost,
+        c.zombie_fenced
+    );
+    let never = summary.never_exercised();
+    if !never.is_empty() && summary.seeds >= 100 {
+        eprintln!("warning: never exercised: {}", never.join(", "));
+    }
+}

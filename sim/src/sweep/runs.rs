@@ -1,0 +1,184 @@
+//! Running a sweep: every seed of every cell, on `jobs` threads, each run
+//! folded into its cell's totals as it finishes ([`run_election`],
+//! [`run_membership`]).
+
+use super::grid::{ElectionGrid, MembershipGrid, Seeds};
+use super::mix::FaultMix;
+use super::stats::{election_row, membership_row, CellTotals, RunStats};
+use super::{ElectionSweep, Grid, MembershipSweep, Skipped, Sweep};
+use crate::scenario::Scenario;
+use crate::units::human;
+use crate::{RunOptions, Simulation};
+
+/// Runs `scenario` once, with the default options, and measures it.
+fn run_one(scenario: &Scenario) -> Result<RunStats, String> {
+    let mut sim = Simulation::new(scenario, RunOptions::default()).map_err(|e| e.to_string())?;
+    sim.run_to_end();
+    Ok(RunStats::of(&sim.report()))
+}
+
+/// How a sweep runs: the faults, the seeds, the threads.
+struct Run<'a> {
+    mix: &'a FaultMix,
+    seeds: Seeds,
+    jobs: usize,
+    progress: &'a (dyn Fn() + Sync),
+}
+
+impl<'a> Run<'a> {
+    /// A sweep of `seeds` of `mix` on `jobs` threads, calling `progress`
+    /// after each run.
+    fn new(mix: &'a FaultMix, seeds: Seeds, jobs: usize, progress: &'a (dyn Fn() + Sync)) -> Self {
+        Run {
+            mix,
+            seeds,
+            jobs,
+            progress,
+        }
+    }
+
+    /// Runs every seed of every cell (`configure` sets a cell's settings on
+    /// the mix's scenario) with `jobs` threads, and measures each cell over
+    /// its seeds with `row`. Runs are generated lazily and folded into their
+    /// cell's totals as they finish, so memory does not grow with the number
+    /// of seeds.
+    fn sweep<G: Grid + Clone, C: Sync>(
+        &self,
+        grid: &G,
+        cells: &[C],
+        skipped: Vec<Skipped>,
+        configure: &(dyn Fn(&C, &mut Scenario) + Sync),
+        row: &dyn Fn(&C, &CellTotals) -> G::Row,
+    ) -> Result<Sweep<G>, String> {
+        self.seeds.check()?;
+        let seeds = self.seeds.iter();
+        let runs = (0..cells.len()).flat_map(move |c| seeds.clone().map(move |s| (c, s)));
+        let mut totals: Vec<CellTotals> = vec![CellTotals::default(); cells.len()];
+        // No more threads than runs.
+        let total = (cells.len() as u64).saturating_mul(self.seeds.count);
+        let jobs = self.jobs.min(usize::try_from(total).unwrap_or(usize::MAX));
+        crate::parallel::stream(
+            runs,
+            jobs,
+            &|(c, seed)| {
+                let mut scenario = self.mix.scenario(seed);
+                configure(&cells[c], &mut scenario);
+                (c, run_one(&scenario))
+            },
+            self.progress,
+            &mut |(c, stats)| {
+                totals[c].add(stats?);
+                Ok(())
+            },
+        )
+        .map_err(|e| match e {
+            crate::parallel::StreamError::Spawn(e) => e.to_string(),
+            crate::parallel::StreamError::Sink(e) => e,
+        })?;
+        Ok(Sweep {
+            mix: self.mix.clone(),
+            grid: grid.clone(),
+            seeds: self.seeds,
+            rows: cells.iter().zip(&totals).map(|(c, t)| row(c, t)).collect(),
+            skipped,
+        })
+    }
+}
+
+/// Runs every valid cell of `grid` over `seeds` of `mix` with `jobs`
+/// threads, calling `progress` after each run. Cells whose settings the
+/// elector refuses are skipped.
+///
+/// # Errors
+/// The mix or grid is invalid.
+pub fn run_election(
+    mix: &FaultMix,
+    grid: &ElectionGrid,
+    seeds: Seeds,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ElectionSweep, String> {
+    mix.validate()?;
+    grid.validate()?;
+    let mut cells = Vec::new();
+    let mut skipped = Vec::new();
+    for cell in grid.cells() {
+        // The cell's settings are checked without the faults: they do not
+        // depend on them, and a long schedule is costly to draw per cell.
+        let mut probe = mix.scenario_without_faults(seeds.start);
+        cell.apply(&mut probe);
+        match probe.validate() {
+            Ok(()) => cells.push(cell),
+            Err(e) => skipped.push(Skipped {
+                cell: format!(
+                    "lease_ttl={}, renew_ratio={}, margin_ratio={}",
+                    human(cell.lease_ttl),
+                    cell.renew_ratio,
+                    cell.margin_ratio
+                ),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    if cells.is_empty() {
+        return Err(every_cell_skipped(&skipped));
+    }
+    Run::new(mix, seeds, jobs, progress).sweep(
+        grid,
+        &cells,
+        skipped,
+        &|cell, scenario| cell.apply(scenario),
+        &|cell, runs| election_row(cell, mix, runs),
+    )
+}
+
+/// The error of a sweep that has no cell left to run: every reason, once.
+fn every_cell_skipped(skipped: &[Skipped]) -> String {
+    let mut reasons: Vec<&str> = skipped.iter().map(|s| s.reason.as_str()).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    format!(
+        "every cell of the grid ({}) was skipped, so nothing would run: {}",
+        skipped.len(),
+        reasons.join("; ")
+    )
+}
+
+/// Runs every cell of `grid` over `seeds` of `mix` (with the default
+/// election settings) with `jobs` threads. Cells whose heartbeat is not
+/// below the liveness TTL are skipped.
+///
+/// # Errors
+/// The mix or grid is invalid.
+pub fn run_membership(
+    mix: &FaultMix,
+    grid: &MembershipGrid,
+    seeds: Seeds,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<MembershipSweep, String> {
+    mix.validate()?;
+    grid.validate()?;
+    let cells = grid.cells();
+    let mut skipped = Vec::new();
+    for &ttl in &grid.liveness_ttls {
+        for &hb in &grid.heartbeats {
+            if hb >= ttl {
+                skipped.push(Skipped {
+                    cell: format!("liveness_ttl={}, heartbeat={}", human(ttl), human(hb)),
+                    reason: "the heartbeat interval is not below the liveness TTL: every node would flap".into(),
+                });
+            }
+        }
+    }
+    Run::new(mix, seeds, jobs, progress).sweep(
+        grid,
+        &cells,
+        skipped,
+        &|&(ttl, hb), scenario| {
+            scenario.membership.liveness_ttl = ttl;
+            scenario.membership.heartbeat_interval = hb;
+        },
+        &|&(ttl, hb), runs| membership_row(ttl, hb, mix.nodes, runs),
+    )
+}
