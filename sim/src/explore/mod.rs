@@ -11,7 +11,7 @@
 //! draws almost never land.
 //!
 //! A generated schedule is *materialized*: [`generate`] returns an ordinary
-//! [`Scenario`] whose faults are all scheduled explicitly, so a failing seed
+//! [`Scenario`](crate::Scenario) whose faults are all scheduled explicitly, so a failing seed
 //! can be replayed, shrunk and saved as a standalone scenario file.
 //!
 //! `generate.rs` draws a seed's schedule (and its [`Mix`]); `base.rs` checks
