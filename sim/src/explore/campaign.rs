@@ -157,6 +157,11 @@ impl SeedRange {
         }
     }
 
+    /// `jobs`, or fewer: no more threads than this shard has seeds.
+    fn jobs(&self, jobs: usize) -> usize {
+        jobs.min(usize::try_from(self.len()).unwrap_or(usize::MAX))
+    }
+
     /// Whether this shard runs no seed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -196,11 +201,9 @@ pub fn stream_campaign<E>(
     progress: &(dyn Fn() + Sync),
     sink: &mut dyn FnMut(SeedOutcome) -> Result<(), E>,
 ) -> Result<(), StreamError<E>> {
-    // No more threads than seeds.
-    let jobs = jobs.min(usize::try_from(range.len()).unwrap_or(usize::MAX));
     crate::parallel::stream(
         range.seeds(),
-        jobs,
+        range.jobs(jobs),
         &|seed| run_seed(base, seed, options),
         progress,
         sink,
@@ -220,10 +223,9 @@ pub fn run_campaign(
     options: &crate::RunOptions,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<SeedOutcome>, SpawnError> {
-    let jobs = jobs.min(usize::try_from(range.len()).unwrap_or(usize::MAX));
     crate::parallel::map(
         range.seeds(),
-        jobs,
+        range.jobs(jobs),
         &|seed| run_seed(base, seed, options),
         progress,
     )

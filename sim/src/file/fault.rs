@@ -165,14 +165,22 @@ pub(super) fn convert_fault(
                 duration,
             })
         }
-        "crash" => {
+        "crash" | "stop" => {
             forbid(&["from", "to", "groups", "duration"])?;
             let node = need_str("node", &raw.node, spans)?;
             let restart_after = opt_duration(&k("restart_after"), &raw.restart_after, spans)?;
-            Ok(FaultSpec::Crash {
-                node,
-                at,
-                restart_after,
+            Ok(if kind == "crash" {
+                FaultSpec::Crash {
+                    node,
+                    at,
+                    restart_after,
+                }
+            } else {
+                FaultSpec::Stop {
+                    node,
+                    at,
+                    restart_after,
+                }
             })
         }
         "replace" | "abdicate" => {
@@ -182,16 +190,6 @@ pub(super) fn convert_fault(
                 FaultSpec::Replace { node, at }
             } else {
                 FaultSpec::Abdicate { node, at }
-            })
-        }
-        "stop" => {
-            forbid(&["from", "to", "groups", "duration"])?;
-            let node = need_str("node", &raw.node, spans)?;
-            let restart_after = opt_duration(&k("restart_after"), &raw.restart_after, spans)?;
-            Ok(FaultSpec::Stop {
-                node,
-                at,
-                restart_after,
             })
         }
         other => err(

@@ -25,15 +25,21 @@ fn at_most_a_year(key: &str, d: Duration) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// Refuses a zero duration, naming `key`.
+fn more_than_zero(key: &str, d: Duration) -> Result<(), ScenarioError> {
+    if d.is_zero() {
+        return Err(ScenarioError::new(key, "must be greater than zero"));
+    }
+    Ok(())
+}
+
 impl Scenario {
     /// Checks every rule; the first problem found is returned.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         if self.name.trim().is_empty() {
             return Err(ScenarioError::new("name", "must not be empty"));
         }
-        if self.duration.is_zero() {
-            return Err(ScenarioError::new("duration", "must be greater than zero"));
-        }
+        more_than_zero("duration", self.duration)?;
         if self.duration > Duration::from_secs(365 * 24 * 3600) {
             return Err(ScenarioError::new("duration", "must be at most one year"));
         }
@@ -95,12 +101,7 @@ impl Scenario {
             at_most_a_year("election.rejoin_delay", rejoin)?;
         }
         let role = self.role()?;
-        if e.lease_ttl.is_zero() {
-            return Err(ScenarioError::new(
-                "election.lease_ttl",
-                "must be greater than zero",
-            ));
-        }
+        more_than_zero("election.lease_ttl", e.lease_ttl)?;
         if e.lease_ttl > fenced::LeaseStoreConfig::DEFAULT_MAX_TTL {
             return Err(ScenarioError::new(
                 "election.lease_ttl",
@@ -140,24 +141,9 @@ impl Scenario {
         at_most_a_year("membership.liveness_ttl", m.liveness_ttl)?;
         at_most_a_year("work.write_interval", self.work.write_interval)?;
         at_most_a_year("work.work_duration", self.work.work_duration)?;
-        if m.heartbeat_interval.is_zero() {
-            return Err(ScenarioError::new(
-                "membership.heartbeat_interval",
-                "must be greater than zero",
-            ));
-        }
-        if m.liveness_ttl.is_zero() {
-            return Err(ScenarioError::new(
-                "membership.liveness_ttl",
-                "must be greater than zero",
-            ));
-        }
-        if self.work.write_interval.is_zero() {
-            return Err(ScenarioError::new(
-                "work.write_interval",
-                "must be greater than zero",
-            ));
-        }
+        more_than_zero("membership.heartbeat_interval", m.heartbeat_interval)?;
+        more_than_zero("membership.liveness_ttl", m.liveness_ttl)?;
+        more_than_zero("work.write_interval", self.work.write_interval)?;
         // A leader starts a unit every write_interval, each lasting
         // work_duration: that many are in progress at once.
         let in_progress = self.work.work_duration.as_nanos() / self.work.write_interval.as_nanos();
@@ -328,6 +314,17 @@ impl Scenario {
                 format!("unknown host `{name}`; known hosts: {}", known.join(", ")),
             )
         };
+        // Refuses a fault at `key` whose `node` is not a node: a built-in host
+        // with `message`, an unknown one with the list of known hosts.
+        let only_nodes = |key: &str, node: &str, message: String| {
+            if is_node(node) {
+                Ok(())
+            } else if hosts.contains(node) {
+                Err(ScenarioError::new(format!("{key}.node"), message))
+            } else {
+                Err(unknown(format!("{key}.node"), node))
+            }
+        };
         let mut partitions: Vec<(usize, Duration, Duration)> = Vec::new();
         for (i, fault) in self.faults.iter().enumerate() {
             let key = format!("fault[{i}]");
@@ -375,12 +372,7 @@ impl Scenario {
                     if !hosts.contains(host.as_str()) {
                         return Err(unknown(format!("{key}.node"), host));
                     }
-                    if duration.is_zero() {
-                        return Err(ScenarioError::new(
-                            format!("{key}.duration"),
-                            "must be greater than zero",
-                        ));
-                    }
+                    more_than_zero(&format!("{key}.duration"), *duration)?;
                 }
                 FaultSpec::Cut {
                     from, to, duration, ..
@@ -396,12 +388,7 @@ impl Scenario {
                             "a cut needs two different hosts",
                         ));
                     }
-                    if duration.is_zero() {
-                        return Err(ScenarioError::new(
-                            format!("{key}.duration"),
-                            "must be greater than zero",
-                        ));
-                    }
+                    more_than_zero(&format!("{key}.duration"), *duration)?;
                 }
                 FaultSpec::Partition {
                     groups,
@@ -435,12 +422,7 @@ impl Scenario {
                             }
                         }
                     }
-                    if duration.is_zero() {
-                        return Err(ScenarioError::new(
-                            format!("{key}.duration"),
-                            "must be greater than zero",
-                        ));
-                    }
+                    more_than_zero(&format!("{key}.duration"), *duration)?;
                     let end = at.saturating_add(*duration);
                     if let Some((j, _, _)) =
                         partitions.iter().find(|(_, s, e)| *at < *e && *s < end)
@@ -455,57 +437,27 @@ impl Scenario {
                     }
                     partitions.push((i, *at, end));
                 }
-                FaultSpec::Crash {
-                    node,
-                    restart_after,
-                    ..
-                } => {
-                    if !is_node(node) {
-                        return Err(if hosts.contains(node.as_str()) {
-                            ScenarioError::new(
-                                format!("{key}.node"),
-                                format!("only nodes can crash, not `{node}`"),
-                            )
-                        } else {
-                            unknown(format!("{key}.node"), node)
-                        });
-                    }
-                    if restart_after.is_some_and(|r| r.is_zero()) {
-                        return Err(ScenarioError::new(
-                            format!("{key}.restart_after"),
-                            "must be greater than zero",
-                        ));
-                    }
-                }
-                FaultSpec::Replace { node, .. }
+                FaultSpec::Crash { node, .. }
+                | FaultSpec::Replace { node, .. }
                 | FaultSpec::Stop { node, .. }
                 | FaultSpec::Abdicate { node, .. } => {
-                    if !is_node(node) {
-                        let verb = match fault {
-                            FaultSpec::Replace { .. } => "be replaced",
-                            FaultSpec::Stop { .. } => "stop",
-                            _ => "abdicate",
-                        };
-                        return Err(if hosts.contains(node.as_str()) {
-                            ScenarioError::new(
-                                format!("{key}.node"),
-                                format!("only nodes can {verb}, not `{node}`"),
-                            )
-                        } else {
-                            unknown(format!("{key}.node"), node)
-                        });
+                    let verb = match fault {
+                        FaultSpec::Crash { .. } => "crash",
+                        FaultSpec::Replace { .. } => "be replaced",
+                        FaultSpec::Stop { .. } => "stop",
+                        _ => "abdicate",
+                    };
+                    only_nodes(&key, node, format!("only nodes can {verb}, not `{node}`"))?;
+                    if let FaultSpec::Crash {
+                        restart_after: Some(after),
+                        ..
                     }
-                    if let FaultSpec::Stop {
-                        restart_after: Some(r),
+                    | FaultSpec::Stop {
+                        restart_after: Some(after),
                         ..
                     } = fault
                     {
-                        if r.is_zero() {
-                            return Err(ScenarioError::new(
-                                format!("{key}.restart_after"),
-                                "must be greater than zero",
-                            ));
-                        }
+                        more_than_zero(&format!("{key}.restart_after"), *after)?;
                     }
                 }
                 FaultSpec::Recurring {
@@ -515,23 +467,10 @@ impl Scenario {
                     kind,
                 } => {
                     if let Some(node) = node {
-                        if !is_node(node) {
-                            return Err(if hosts.contains(node.as_str()) {
-                                ScenarioError::new(
-                                    format!("{key}.node"),
-                                    "recurring faults apply to nodes (or `*`)",
-                                )
-                            } else {
-                                unknown(format!("{key}.node"), node)
-                            });
-                        }
+                        let message = "recurring faults apply to nodes (or `*`)";
+                        only_nodes(&key, node, message.to_string())?;
                     }
-                    if every.is_zero() {
-                        return Err(ScenarioError::new(
-                            format!("{key}.every"),
-                            "must be greater than zero",
-                        ));
-                    }
+                    more_than_zero(&format!("{key}.every"), *every)?;
                     if *every < Duration::from_millis(1) {
                         return Err(ScenarioError::new(
                             format!("{key}.every"),
