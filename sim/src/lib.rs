@@ -45,7 +45,7 @@ pub mod sweep;
 pub mod timeline;
 pub mod to_toml;
 mod trace;
-mod units;
+pub mod units;
 
 pub use checker::{Checker, CheckerSettings, Verdict};
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};

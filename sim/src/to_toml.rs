@@ -9,13 +9,14 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::scenario::{Election, FaultSpec, Membership, Network, Scenario, Work};
+use crate::units::human;
 
 fn quoted(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
 fn dur(d: Duration) -> String {
-    quoted(&humantime::format_duration(d).to_string())
+    quoted(&human(d))
 }
 
 /// A seed as TOML: an integer while it fits TOML's `i64`, a quoted decimal

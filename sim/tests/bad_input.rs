@@ -6,7 +6,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_exit, fenced_sim, run_traced, shipped, stderr, stdout, write_file, MINIMAL};
+use common::{
+    assert_exit, fenced_sim, fenced_sim_traced, shipped, stderr, stdout, write_file, MINIMAL,
+};
 use fenced_sim::file::{load, parse, LoadError};
 
 /// One malformed scenario and what its error must say.
@@ -525,7 +527,7 @@ fn an_unwritable_trace_path_is_bad_input_and_nothing_runs() {
     let into_missing_dir = dir.path().join("no-such-dir").join("run.trace");
     let onto_a_directory = dir.path().to_path_buf();
     for trace in [into_missing_dir, onto_a_directory] {
-        let out = run_traced("steady-state", &trace, &[]);
+        let out = fenced_sim_traced("steady-state", &trace, &[]);
         assert_exit(&out, 2);
         let err = stderr(&out);
         assert!(!err.contains("panicked"), "{err}");

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{
-    assert_exit, edited, fenced_sim, run_text, run_traced, scenario_files, shipped, stderr, stdout,
-    write_file, MINIMAL,
+    assert_exit, edited, fenced_sim, fenced_sim_traced, run_text, scenario_files, shipped, stderr,
+    stdout, write_file, MINIMAL,
 };
 use serde_json::Value;
 
@@ -282,7 +282,7 @@ fn trace_writes_one_line_per_record_and_is_byte_identical_twice() {
     let second = dir.path().join("second.trace");
     let mut hashes = Vec::new();
     for path in [&first, &second] {
-        let out = run_traced("gc-pause-fenced", path, &["--json"]);
+        let out = fenced_sim_traced("gc-pause-fenced", path, &["--json"]);
         assert_exit(&out, 0);
         hashes.push(json_report(&out)["trace_hash"].clone());
     }
@@ -320,7 +320,7 @@ fn trace_and_json_go_to_their_own_places() {
     // The trace goes to its file, never to stdout.
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("run.trace");
-    let out = run_traced("steady-state", &trace, &[]);
+    let out = fenced_sim_traced("steady-state", &trace, &[]);
     assert_exit(&out, 0);
     assert!(!stdout(&out).contains("LEADS with token"));
     assert!(std::fs::read_to_string(&trace)

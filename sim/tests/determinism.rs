@@ -1,12 +1,12 @@
 //! Determinism is the product: the same scenario and seed give the same trace
 //! bytes and hash on every run; different seeds give different runs.
 
-mod support;
+mod common;
 
 use std::collections::BTreeSet;
 
+use common::*;
 use fenced_sim::{DurationRange, FaultSpec, RecurringKind, Scenario};
-use support::*;
 
 fn lively() -> Scenario {
     let mut s = trio("lively", secs(120)).with_fault(pause_a(secs(40)));

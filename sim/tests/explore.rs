@@ -1,11 +1,11 @@
 //! Swarm exploration: determinism of campaigns, sharding, coverage of the
 //! default mix, the liveness phase, and shrinking.
 
-mod support;
+mod common;
 
+use common::*;
 use fenced_sim::explore::{default_base, generate, run_campaign, CampaignSummary, SeedRange};
 use fenced_sim::{FaultSpec, RunOptions, Scenario, Simulation};
-use support::*;
 
 fn campaign(
     count: u64,

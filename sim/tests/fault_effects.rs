@@ -1,9 +1,9 @@
 //! Each fault kind shows its effect, through the library API a user scripts.
 
-mod support;
+mod common;
 
+use common::*;
 use fenced_sim::{ClockOffset, FaultSpec, RunOptions, Scenario, Simulation};
-use support::*;
 
 #[test]
 fn a_paused_leader_is_taken_over_and_its_late_write_is_rejected() {

@@ -3,11 +3,11 @@
 //! the checker is not vacuous.
 #![cfg(feature = "planted-bugs")]
 
-mod support;
+mod common;
 
+use common::*;
 use fenced::PlantedBug;
 use fenced_sim::{FaultSpec, Report, RunOptions, Scenario};
-use support::*;
 
 fn with_bug(scenario: &Scenario, bug: Option<PlantedBug>) -> Report {
     run(

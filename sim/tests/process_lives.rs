@@ -2,10 +2,10 @@
 //! otherwise, owner ids never renamed or shared, and crashes of a node that is
 //! already down doing nothing.
 
-mod support;
+mod common;
 
+use common::*;
 use fenced_sim::{FaultSpec, NodeSpec, RunOptions, Scenario, Simulation, MAX_NODE_ID_LEN};
-use support::*;
 
 fn crash(node: &str, at: u64, restart_after: Option<u64>) -> FaultSpec {
     FaultSpec::Crash {

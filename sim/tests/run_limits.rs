@@ -2,11 +2,11 @@
 //! pending events, the bounded queue of a paused host, and the durations and
 //! products of durations refused up front.
 
-mod support;
+mod common;
 
+use common::*;
 use fenced_sim::limits::{DEFAULT_MAX_EVENTS, MAX_DEFERRED_MESSAGES, MAX_EVENTS_LIMIT};
 use fenced_sim::{FaultSpec, Halt, RunOptions, Scenario, Simulation};
-use support::*;
 
 fn error_of(scenario: &Scenario, options: RunOptions) -> fenced_sim::ScenarioError {
     Simulation::new(scenario, options).expect_err("refused")

@@ -1,12 +1,15 @@
-//! Helpers shared by the command-line, bad-input and scenario-library tests.
+//! Helpers shared by the behaviour tests: running the `fenced-sim` binary
+//! (command line, bad input, pictures), running scenarios through the library
+//! (shipped ones, or ones built here), and reading traces.
 #![allow(dead_code)] // each test crate uses its own subset
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use fenced_sim::{summary, RunOptions, Scenario, Simulation};
+use fenced_sim::{summary, FaultSpec, Report, RunOptions, Scenario, Simulation};
 
 /// The smallest valid scenario; tests append sections to it.
 pub const MINIMAL: &str = "name = \"minimal\"\nduration = \"1m\"\n\n[[node]]\nid = \"node-a\"\n";
@@ -99,7 +102,7 @@ pub fn run_text(dir: &Path, file_name: &str, text: &str, extra: &[&str], code: i
 
 /// `fenced-sim run scenarios/<name>.toml --trace <trace>` with `extra`
 /// arguments.
-pub fn run_traced(name: &str, trace: &Path, extra: &[&str]) -> Output {
+pub fn fenced_sim_traced(name: &str, trace: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["run".into(), shipped(name).into(), "--trace".into()];
     args.push(trace.as_os_str().to_os_string());
     args.extend(extra.iter().map(Into::into));
@@ -114,7 +117,7 @@ pub fn edited(name: &str, from: &str, to: &str) -> String {
 }
 
 /// A trace writer the test can read back: a `Vec<u8>` shared with the
-/// simulation.
+/// simulation, to capture traces in memory.
 #[derive(Clone, Default)]
 pub struct SharedBuf(pub Arc<Mutex<Vec<u8>>>);
 
@@ -171,4 +174,71 @@ pub fn run_library(path: &Path, trace: Option<&SharedBuf>) -> Run {
         report,
         replay,
     }
+}
+
+/// `s` seconds.
+pub fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// `m` milliseconds.
+pub fn ms(m: u64) -> Duration {
+    Duration::from_millis(m)
+}
+
+/// Three nodes; node-a starts first and leads, node-b and node-c join at 1 s.
+pub fn trio(name: &str, duration: Duration) -> Scenario {
+    let mut s = Scenario::new(name, duration).with_nodes(["node-a", "node-b", "node-c"]);
+    s.nodes[1].start_at = secs(1);
+    s.nodes[2].start_at = secs(1);
+    s.work.work_duration = ms(200);
+    s
+}
+
+/// node-a stalls for `length` in the unit of work it started at about 12 s.
+pub fn pause_a(length: Duration) -> FaultSpec {
+    FaultSpec::Pause {
+        host: "node-a".into(),
+        at: ms(12_050),
+        duration: length,
+    }
+}
+
+/// Runs `scenario` to its end through the library and returns its report.
+pub fn run(scenario: &Scenario, options: RunOptions) -> Report {
+    let mut sim = Simulation::new(scenario, options).expect("valid scenario");
+    sim.run_to_end();
+    sim.report()
+}
+
+/// [`run`] with the seed `seed`.
+pub fn run_seed(scenario: &Scenario, seed: u64) -> Report {
+    run(scenario, RunOptions::with_seed(Some(seed)))
+}
+
+/// Runs with a text trace captured; returns the report and the trace.
+pub fn run_traced(scenario: &Scenario, seed: u64) -> (Report, String) {
+    let mut sim =
+        Simulation::new(scenario, RunOptions::with_seed(Some(seed))).expect("valid scenario");
+    let buffer = SharedBuf::default();
+    sim.set_trace_writer(Box::new(buffer.clone()));
+    sim.run_to_end();
+    sim.finish_trace().unwrap();
+    (sim.report(), buffer.text())
+}
+
+/// The trace lines of `host` that contain `needle`.
+pub fn lines<'a>(trace: &'a str, host: &str, needle: &str) -> Vec<&'a str> {
+    trace
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some(host) && l.contains(needle))
+        .collect()
+}
+
+/// The true time (seconds) at the start of a trace line.
+pub fn time_of(line: &str) -> f64 {
+    line.split_whitespace()
+        .next()
+        .and_then(|t| t.parse().ok())
+        .expect("a trace line starts with its time")
 }

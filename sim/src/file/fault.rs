@@ -1,0 +1,201 @@
+//! Converting one `[[fault]]`: which keys each kind needs and which it does
+//! not take.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::convert::{err, ConvertError};
+use super::explain::FAULT_KINDS;
+use super::place::Spans;
+use super::raw::RawFault;
+use super::values::{duration, duration_range, opt_duration};
+use crate::scenario::{FaultSpec, RecurringKind};
+
+/// The `index`-th `[[fault]]`.
+pub(super) fn convert_fault(
+    index: usize,
+    fault: &Spanned<RawFault>,
+    spans: &mut Spans,
+) -> Result<FaultSpec, ConvertError> {
+    let raw = fault.get_ref();
+    let key = format!("fault[{index}]");
+    spans.note(&key, fault);
+    let kind = raw.kind.get_ref().as_str();
+    spans.note(&format!("{key}.kind"), &raw.kind);
+    let k = |field: &str| format!("{key}.{field}");
+    let need_str = |field: &str,
+                    v: &Option<Spanned<String>>,
+                    spans: &mut Spans|
+     -> Result<String, ConvertError> {
+        match v {
+            Some(v) => {
+                spans.note(&k(field), v);
+                Ok(v.get_ref().clone())
+            }
+            None => err(
+                &k(field),
+                fault.span(),
+                format!("a `{kind}` fault needs `{field}`"),
+            ),
+        }
+    };
+    // Refuses the first of `fields` (in the order given) that the fault has.
+    let forbid = |fields: &[&str]| -> Result<(), ConvertError> {
+        match fields.iter().find(|field| raw.has(field)) {
+            Some(field) => err(
+                &k(field),
+                fault.span(),
+                format!("a `{kind}` fault does not take `{field}`"),
+            ),
+            None => Ok(()),
+        }
+    };
+    if let Some(every) = &raw.every {
+        let recurring_kind = match kind {
+            "pause" => RecurringKind::Pause,
+            "isolate" => RecurringKind::Isolate,
+            "crash" => RecurringKind::Crash,
+            other => {
+                return err(
+                    &k("every"),
+                    every.span(),
+                    format!(
+                    "`{other}` faults cannot recur; `every` works with pause, isolate and crash"
+                ),
+                )
+            }
+        };
+        forbid(&["at", "from", "to", "groups", "restart_after"])?;
+        let every = duration(&k("every"), every, spans)?;
+        let node = need_str("node", &raw.node, spans)?;
+        let duration = match &raw.duration {
+            Some(d) => duration_range(&k("duration"), d, spans)?,
+            None => {
+                return err(
+                    &k("duration"),
+                    fault.span(),
+                    format!(
+                        "a recurring `{kind}` fault needs `duration` (one duration or [min, max])"
+                    ),
+                )
+            }
+        };
+        return Ok(FaultSpec::Recurring {
+            kind: recurring_kind,
+            node: (node != "*").then_some(node),
+            every,
+            duration,
+        });
+    }
+    let at = match &raw.at {
+        Some(at) => duration(&k("at"), at, spans)?,
+        None if matches!(
+            kind,
+            "pause" | "isolate" | "cut" | "partition" | "crash" | "replace" | "stop" | "abdicate"
+        ) =>
+        {
+            return err(
+                &k("at"),
+                fault.span(),
+                format!("a `{kind}` fault needs `at` (or `every`, for a recurring one)"),
+            )
+        }
+        None => Duration::ZERO,
+    };
+    let fixed_duration = |spans: &mut Spans| -> Result<Duration, ConvertError> {
+        match &raw.duration {
+            Some(d) => {
+                let range = duration_range(&k("duration"), d, spans)?;
+                if range.low != range.high {
+                    return err(&k("duration"), d.span(), "a scheduled fault takes one duration; ranges are for recurring faults (with `every`)");
+                }
+                Ok(range.low)
+            }
+            None => err(
+                &k("duration"),
+                fault.span(),
+                format!("a `{kind}` fault needs `duration`"),
+            ),
+        }
+    };
+    match kind {
+        "pause" | "isolate" => {
+            forbid(&["from", "to", "groups", "restart_after"])?;
+            let host = need_str("node", &raw.node, spans)?;
+            if host == "*" {
+                return err(
+                    &k("node"),
+                    fault.span(),
+                    "`*` is for recurring faults (with `every`); name one host",
+                );
+            }
+            let duration = fixed_duration(spans)?;
+            Ok(if kind == "pause" {
+                FaultSpec::Pause { host, at, duration }
+            } else {
+                FaultSpec::Isolate { host, at, duration }
+            })
+        }
+        "cut" => {
+            forbid(&["node", "groups", "restart_after"])?;
+            let from = need_str("from", &raw.from, spans)?;
+            let to = need_str("to", &raw.to, spans)?;
+            let duration = fixed_duration(spans)?;
+            Ok(FaultSpec::Cut {
+                from,
+                to,
+                at,
+                duration,
+            })
+        }
+        "partition" => {
+            forbid(&["node", "from", "to", "restart_after"])?;
+            let groups = match &raw.groups {
+                Some(g) => {
+                    spans.note(&k("groups"), g);
+                    g.get_ref().clone()
+                }
+                None => return err(&k("groups"), fault.span(), "a `partition` fault needs `groups`, e.g. [[\"node-a\", \"downstream\"], [\"node-b\", \"lease-store\"]]"),
+            };
+            let duration = fixed_duration(spans)?;
+            Ok(FaultSpec::Partition {
+                groups,
+                at,
+                duration,
+            })
+        }
+        "crash" | "stop" => {
+            forbid(&["from", "to", "groups", "duration"])?;
+            let node = need_str("node", &raw.node, spans)?;
+            let restart_after = opt_duration(&k("restart_after"), &raw.restart_after, spans)?;
+            Ok(if kind == "crash" {
+                FaultSpec::Crash {
+                    node,
+                    at,
+                    restart_after,
+                }
+            } else {
+                FaultSpec::Stop {
+                    node,
+                    at,
+                    restart_after,
+                }
+            })
+        }
+        "replace" | "abdicate" => {
+            forbid(&["from", "to", "groups", "duration", "restart_after"])?;
+            let node = need_str("node", &raw.node, spans)?;
+            Ok(if kind == "replace" {
+                FaultSpec::Replace { node, at }
+            } else {
+                FaultSpec::Abdicate { node, at }
+            })
+        }
+        other => err(
+            &k("kind"),
+            raw.kind.span(),
+            format!("unknown fault kind `{other}`; known kinds: {FAULT_KINDS}"),
+        ),
+    }
+}
