@@ -441,3 +441,44 @@ fn help_on_every_subcommand_shows_an_example() {
     }
     assert!(text.contains("Exit codes"), "{text}");
 }
+
+#[test]
+fn printing_into_a_closed_pipe_stops_quietly_instead_of_panicking() {
+    // Proves `fenced-sim list | head` (and `check`, `shrink` to stdout) end without a panic when
+    // the reader has gone: the pipe is closed before the first line is written, so every write
+    // fails with EPIPE (which `println!` turned into exit 101).
+    use std::process::{Command, Stdio};
+    let commands = [
+        vec!["list", "scenarios"],
+        vec![
+            "check",
+            "scenarios/steady-state.toml",
+            "scenarios/leader-crash.toml",
+        ],
+        vec![
+            "shrink",
+            "scenarios/gc-pause-unfenced.toml",
+            "--seed",
+            "0",
+            "--budget",
+            "3",
+        ],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fenced-sim"))
+            .current_dir(common::workspace_root())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("fenced-sim starts");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("it ends");
+        assert!(
+            matches!(out.status.code(), Some(0..=2)),
+            "{args:?} ended with {:?}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

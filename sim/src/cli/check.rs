@@ -22,7 +22,12 @@ pub(super) fn check(args: &CheckArgs) -> Outcome {
     for path in paths {
         match load(path) {
             Ok(s) => {
-                println!("ok    {}  ({})", path.display(), s.name);
+                let mut out = std::io::stdout().lock();
+                // A closed pipe (`| head`) only stops the listing.
+                let _ = super::common::say(
+                    &mut out,
+                    format_args!("ok    {}  ({})", path.display(), s.name),
+                );
                 warn(&path.display().to_string(), &s);
             }
             Err(e) => {

@@ -93,16 +93,16 @@ pub(super) fn parse_jobs(text: &str) -> Result<usize, String> {
     Ok(jobs)
 }
 
-/// A duration flag: `30s`, `1m 30s`, `250ms` (never negative).
+/// Writes one line to standard output; `false` once the reader has gone (a
+/// closed pipe, as in `| head`): stop printing, never panic.
+pub(super) fn say(out: &mut impl std::io::Write, line: std::fmt::Arguments<'_>) -> bool {
+    writeln!(out, "{line}").is_ok()
+}
+
+/// A duration flag: `30s`, `1m 30s`, `250ms` (never negative), read by the
+/// crate's one duration parser.
 pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if text.starts_with('-') {
-        return Err(format!(
-            "`{text}` is negative; use a duration such as 30s or 1m30s"
-        ));
-    }
-    humantime::parse_duration(text)
-        .map_err(|e| format!("`{text}` is not a duration ({e}); use e.g. 30s, 1m30s or 250ms"))
+    fenced_sim::units::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// Options of each run besides the scenario: the event budget and, with the

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use fenced_sim::file::load;
 use fenced_sim::summary;
 
-use super::common::{bad_input, Outcome, EXIT_BAD_INPUT};
+use super::common::{bad_input, say, Outcome, EXIT_BAD_INPUT};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ListArgs {
@@ -35,6 +35,7 @@ pub(super) fn list(args: &ListArgs) -> Outcome {
         )));
     }
     let mut bad = 0;
+    let mut out = std::io::stdout().lock();
     let width = paths
         .iter()
         .filter_map(|p| p.file_stem().map(|s| s.len()))
@@ -52,11 +53,15 @@ pub(super) fn list(args: &ListArgs) -> Outcome {
                     .as_deref()
                     .map(|d| summary::first_sentence_within(d, 160))
                     .unwrap_or_else(|| "(no description)".to_string());
-                println!("{stem:<width$}  {line}");
+                if !say(&mut out, format_args!("{stem:<width$}  {line}")) {
+                    break;
+                }
             }
             Err(e) => {
                 bad += 1;
-                println!("{stem:<width$}  INVALID: {e}");
+                if !say(&mut out, format_args!("{stem:<width$}  INVALID: {e}")) {
+                    break;
+                }
             }
         }
     }

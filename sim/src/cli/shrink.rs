@@ -56,7 +56,10 @@ pub(super) fn shrink(args: &ShrinkArgs) -> Outcome {
     match &args.output {
         Some(path) => std::fs::write(path, &text)
             .map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?,
-        None => print!("{text}"),
+        None => {
+            // A closed pipe (`| head`) is the reader's choice, not an error.
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+        }
     }
     eprintln!(
         "seed {}: `{}` at {}.{:03}s: {}\nshrunk from {} to {} faults in {} runs{exhausted}{}",

@@ -32,13 +32,13 @@ pub struct Lengths {
     pub spread: Spread,
 }
 
+/// One end of a length range, by the crate's one duration parser (with the
+/// shorter "negative" message a range's error already explains).
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if text.starts_with('-') {
-        return Err(format!("`{text}` is negative"));
-    }
-    humantime::parse_duration(text)
-        .map_err(|e| format!("`{text}` is not a duration ({e}); use e.g. 30s, 1m30s or 250ms"))
+    crate::units::parse_duration(text).map_err(|e| match e {
+        crate::units::DurationError::Negative { text } => format!("`{text}` is negative"),
+        invalid => invalid.to_string(),
+    })
 }
 
 impl Lengths {
