@@ -51,6 +51,23 @@ impl Default for ElectorTimings {
     }
 }
 
+impl ElectorTimings {
+    /// The safety margin in effect: the one given, or `lease_ttl / 10`. The
+    /// only place this default is written.
+    pub fn effective_safety_margin(&self) -> Duration {
+        self.safety_margin.unwrap_or(self.lease_ttl / 10)
+    }
+
+    /// The rejoin delay in effect: the one given, or `lease_ttl + 2 ×
+    /// retry_interval` (saturating). The only place this default is written.
+    pub fn effective_rejoin_delay(&self) -> Duration {
+        self.rejoin_delay.unwrap_or_else(|| {
+            self.lease_ttl
+                .saturating_add(self.retry_interval.saturating_mul(2))
+        })
+    }
+}
+
 /// Jitter drawn from an RNG the caller seeds; the elector has no other source of
 /// randomness.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -160,10 +177,9 @@ impl ElectorConfig {
             lease_ttl,
             renew_interval,
             retry_interval,
-            safety_margin,
-            rejoin_delay,
             release_on_deadline,
             jitter,
+            ..
         } = timings;
         if lease_ttl.is_zero() {
             return Err(ConfigError::ZeroLeaseTtl);
@@ -174,7 +190,7 @@ impl ElectorConfig {
         if retry_interval.is_zero() {
             return Err(ConfigError::ZeroRetryInterval);
         }
-        let safety_margin = safety_margin.unwrap_or(lease_ttl / 10);
+        let safety_margin = timings.effective_safety_margin();
         if safety_margin >= lease_ttl {
             return Err(ConfigError::SafetyMarginTooLarge {
                 safety_margin,
@@ -202,8 +218,7 @@ impl ElectorConfig {
             renew_interval,
             retry_interval,
             safety_margin,
-            rejoin_delay: rejoin_delay
-                .unwrap_or_else(|| lease_ttl.saturating_add(retry_interval.saturating_mul(2))),
+            rejoin_delay: timings.effective_rejoin_delay(),
             release_on_deadline,
             jitter,
         })

@@ -151,10 +151,8 @@ pub fn liveness_bound(s: &Scenario) -> Duration {
 /// [`liveness_bound`], or `None` when it does not fit in a [`Duration`].
 fn liveness_bound_checked(s: &Scenario) -> Option<Duration> {
     let e = &s.election;
-    let rejoin = match e.rejoin_delay {
-        Some(rejoin) => rejoin,
-        None => e.lease_ttl.checked_add(e.retry_interval.checked_mul(2)?)?,
-    };
+    // Every duration is validated to at most a year: this cannot saturate.
+    let rejoin = e.effective_rejoin_delay();
     let latency = s.network.latency.1;
     let base = e
         .lease_ttl

@@ -103,9 +103,7 @@ fn span(rng: &mut ChaCha8Rng, low: Duration, high: Duration) -> Duration {
 fn boundaries(base: &Scenario) -> Vec<Duration> {
     let e = &base.election;
     let margin = e.effective_safety_margin();
-    let rejoin = e
-        .rejoin_delay
-        .unwrap_or_else(|| e.lease_ttl + e.retry_interval * 2);
+    let rejoin = e.effective_rejoin_delay();
     vec![
         e.lease_ttl.saturating_sub(margin),
         e.lease_ttl,

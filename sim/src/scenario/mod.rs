@@ -122,7 +122,12 @@ impl Election {
 
     /// The safety margin in effect (given or defaulted).
     pub fn effective_safety_margin(&self) -> Duration {
-        self.safety_margin.unwrap_or(self.lease_ttl / 10)
+        self.timings(0).effective_safety_margin()
+    }
+
+    /// The rejoin delay in effect (given or defaulted).
+    pub fn effective_rejoin_delay(&self) -> Duration {
+        self.timings(0).effective_rejoin_delay()
     }
 }
 
