@@ -404,19 +404,35 @@ fn a_thread_that_cannot_be_started_is_an_error_not_a_panic() {
         "sweep --seeds 400 --duration 10s --ttls 2s --renew-ratios 0.2",
     ] {
         let script = format!("ulimit -v 100000; exec '{bin}' {sub} --jobs 200");
-        let out = assert_cmd::Command::new("sh")
-            .args(["-c", &script])
-            .env("MALLOC_ARENA_MAX", "1")
-            .timeout(Duration::from_secs(60))
-            .output()
-            .expect("sh runs");
-        assert_finished_with(&out, 2);
-        let err = stderr(&out);
+        // Under an address-space limit a thread that did start may itself
+        // fail to map its signal stack, and Rust's runtime then aborts (134)
+        // before our code runs — about 1 run in 30 here, in the first release
+        // too. That race is the limit's, not the program's: try a few times,
+        // never accept a panic, and require the clean refusal.
+        let mut refused = None;
+        for _ in 0..5 {
+            let out = assert_cmd::Command::new("sh")
+                .args(["-c", &script])
+                .env("MALLOC_ARENA_MAX", "1")
+                .timeout(Duration::from_secs(60))
+                .output()
+                .expect("sh runs");
+            let err = stderr(&out);
+            assert!(!err.contains("panicked"), "{sub}: {err}");
+            match out.status.code() {
+                Some(2) => {
+                    refused = Some(err);
+                    break;
+                }
+                Some(134) | None => continue,
+                other => panic!("{sub}: exit {other:?}: {err}"),
+            }
+        }
+        let err = refused.unwrap_or_else(|| panic!("{sub}: never refused cleanly in 5 runs"));
         assert!(
             err.contains("cannot start worker thread") && err.contains("--jobs"),
             "{sub}: {err}"
         );
-        assert!(!err.contains("panicked"), "{sub}: {err}");
     }
 }
 
