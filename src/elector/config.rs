@@ -15,8 +15,9 @@ pub struct ElectorTimings {
     /// How often a leader renews, counted from the send time of its last
     /// successful renewal. Default 10 s.
     pub renew_interval: Duration,
-    /// How often a follower asks for the lease, and how long any request may
-    /// stay unanswered before it is abandoned and re-sent. Default 2 s.
+    /// How often a follower asks for the lease, and how long a request may
+    /// stay unanswered before it is re-sent (the first stays outstanding: its
+    /// late answer still counts while its validity lies ahead). Default 2 s.
     pub retry_interval: Duration,
     /// How much earlier than `lease_ttl` a leader gives up on its own, to
     /// absorb clock drift between it and the store. `None` means

@@ -39,8 +39,9 @@
 //!   lasts at least until `send time + lease_ttl` on the store's clock. The
 //!   leader stops at `send time + lease_ttl - safety_margin` on its own clock,
 //!   whatever else happens; the margin absorbs drift between the two clocks.
-//! * Responses are matched by request id. A stale response (an abandoned or
-//!   unknown id) is ignored entirely: it can neither extend nor end leadership.
+//! * Responses are matched by request id. A stale response (older than one
+//!   already applied, forgotten, or unknown) is ignored entirely: it can
+//!   neither extend nor end leadership.
 //! * A response carrying a token other than the one in hand ends the old term
 //!   ([`ElectorOutput::StopWork`] with the old token) before the new one starts:
 //!   there is never a moment with two live terms.
@@ -427,7 +428,7 @@ impl Elector {
     }
 
     /// Advances the elector to `now`: steps down on the local deadline, and
-    /// sends the request that is due (abandoning an unanswered one).
+    /// sends the request that is due (an unanswered one stays outstanding).
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.latest_now.observe(now);
         if self.phase == Phase::Idle {

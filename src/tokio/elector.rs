@@ -398,7 +398,7 @@ struct Driver<B, W> {
     state: watch::Sender<Leadership>,
     work: W,
     stop_timeout: Duration,
-    /// Lease requests in flight, the abandoned ones included. Each is bounded
+    /// Lease requests in flight, re-sent ones included. Each is bounded
     /// by the TTL, so there are at most `lease_ttl / retry_interval + 1`.
     requests: JoinSet<(RequestId, RequestOutcome)>,
     /// The request id of each request task, to fail it if the task panics.
