@@ -99,8 +99,22 @@ pub(crate) fn ms(t: u64) -> u64 {
 }
 
 /// `d` in humantime syntax (`1m 30s`), as scenario files write it.
+///
+/// From a day up it counts whole days (`400days 12h`), never months or
+/// years: humantime's month is 30.44 days, so `400d` would read back as
+/// `1year 1month 4days 7h 26m 24s` — confusing in a message about `400d`.
 pub(crate) fn human(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
+    const DAY: u64 = 86_400;
+    let days = d.as_secs() / DAY;
+    if days == 0 {
+        return humantime::format_duration(d).to_string();
+    }
+    let rest = d - Duration::from_secs(days * DAY);
+    if rest.is_zero() {
+        format!("{days}days")
+    } else {
+        format!("{days}days {}", humantime::format_duration(rest))
+    }
 }
 
 /// A nanosecond instant as seconds with milliseconds: `52.050s`.
@@ -116,6 +130,26 @@ pub(crate) fn secs_of_ms(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_durations_print_in_days_and_read_back() {
+        // Proves a limit message about `400d` says `400days`, not humantime's months and
+        // years, and that every printed duration parses back to itself.
+        let day = Duration::from_secs(86_400);
+        assert_eq!(human(day * 400), "400days");
+        assert_eq!(
+            human(day * 365 + Duration::from_secs(3_723)),
+            "365days 1h 2m 3s"
+        );
+        assert_eq!(human(Duration::from_millis(1_500)), "1s 500ms");
+        for d in [
+            day * 400,
+            day * 365 + Duration::from_millis(7),
+            Duration::from_secs(59),
+        ] {
+            assert_eq!(parse_duration(&human(d)), Ok(d));
+        }
+    }
 
     #[test]
     fn durations_parse_in_humantime_syntax_around_whitespace() {
