@@ -277,16 +277,12 @@ fn report_campaign(summary: &CampaignSummary, range: &SeedRange, jobs: usize, se
 /// How many seeds exercised each path worth exercising, and a warning for
 /// those none did (over 100 seeds or more).
 fn report_coverage(summary: &CampaignSummary) {
-    let c = &summary.seeds_covering;
-    eprintln!(
-        "coverage (seeds where it happened): stale write rejected {}, takeover during a pause {}, \
-         step-down on the local deadline {}, renewal lost {}, zombie incarnation fenced {}",
-        c.stale_write_rejected,
-        c.takeover_during_pause,
-        c.step_down_on_deadline,
-        c.renewal_lost,
-        c.zombie_fenced
-    );
+    let counts: Vec<String> = summary
+        .sometimes()
+        .iter()
+        .map(|(name, count)| format!("{name} {count}"))
+        .collect();
+    eprintln!("coverage (seeds where it happened): {}", counts.join(", "));
     let never = summary.never_exercised();
     if !never.is_empty() && summary.seeds >= 100 {
         eprintln!("warning: never exercised: {}", never.join(", "));

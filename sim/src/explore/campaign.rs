@@ -292,22 +292,29 @@ impl CampaignSummary {
         n.leader_abdicated += u64::from(c.leader_abdicated > 0);
     }
 
+    /// Each "sometimes" property with the number of seeds it happened in, in
+    /// a fixed order: the one list the summary prints and
+    /// [`never_exercised`](Self::never_exercised) checks.
+    pub fn sometimes(&self) -> [(&'static str, u64); 7] {
+        let n = &self.seeds_covering;
+        [
+            ("stale write rejected", n.stale_write_rejected),
+            ("takeover during a pause", n.takeover_during_pause),
+            ("step-down on the local deadline", n.step_down_on_deadline),
+            ("renewal lost", n.renewal_lost),
+            ("zombie incarnation fenced", n.zombie_fenced),
+            ("leader stopped gracefully", n.leader_stopped),
+            ("leader abdicated", n.leader_abdicated),
+        ]
+    }
+
     /// The "sometimes" properties no seed exercised: a campaign on the default
     /// mix where this is non-empty means the generator is too tame.
     pub fn never_exercised(&self) -> Vec<&'static str> {
-        let n = &self.seeds_covering;
-        [
-            (n.stale_write_rejected, "stale write rejected"),
-            (n.takeover_during_pause, "takeover during a pause"),
-            (n.step_down_on_deadline, "step-down on the local deadline"),
-            (n.renewal_lost, "renewal lost"),
-            (n.zombie_fenced, "zombie incarnation fenced"),
-            (n.leader_stopped, "leader stopped gracefully"),
-            (n.leader_abdicated, "leader abdicated"),
-        ]
-        .into_iter()
-        .filter(|(count, _)| *count == 0)
-        .map(|(_, name)| name)
-        .collect()
+        self.sometimes()
+            .into_iter()
+            .filter(|(_, count)| *count == 0)
+            .map(|(name, _)| name)
+            .collect()
     }
 }
