@@ -287,12 +287,13 @@ fn fleet(c: &mut Criterion) {
     for nodes in [5usize, 50, 500] {
         let scenario =
             fenced_sim::file::load(Path::new(&scenario_path(nodes))).expect("shipped scenario");
-        let mut probe = Simulation::new(&scenario, RunOptions::default()).expect("valid");
+        let mut probe = Simulation::from_scenario(&scenario, RunOptions::default()).expect("valid");
         probe.run_to_end();
         group.throughput(Throughput::Elements(probe.events()));
         group.bench_with_input(BenchmarkId::new("fenced-sim", nodes), &nodes, |b, _| {
             b.iter(|| {
-                let mut sim = Simulation::new(&scenario, RunOptions::default()).expect("valid");
+                let mut sim =
+                    Simulation::from_scenario(&scenario, RunOptions::default()).expect("valid");
                 sim.run_to_end();
                 sim.events()
             })

@@ -8,6 +8,8 @@
 
 use fenced::Instant;
 
+use crate::time::SimTime;
+
 /// Added to every local clock so that offsets down to minus ten days stay
 /// representable as unsigned instants.
 pub(crate) const EPOCH_NANOS: i128 = 10 * 24 * 3_600 * 1_000_000_000;
@@ -17,6 +19,20 @@ const BILLION: i128 = 1_000_000_000;
 pub const MAX_CLOCK_OFFSET_NANOS: i64 = 24 * 3_600 * 1_000_000_000;
 /// The largest drift magnitude accepted (a clock 50% fast or slow).
 pub const MAX_CLOCK_DRIFT: f64 = 0.5;
+
+/// What a server host's clock reads at true time `t`: servers run no clock
+/// faults and no epoch, so their readings are true time's nanoseconds.
+#[inline]
+pub(crate) fn server_local(t: SimTime) -> Instant {
+    Instant::from_nanos(t.as_nanos())
+}
+
+/// The true time at which a server's clock reads `local` (the inverse of
+/// [`server_local`]).
+#[inline]
+pub(crate) fn server_true_time(local: Instant) -> SimTime {
+    SimTime::from_nanos(local.as_nanos())
+}
 
 /// One host's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +62,12 @@ impl HostClock {
 
     /// The host's reading at true time `t`.
     #[inline]
-    pub(crate) fn local(self, t: u64) -> Instant {
+    pub(crate) fn local(self, t: SimTime) -> Instant {
+        self.local_nanos(t.as_nanos())
+    }
+
+    #[inline]
+    fn local_nanos(self, t: u64) -> Instant {
         if self.drift_ppb == 0 {
             // The common case, without 128-bit division.
             let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
@@ -63,8 +84,13 @@ impl HostClock {
     /// The earliest true time at which the host's clock reads at least
     /// `local`, and never earlier than `not_before`.
     #[inline]
-    pub(crate) fn true_time_at(self, local: Instant, not_before: u64) -> u64 {
-        if self.local(not_before) >= local {
+    pub(crate) fn true_time_at(self, local: Instant, not_before: SimTime) -> SimTime {
+        SimTime::from_nanos(self.true_nanos_at(local, not_before.as_nanos()))
+    }
+
+    #[inline]
+    fn true_nanos_at(self, local: Instant, not_before: u64) -> u64 {
+        if self.local_nanos(not_before) >= local {
             return not_before;
         }
         let target = i128::from(local.as_nanos()) - i128::from(self.offset_nanos) - EPOCH_NANOS;
@@ -76,10 +102,10 @@ impl HostClock {
         let mut t = (target * BILLION + rate - 1).div_euclid(rate);
         t = t.max(i128::from(not_before));
         let mut t = u64::try_from(t).unwrap_or(u64::MAX);
-        while t < u64::MAX && self.local(t) < local {
+        while t < u64::MAX && self.local_nanos(t) < local {
             t += 1;
         }
-        while t > not_before && self.local(t - 1) >= local {
+        while t > not_before && self.local_nanos(t - 1) >= local {
             t -= 1;
         }
         t
@@ -94,8 +120,11 @@ mod tests {
     fn true_clock_is_the_epoch_plus_true_time() {
         let c = HostClock::TRUE;
         let t = 5_000_000_000;
-        assert_eq!(c.local(t).as_nanos() as i128, EPOCH_NANOS + 5_000_000_000);
-        assert_eq!(c.true_time_at(c.local(t), 0), t);
+        assert_eq!(
+            c.local_nanos(t).as_nanos() as i128,
+            EPOCH_NANOS + 5_000_000_000
+        );
+        assert_eq!(c.true_nanos_at(c.local_nanos(t), 0), t);
     }
 
     #[test]
@@ -103,11 +132,11 @@ mod tests {
         for (offset, drift) in [(0, 0.01), (-3_000_000_000, -0.2), (7, 0.333_333), (1, -0.5)] {
             let c = HostClock::new(offset, drift);
             for t in [0u64, 1, 999, 1_234_567_891, 3_600_000_000_000] {
-                let local = c.local(t);
-                let back = c.true_time_at(local, 0);
-                assert!(c.local(back) >= local);
+                let local = c.local_nanos(t);
+                let back = c.true_nanos_at(local, 0);
+                assert!(c.local_nanos(back) >= local);
                 assert!(
-                    back == 0 || c.local(back - 1) < local,
+                    back == 0 || c.local_nanos(back - 1) < local,
                     "{offset} {drift} {t}"
                 );
                 assert!(back <= t);
@@ -116,9 +145,19 @@ mod tests {
     }
 
     #[test]
+    fn the_typed_api_agrees_with_nanoseconds() {
+        let c = HostClock::new(-2_000, 0.25);
+        let t = SimTime::from_nanos(8_000_000_000);
+        assert_eq!(c.local(t), c.local_nanos(t.as_nanos()));
+        let back = c.true_time_at(c.local(t), SimTime::ZERO);
+        assert_eq!(back.as_nanos(), c.true_nanos_at(c.local(t), 0));
+        assert_eq!(c.true_time_at(c.local(t), SimTime::MAX), SimTime::MAX);
+    }
+
+    #[test]
     fn a_fast_clock_reaches_a_reading_sooner() {
         let fast = HostClock::new(0, 0.1);
-        let target = HostClock::TRUE.local(11_000_000_000);
-        assert_eq!(fast.true_time_at(target, 0), 10_000_000_000);
+        let target = HostClock::TRUE.local_nanos(11_000_000_000);
+        assert_eq!(fast.true_nanos_at(target, 0), 10_000_000_000);
     }
 }

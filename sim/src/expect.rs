@@ -12,8 +12,8 @@ pub(crate) fn evaluate(
     expect: &Expectations,
     report: &Report,
     split_brain_violations: u64,
-    max_failover_ns: u64,
-    overlap_ns: u64,
+    max_failover: Duration,
+    overlap: Duration,
     leader_at_end: bool,
 ) -> ExpectOutcome {
     let mut unmet = Vec::new();
@@ -50,7 +50,7 @@ pub(crate) fn evaluate(
         }
     }
     if let Some(max) = expect.max_failover {
-        let worst = Duration::from_nanos(max_failover_ns);
+        let worst = max_failover;
         if worst > max {
             unmet.push(format!(
                 "max_failover: expected every failover within {}, the longest took {}",
@@ -83,7 +83,6 @@ pub(crate) fn evaluate(
             ));
         }
     }
-    let overlap = Duration::from_nanos(overlap_ns);
     if let Some(max) = expect.max_overlap {
         if overlap > max {
             unmet.push(format!(

@@ -42,6 +42,7 @@ mod sim;
 pub mod summary;
 pub mod svg;
 pub mod sweep;
+pub mod time;
 pub mod timeline;
 pub mod to_toml;
 mod trace;
@@ -55,6 +56,6 @@ pub use report::Report;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, DurationRange, Election, Expectations, FaultSpec, Membership, Network, NodeSpec,
-    RecurringKind, Scenario, ScenarioError, Work, DOWNSTREAM, LEASE_STORE,
+    RecurringKind, Scenario, ScenarioError, ValidScenario, Work, DOWNSTREAM, LEASE_STORE,
 };
 pub use sim::{RunOptions, Simulation};

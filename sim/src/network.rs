@@ -8,10 +8,12 @@
 //! and the link comes back when the last one heals.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
 
 use crate::rng::{uniform_inclusive, unit_f64};
+use crate::time::span_nanos;
 
 /// The lease store's endpoint.
 pub(crate) const STORE_ENDPOINT: u16 = 0;
@@ -29,10 +31,10 @@ pub(crate) const BRIDGE: u16 = u16::MAX;
 pub(crate) enum Transit {
     /// Dropped at random.
     Lost,
-    /// Delivered once after the latency (ns).
-    Once(u64),
-    /// Delivered twice, after each latency (ns).
-    Twice(u64, u64),
+    /// Delivered once after the latency.
+    Once(Duration),
+    /// Delivered twice, after each latency.
+    Twice(Duration, Duration),
 }
 
 #[derive(Debug)]
@@ -51,14 +53,14 @@ pub(crate) struct Network {
 impl Network {
     pub(crate) fn new(
         endpoints: usize,
-        latency: (u64, u64),
+        latency: (Duration, Duration),
         loss: f64,
         duplicate: f64,
         rng: ChaCha8Rng,
     ) -> Self {
         Network {
-            latency_min: latency.0,
-            latency_max: latency.1,
+            latency_min: span_nanos(latency.0),
+            latency_max: span_nanos(latency.1),
             loss,
             duplicate,
             rng,
@@ -97,8 +99,12 @@ impl Network {
     }
 
     #[inline]
-    fn latency(&mut self) -> u64 {
-        uniform_inclusive(&mut self.rng, self.latency_min, self.latency_max)
+    fn latency(&mut self) -> Duration {
+        Duration::from_nanos(uniform_inclusive(
+            &mut self.rng,
+            self.latency_min,
+            self.latency_max,
+        ))
     }
 
     pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
@@ -139,8 +145,18 @@ mod tests {
     use super::*;
     use crate::rng::SeedDeriver;
 
+    fn ns(n: u64) -> Duration {
+        Duration::from_nanos(n)
+    }
+
     fn net() -> Network {
-        Network::new(4, (1, 5), 0.0, 0.0, SeedDeriver::new(1, "net").rng())
+        Network::new(
+            4,
+            (ns(1), ns(5)),
+            0.0,
+            0.0,
+            SeedDeriver::new(1, "net").rng(),
+        )
     }
 
     #[test]
@@ -183,11 +199,11 @@ mod tests {
         let mut n = net();
         for _ in 0..1000 {
             match n.transit() {
-                Transit::Once(l) => assert!((1..=5).contains(&l)),
+                Transit::Once(l) => assert!((ns(1)..=ns(5)).contains(&l)),
                 other => panic!("{other:?}"),
             }
         }
-        let mut lossy = Network::new(2, (1, 1), 1.0, 0.0, SeedDeriver::new(1, "n").rng());
+        let mut lossy = Network::new(2, (ns(1), ns(1)), 1.0, 0.0, SeedDeriver::new(1, "n").rng());
         assert_eq!(lossy.transit(), Transit::Lost);
     }
 }

@@ -12,37 +12,11 @@
 //! joining the live set) without being a line of the trace, so that the trace
 //! and its hash stay what they were before the stream existed.
 
-use std::time::Duration;
-
+pub use crate::time::SimTime;
 use fenced::{
     FencingToken, Instant, LeaseResult, NodeId, OwnerId, ResponseDisposition, StepDownReason,
     WriteOutcome,
 };
-
-/// True (simulation) time: nanoseconds since the run began, on the global
-/// clock no host can read. Hosts read their own clocks ([`Instant`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SimTime(u64);
-
-impl SimTime {
-    /// The start of every run.
-    pub const ZERO: SimTime = SimTime(0);
-
-    /// `nanos` nanoseconds after the start.
-    pub const fn from_nanos(nanos: u64) -> Self {
-        SimTime(nanos)
-    }
-
-    /// Nanoseconds since the start.
-    pub const fn as_nanos(self) -> u64 {
-        self.0
-    }
-
-    /// The span since the start.
-    pub const fn since_start(self) -> Duration {
-        Duration::from_nanos(self.0)
-    }
-}
 
 /// A process slot of the engine: one node's lives reuse the node's slots.
 /// With its incarnation it names one life.

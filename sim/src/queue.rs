@@ -10,6 +10,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::time::SimTime;
+
 /// Bits of a key that hold the slot index: at most 2^24 (16.7 M) pending
 /// events, a limit no realistic run approaches (a 500-node fleet keeps about
 /// two thousand).
@@ -51,7 +53,7 @@ impl<E> EventQueue<E> {
     /// If [`MAX_PENDING`] events are already pending, or after 2^40 pushes —
     /// bounds a simulation reaches only through a bug.
     #[inline]
-    pub(crate) fn push(&mut self, time: u64, event: E) {
+    pub(crate) fn push(&mut self, time: SimTime, event: E) {
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(event);
@@ -69,24 +71,27 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         assert!(seq < 1 << 40, "more than 2^40 events scheduled");
-        let key = (u128::from(time) << 64) | (u128::from(seq) << SLOT_BITS) | u128::from(slot);
+        let key =
+            (u128::from(time.as_nanos()) << 64) | (u128::from(seq) << SLOT_BITS) | u128::from(slot);
         self.heap.push(Reverse(key));
     }
 
     /// The time of the earliest event, if any.
     #[inline]
-    pub(crate) fn peek_time(&self) -> Option<u64> {
-        self.heap.peek().map(|Reverse(key)| (key >> 64) as u64)
+    pub(crate) fn peek_time(&self) -> Option<SimTime> {
+        self.heap
+            .peek()
+            .map(|Reverse(key)| SimTime::from_nanos((key >> 64) as u64))
     }
 
     /// Removes and returns the earliest event with its time.
     #[inline]
-    pub(crate) fn pop(&mut self) -> Option<(u64, E)> {
+    pub(crate) fn pop(&mut self) -> Option<(SimTime, E)> {
         let Reverse(key) = self.heap.pop()?;
         let slot = (key & SLOT_MASK) as u32;
         let event = self.slots[slot as usize].take();
         self.free.push(slot);
-        event.map(|e| ((key >> 64) as u64, e))
+        event.map(|e| (SimTime::from_nanos((key >> 64) as u64), e))
     }
 
     /// How many events are pending.
@@ -108,11 +113,14 @@ mod tests {
     #[test]
     fn pops_by_time_then_insertion_order() {
         let mut q = EventQueue::new();
-        q.push(5, "c");
-        q.push(1, "a");
-        q.push(5, "d");
-        q.push(1, "b");
-        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let t = SimTime::from_nanos;
+        q.push(t(5), "c");
+        q.push(t(1), "a");
+        q.push(t(5), "d");
+        q.push(t(1), "b");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop())
+            .map(|(time, e)| (time.as_nanos(), e))
+            .collect();
         assert_eq!(order, vec![(1, "a"), (1, "b"), (5, "c"), (5, "d")]);
         assert_eq!(q.len(), 0);
     }
@@ -128,15 +136,15 @@ mod tests {
         for _ in 0..20_000 {
             if uniform_inclusive(&mut rng, 0, 2) > 0 || model.is_empty() {
                 let time = now + uniform_inclusive(&mut rng, 0, 1_000_000_000);
-                q.push(time, id);
+                q.push(SimTime::from_nanos(time), id);
                 model.push((time, id));
                 id += 1;
             } else {
                 // The model's minimum by (time, insertion order).
                 let (i, _) = model.iter().enumerate().min_by_key(|(_, e)| **e).unwrap();
                 let expected = model.remove(i);
-                assert_eq!(q.peek_time(), Some(expected.0));
-                assert_eq!(q.pop(), Some(expected));
+                assert_eq!(q.peek_time(), Some(SimTime::from_nanos(expected.0)));
+                assert_eq!(q.pop(), Some((SimTime::from_nanos(expected.0), expected.1)));
                 now = expected.0;
             }
             assert_eq!(q.len(), model.len());
@@ -147,8 +155,8 @@ mod tests {
     fn slots_are_reused() {
         let mut q = EventQueue::new();
         for round in 0..100u64 {
-            q.push(round, round);
-            q.push(round, round);
+            q.push(SimTime::from_nanos(round), round);
+            q.push(SimTime::from_nanos(round), round);
             q.pop();
             q.pop();
         }

@@ -6,6 +6,8 @@
 //! consumer's *name* — not of its position in a list — so adding a host or a
 //! fault never reshuffles the randomness the others see.
 
+use std::time::Duration;
+
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -86,6 +88,12 @@ pub(crate) fn exponential_nanos(rng: &mut ChaCha8Rng, mean_nanos: u64) -> u64 {
     } else {
         1
     }
+}
+
+/// A gap drawn from the exponential distribution of mean `mean` (at least
+/// one nanosecond): the time to a recurring fault's next occurrence.
+pub(crate) fn exponential(rng: &mut ChaCha8Rng, mean: Duration) -> Duration {
+    Duration::from_nanos(exponential_nanos(rng, crate::time::span_nanos(mean)))
 }
 
 #[cfg(test)]

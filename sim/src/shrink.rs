@@ -106,11 +106,9 @@ impl Shrinker<'_> {
     /// Runs `candidate` whatever the budget (counted all the same) and
     /// returns its first violation of the target invariant.
     fn run(&mut self, candidate: &Scenario) -> Option<Violation> {
-        if candidate.validate().is_err() {
-            return None;
-        }
+        let valid = candidate.validated().ok()?;
         self.runs += 1;
-        let mut sim = Simulation::new(candidate, self.options.clone()).ok()?;
+        let mut sim = Simulation::new(&valid, self.options.clone()).ok()?;
         sim.run_to_end();
         sim.report()
             .violations
@@ -302,7 +300,8 @@ pub fn shrink(
     options: &RunOptions,
     budget: u64,
 ) -> Result<Shrunk, ShrinkError> {
-    let mut sim = Simulation::new(scenario, options.clone()).map_err(ShrinkError::Invalid)?;
+    let mut sim =
+        Simulation::from_scenario(scenario, options.clone()).map_err(ShrinkError::Invalid)?;
     sim.record_recurring_faults();
     sim.run_to_end();
     let report = sim.report();

@@ -1,6 +1,6 @@
 //! What happened when, for pictures: who held the lease at the store (truth),
 //! which faults were active on which host, which writes landed, the live
-//! membership count. Who *believed* it led is in the report's terms.
+//! membership count — and, from the checker, who *believed* it led.
 //!
 //! Recording is opt-in ([`Simulation::record_timeline`](crate::Simulation::record_timeline)) because it grows with the
 //! run; the engine's own state does not. Lists are capped at
@@ -88,6 +88,38 @@ pub struct Mark {
     pub token: u64,
 }
 
+/// A leadership term as its process believed it, in true-time nanoseconds
+/// (the checker's [`BeliefTerm`](crate::checker::BeliefTerm); the report
+/// lists the same terms in milliseconds).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Belief {
+    /// The believer (owner identity).
+    pub owner: String,
+    /// Its node.
+    pub node: String,
+    /// The term's token.
+    pub token: u64,
+    /// When it began to believe it led.
+    pub start_ns: u64,
+    /// When it stopped (the record's end if it still believed it).
+    pub end_ns: u64,
+    /// Why it ended (the report's `end_reason`).
+    pub end_reason: String,
+}
+
+impl From<&crate::checker::BeliefTerm> for Belief {
+    fn from(term: &crate::checker::BeliefTerm) -> Self {
+        Belief {
+            owner: term.owner.clone(),
+            node: term.node.clone(),
+            token: term.token.get(),
+            start_ns: term.start.as_nanos(),
+            end_ns: term.end.as_nanos(),
+            end_reason: term.end_reason.to_string(),
+        }
+    }
+}
+
 /// Everything a picture of the run needs besides the report.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
@@ -99,6 +131,15 @@ pub struct Timeline {
     pub heal_ns: Option<u64>,
     /// Leases as the store held them.
     pub truth: Vec<Holding>,
+    /// Terms as the processes believed them (at most
+    /// [`MAX_TERMS_LISTED`](crate::report::MAX_TERMS_LISTED), like the
+    /// report's).
+    #[serde(default)]
+    pub beliefs: Vec<Belief>,
+    /// How long two or more processes believed they led (the report's
+    /// `overlap_ms`, in nanoseconds).
+    #[serde(default)]
+    pub overlap_ns: u64,
     /// Pauses, isolations, cuts and partitions, per affected host.
     pub faults: Vec<Span>,
     /// Process crashes.

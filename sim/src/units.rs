@@ -10,6 +10,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::time::Nanos;
+
 /// Why a text is not a duration (see [`parse_duration`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DurationError {
@@ -88,14 +90,10 @@ pub(crate) fn parse_signed_duration(text: &str) -> Result<(bool, Duration), Stri
     Ok((negative, size))
 }
 
-/// Whole nanoseconds of `d`, saturating at `u64::MAX`.
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Whole milliseconds of a nanosecond instant (rounded down).
-pub(crate) fn ms(t: u64) -> u64 {
-    t / 1_000_000
+/// Whole milliseconds of an instant or a span (rounded down): the unit of
+/// the JSON report.
+pub(crate) fn ms(t: impl Nanos) -> u64 {
+    t.nanos() / 1_000_000
 }
 
 /// `d` in humantime syntax (`1m 30s`), as scenario files write it.
@@ -117,8 +115,8 @@ pub(crate) fn human(d: Duration) -> String {
     }
 }
 
-/// A nanosecond instant as seconds with milliseconds: `52.050s`.
-pub(crate) fn secs(t: u64) -> String {
+/// An instant or a span as seconds with milliseconds: `52.050s`.
+pub(crate) fn secs(t: impl Nanos) -> String {
     secs_of_ms(ms(t))
 }
 

@@ -165,7 +165,7 @@ fn a_shrunk_schedule_is_standalone_and_still_breaks_the_same_invariant() {
         .all(|f| !matches!(f, FaultSpec::Recurring { .. })));
     let text = fenced_sim::to_toml::to_toml(&shrunk.scenario);
     let reloaded = fenced_sim::file::parse(&text, std::path::Path::new("shrunk.toml")).unwrap();
-    let mut sim = Simulation::new(&reloaded, RunOptions::default()).unwrap();
+    let mut sim = Simulation::from_scenario(&reloaded, RunOptions::default()).unwrap();
     sim.run_to_end();
     let report = sim.report();
     assert!(report.split_brain);

@@ -218,7 +218,7 @@ fn heavy_loss_and_duplication_break_no_invariant() {
 fn a_simulation_can_be_scripted_step_by_step() {
     // Proves the library API: run to a time, add a fault mid-run, run until quiescent, and read the report at any point.
     let scenario = trio("scripted", secs(600));
-    let mut sim = Simulation::new(&scenario, RunOptions::default()).unwrap();
+    let mut sim = Simulation::from_scenario(&scenario, RunOptions::default()).unwrap();
     sim.run_until(secs(20));
     assert_eq!(sim.now(), secs(20));
     let early = sim.report();
@@ -262,7 +262,7 @@ fn memory_stays_bounded_by_hosts_not_by_run_length() {
                 high: secs(60),
             },
         });
-        let mut sim = Simulation::new(&scenario, RunOptions::default()).unwrap();
+        let mut sim = Simulation::from_scenario(&scenario, RunOptions::default()).unwrap();
         let mut peak = 0;
         for minute in 1..=hours * 60 {
             sim.run_until(secs(minute * 60));

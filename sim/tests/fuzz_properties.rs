@@ -220,7 +220,7 @@ proptest! {
         // The strategy only builds valid scenarios; a rejected one is a bug
         // in `build`, not a case to skip.
         prop_assert_eq!(scenario.validate(), Ok(()));
-        let mut sim = Simulation::new(&scenario, RunOptions::default()).unwrap();
+        let mut sim = Simulation::from_scenario(&scenario, RunOptions::default()).unwrap();
         sim.run_to_end();
         let report = sim.report();
         prop_assert!(
@@ -254,7 +254,7 @@ fn the_fuzzer_finds_a_planted_bug_and_proptest_shrinks_it_to_a_small_schedule() 
     let result = runner.run(&case(), |case| {
         let scenario = build(&case);
         prop_assert_eq!(scenario.validate(), Ok(()));
-        let mut sim = Simulation::new(&scenario, options.clone()).unwrap();
+        let mut sim = Simulation::from_scenario(&scenario, options.clone()).unwrap();
         sim.run_to_end();
         prop_assert!(sim.report().violations.is_empty());
         Ok(())

@@ -24,7 +24,8 @@ fn recorded(name: &str) -> (Scenario, Report, Timeline) {
 }
 
 fn record(scenario: &Scenario) -> (Scenario, Report, Timeline) {
-    let mut sim = Simulation::new(scenario, RunOptions::default()).expect("a valid scenario");
+    let mut sim =
+        Simulation::from_scenario(scenario, RunOptions::default()).expect("a valid scenario");
     sim.record_timeline();
     sim.run_to_end();
     let timeline = sim.timeline().expect("recorded");
@@ -259,7 +260,7 @@ fn long_run() -> Scenario {
 #[test]
 fn long_runs_zoom_on_what_happened() {
     let (scenario, report, timeline) = record(&long_run());
-    let (from, to) = auto_window(&scenario, &report, &timeline).expect("a long run zooms");
+    let (from, to) = auto_window(&scenario, &timeline).expect("a long run zooms");
     // The pause starts at 12m; the margin is one lease TTL (30 s).
     assert_eq!(from, 690_000_000_000);
     assert!(to > 765_000_000_000 && to < 900_000_000_000, "{to}");
@@ -272,8 +273,8 @@ fn long_runs_zoom_on_what_happened() {
     );
     assert!(text_of(&doc).contains("auto-zoom"));
     // A short run is drawn whole.
-    let (scenario, report, timeline) = recorded("gc-pause-fenced");
-    assert_eq!(auto_window(&scenario, &report, &timeline), None);
+    let (scenario, _, timeline) = recorded("gc-pause-fenced");
+    assert_eq!(auto_window(&scenario, &timeline), None);
 }
 
 #[test]

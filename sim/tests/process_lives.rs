@@ -114,7 +114,7 @@ fn node_ids_too_long_for_an_owner_id_are_refused_not_renamed() {
     // and the limit — it used to be renamed `n0#1` and collide with a node really named `n0`.
     let long = "x".repeat(MAX_NODE_ID_LEN + 1);
     let scenario = Scenario::new("long-id", secs(60)).with_nodes([long.as_str(), "n0"]);
-    let err = Simulation::new(&scenario, RunOptions::default()).unwrap_err();
+    let err = Simulation::from_scenario(&scenario, RunOptions::default()).unwrap_err();
     assert_eq!(err.key, "node[0].id");
     assert!(
         err.message

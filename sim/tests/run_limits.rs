@@ -9,7 +9,7 @@ use fenced_sim::limits::{DEFAULT_MAX_EVENTS, MAX_DEFERRED_MESSAGES, MAX_EVENTS_L
 use fenced_sim::{FaultSpec, Halt, RunOptions, Scenario, Simulation};
 
 fn error_of(scenario: &Scenario, options: RunOptions) -> fenced_sim::ScenarioError {
-    Simulation::new(scenario, options).expect_err("refused")
+    Simulation::from_scenario(scenario, options).expect_err("refused")
 }
 
 #[test]
@@ -34,7 +34,7 @@ fn the_event_budget_halts_a_run_cleanly() {
     let scenario = trio("budget", secs(120));
     let mut options = RunOptions::with_seed(Some(1));
     options.max_events = Some(800);
-    let mut sim = Simulation::new(&scenario, options).expect("valid");
+    let mut sim = Simulation::from_scenario(&scenario, options).expect("valid");
     sim.run_to_end();
     let Some(Halt::EventBudget { max_events, at, .. }) = sim.halted().cloned() else {
         panic!("expected an event-budget halt, got {:?}", sim.halted());
@@ -150,7 +150,7 @@ fn a_network_too_slow_to_elect_anyone_is_refused_and_a_slow_one_warned() {
     assert_eq!(err.key, "network.latency");
     assert!(err.message.contains("no node could ever lead"), "{err}");
     scenario.network.latency = (secs(1), secs(14));
-    assert!(Simulation::new(&scenario, RunOptions::default()).is_ok());
+    assert!(Simulation::from_scenario(&scenario, RunOptions::default()).is_ok());
     let warnings = scenario.warnings();
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].key, "network.latency");

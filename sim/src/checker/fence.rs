@@ -4,7 +4,7 @@
 use fenced::{FencingToken, OwnerId, WriteOutcome};
 
 use super::Checker;
-use crate::observation::ProcessRef;
+use crate::observation::{ProcessRef, SimTime};
 use crate::report::{Failover, Invariant, MAX_TERMS_LISTED};
 use crate::units::{ms, secs};
 
@@ -14,13 +14,13 @@ pub(super) struct FenceView {
     pub(super) token: u64,
     owner: OwnerId,
     node_name: String,
-    first_accept_at: u64,
-    pub(super) last_accept_at: u64,
+    first_accept_at: SimTime,
+    pub(super) last_accept_at: SimTime,
 }
 
 impl FenceView {
     /// The fence after the first accepted write of term `token` by `who`.
-    fn first_write(now: u64, who: ProcessRef<'_>, token: u64) -> Self {
+    fn first_write(now: SimTime, who: ProcessRef<'_>, token: u64) -> Self {
         FenceView {
             token,
             owner: who.owner.clone(),
@@ -35,7 +35,7 @@ impl Checker {
     /// The downstream handled a write.
     pub(super) fn on_write(
         &mut self,
-        now: u64,
+        now: SimTime,
         who: ProcessRef<'_>,
         token: FencingToken,
         unit: u64,
@@ -64,7 +64,7 @@ impl Checker {
         }
     }
 
-    fn on_accepted(&mut self, now: u64, who: ProcessRef<'_>, token: u64, unit: u64) {
+    fn on_accepted(&mut self, now: SimTime, who: ProcessRef<'_>, token: u64, unit: u64) {
         self.writes.accepted += 1;
         let Some(fence) = self.fence.as_mut() else {
             self.fence = Some(FenceView::first_write(now, who, token));
@@ -72,8 +72,8 @@ impl Checker {
         };
         if token > fence.token {
             if fence.owner != *who.owner {
-                let gap = now.saturating_sub(fence.last_accept_at);
-                self.max_failover_ns = self.max_failover_ns.max(gap);
+                let gap = now.saturating_since(fence.last_accept_at);
+                self.max_failover = self.max_failover.max(gap);
                 if self.failovers.len() < MAX_TERMS_LISTED {
                     self.failovers.push(Failover {
                         from: fence.node_name.clone(),

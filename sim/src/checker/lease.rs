@@ -4,7 +4,8 @@
 use fenced::{FencingToken, LeaseResult, OwnerId};
 
 use super::Checker;
-use crate::observation::{ProcessId, ProcessRef};
+use crate::clock::server_true_time;
+use crate::observation::{ProcessId, ProcessRef, SimTime};
 use crate::report::Invariant;
 use crate::units::secs;
 
@@ -14,8 +15,8 @@ pub(super) struct LeaseView {
     owner: OwnerId,
     pid: ProcessId,
     token: u64,
-    expires_at: u64,
-    granted_at: u64,
+    expires_at: SimTime,
+    granted_at: SimTime,
 }
 
 impl Checker {
@@ -35,7 +36,12 @@ impl Checker {
     }
 
     /// The lease store answered `who`'s request at store time `now`.
-    pub(super) fn on_lease_result(&mut self, now: u64, who: ProcessRef<'_>, result: &LeaseResult) {
+    pub(super) fn on_lease_result(
+        &mut self,
+        now: SimTime,
+        who: ProcessRef<'_>,
+        result: &LeaseResult,
+    ) {
         match result {
             LeaseResult::Granted { token, expires_at } => {
                 // Coverage: a new term while the previous holder is frozen.
@@ -75,7 +81,7 @@ impl Checker {
                     owner: who.owner.clone(),
                     pid: who.id,
                     token,
-                    expires_at: expires_at.as_nanos(),
+                    expires_at: server_true_time(*expires_at),
                     granted_at: now,
                 });
             }
@@ -87,7 +93,7 @@ impl Checker {
                     .as_mut()
                     .filter(|v| v.owner == *who.owner && now < v.expires_at && v.token == token)
                 {
-                    view.expires_at = expires_at.as_nanos();
+                    view.expires_at = server_true_time(*expires_at);
                     return;
                 }
                 match self.lease.as_ref() {
@@ -125,7 +131,7 @@ impl Checker {
                     owner: who.owner.clone(),
                     pid: who.id,
                     token,
-                    expires_at: expires_at.as_nanos(),
+                    expires_at: server_true_time(*expires_at),
                     granted_at,
                 });
             }

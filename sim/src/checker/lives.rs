@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, VecDeque};
 
 use fenced::{FencingToken, Instant, OwnerId, ResponseDisposition, StepDownReason};
 
+use super::BeliefTerm;
 use super::Checker;
-use crate::observation::{HostRef, ProcessId, ProcessRef};
-use crate::report::{Invariant, Term, MAX_TERMS_LISTED, RUN_ENDED};
-use crate::units::{ms, nanos, secs};
+use crate::observation::{HostRef, ProcessId, ProcessRef, SimTime};
+use crate::report::{Invariant, MAX_TERMS_LISTED, RUN_ENDED};
+use crate::units::secs;
 
 /// Why a process stopped believing it leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,11 +40,11 @@ impl TermEnd<'_> {
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Disturbance {
     active: u32,
-    last: Option<u64>,
+    last: Option<SimTime>,
 }
 
 impl Disturbance {
-    fn change(&mut self, now: u64, start: bool) {
+    fn change(&mut self, now: SimTime, start: bool) {
         if start {
             self.active += 1;
         } else {
@@ -52,7 +53,7 @@ impl Disturbance {
         self.last = Some(now);
     }
 
-    fn quiet_since(&self, since: u64) -> bool {
+    fn quiet_since(&self, since: SimTime) -> bool {
         self.active == 0 && self.last.is_none_or(|t| t < since)
     }
 }
@@ -72,7 +73,7 @@ struct Life {
     incarnation: u32,
     alive: bool,
     pause_depth: u32,
-    last_paused_at: Option<u64>,
+    last_paused_at: Option<SimTime>,
     term: Option<OpenTerm>,
     /// Requests sent and not yet answered, with their local send times.
     sent: VecDeque<(u64, Instant)>,
@@ -173,7 +174,7 @@ impl Lives {
 
 impl Checker {
     /// A process of `p.node` started with owner id `p.owner`.
-    pub(super) fn on_process_started(&mut self, now: u64, p: ProcessRef<'_>) {
+    pub(super) fn on_process_started(&mut self, now: SimTime, p: ProcessRef<'_>) {
         if !self.lives.started {
             self.lives.started = true;
             self.last_belief_change = now;
@@ -207,7 +208,7 @@ impl Checker {
     }
 
     /// A process died: its term (if any) ends with it.
-    pub(super) fn on_process_crashed(&mut self, now: u64, p: ProcessRef<'_>) {
+    pub(super) fn on_process_crashed(&mut self, now: SimTime, p: ProcessRef<'_>) {
         if self.lives.believes(p.id).is_some() {
             self.on_term_end(now, p.id, TermEnd::Crash);
         }
@@ -221,7 +222,7 @@ impl Checker {
     }
 
     /// A pause of `host` began (`start`) or ended, `depth` now in effect.
-    pub(super) fn on_paused(&mut self, now: u64, host: HostRef<'_>, depth: u32, start: bool) {
+    pub(super) fn on_paused(&mut self, now: SimTime, host: HostRef<'_>, depth: u32, start: bool) {
         match host {
             HostRef::LeaseStore => {
                 self.store_pause_depth = depth;
@@ -238,7 +239,7 @@ impl Checker {
     }
 
     /// A network fault touching `host` began or ended.
-    pub(super) fn disturb(&mut self, now: u64, host: HostRef<'_>, start: bool) {
+    pub(super) fn disturb(&mut self, now: SimTime, host: HostRef<'_>, start: bool) {
         match host {
             HostRef::LeaseStore => self.store.change(now, start),
             HostRef::Node(node) => self.lives.node(node.index).1.change(now, start),
@@ -249,8 +250,8 @@ impl Checker {
 
     /// Whether no fault touched the process, its node's links, or the lease
     /// store within one lease TTL: a term lost then is a spurious failover.
-    fn healthy(&self, now: u64, pid: ProcessId) -> bool {
-        let since = now.saturating_sub(nanos(self.settings.lease_ttl));
+    fn healthy(&self, now: SimTime, pid: ProcessId) -> bool {
+        let since = now.saturating_sub(self.settings.lease_ttl);
         let Some(life) = self.lives.life(pid) else {
             return false;
         };
@@ -266,30 +267,30 @@ impl Checker {
             && self.store_pause_depth == 0
     }
 
-    fn belief_change(&mut self, now: u64) {
-        let elapsed = now.saturating_sub(self.last_belief_change);
+    fn belief_change(&mut self, now: SimTime) {
+        let elapsed = now.saturating_since(self.last_belief_change);
         if self.believers >= 2 {
-            self.overlap_ns += elapsed;
+            self.overlap += elapsed;
         } else if self.believers == 0 && self.lives.started {
             // Leaderless counts from the first process start: the initial
             // election is leaderless time, and so is a run nobody ever led.
-            self.leaderless_ns += elapsed;
+            self.leaderless += elapsed;
         }
         self.last_belief_change = now;
     }
 
     /// `who` began to believe it leads with `token`.
-    pub(super) fn on_term_start(&mut self, now: u64, who: ProcessRef<'_>, token: FencingToken) {
+    pub(super) fn on_term_start(&mut self, now: SimTime, who: ProcessRef<'_>, token: FencingToken) {
         self.belief_change(now);
         self.believers += 1;
         let index = (self.terms.len() < MAX_TERMS_LISTED).then(|| {
-            self.terms.push(Term {
+            self.terms.push(BeliefTerm {
                 node: who.node.id.to_string(),
                 owner: who.owner.to_string(),
-                token: token.get(),
-                start_ms: ms(now),
-                end_ms: 0,
-                end_reason: RUN_ENDED.to_string(),
+                token,
+                start: now,
+                end: now,
+                end_reason: RUN_ENDED,
             });
             self.terms.len() - 1
         });
@@ -306,7 +307,7 @@ impl Checker {
     }
 
     /// Process `pid` stopped believing it leads, for `reason`.
-    pub(super) fn on_term_end(&mut self, now: u64, pid: ProcessId, reason: TermEnd<'_>) {
+    pub(super) fn on_term_end(&mut self, now: SimTime, pid: ProcessId, reason: TermEnd<'_>) {
         // A term given up on purpose (stopped, abdicated) is no failover of
         // a healthy leader; nor is one lost to a crash.
         let spurious = match reason {
@@ -331,9 +332,9 @@ impl Checker {
             _ => {}
         }
         if let Some(term) = open.index.and_then(|i| self.terms.get_mut(i)) {
-            debug_assert_eq!(term.token, open.token.get());
-            term.end_ms = ms(now);
-            term.end_reason = reason.name().to_string();
+            debug_assert_eq!(term.token, open.token);
+            term.end = now;
+            term.end_reason = reason.name();
         }
     }
 
@@ -367,7 +368,7 @@ impl Checker {
     /// answered, not from the elector's state.
     pub(super) fn check_local_deadline(
         &mut self,
-        now: u64,
+        now: SimTime,
         p: ProcessRef<'_>,
         token: FencingToken,
         local: Instant,
@@ -382,8 +383,8 @@ impl Checker {
                 "{} started a unit of work with token {token} {} past its local deadline \
                  (its last successful request was sent {} earlier by its clock)",
                 p.owner,
-                secs(nanos(over)),
-                secs(nanos(local - anchor))
+                secs(over),
+                secs(local - anchor)
             );
             self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
         }
@@ -405,7 +406,7 @@ impl Checker {
     }
 
     /// Folds the belief measures up to `now` and ends the open terms there.
-    pub(super) fn close(&mut self, now: u64) {
+    pub(super) fn close(&mut self, now: SimTime) {
         self.belief_change(now);
         for life in self.lives.slots.iter().flatten() {
             if let Some(term) = life
@@ -413,7 +414,7 @@ impl Checker {
                 .and_then(|t| t.index)
                 .and_then(|i| self.terms.get_mut(i))
             {
-                term.end_ms = ms(now);
+                term.end = now;
             }
         }
     }

@@ -59,7 +59,7 @@ mod lives;
 
 use std::time::Duration;
 
-use fenced::OwnerId;
+use fenced::{FencingToken, OwnerId};
 
 use crate::observation::{Observation, Observer, SimTime};
 use crate::report::{
@@ -130,6 +130,40 @@ impl CheckerSettings {
     }
 }
 
+/// One leadership term as its process believed it: from the elector's
+/// `StartWork` to its `StopWork`, a crash, or the run's end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BeliefTerm {
+    /// The node.
+    pub node: String,
+    /// The owner identity (node and incarnation).
+    pub owner: String,
+    /// The term's fencing token.
+    pub token: FencingToken,
+    /// When the process began to believe it led (true time).
+    pub start: SimTime,
+    /// When it stopped believing it, or the instant the verdict was taken
+    /// while it still did.
+    pub end: SimTime,
+    /// Why it ended: `local-deadline`, `superseded`, `new-term`, `stopped`,
+    /// `abdicated`, `crash`, or `run-ended` (still open).
+    pub end_reason: &'static str,
+}
+
+impl BeliefTerm {
+    /// The report's form: milliseconds, the token as a number.
+    pub fn to_report(&self) -> Term {
+        Term {
+            node: self.node.clone(),
+            owner: self.owner.clone(),
+            token: self.token.get(),
+            start_ms: ms(self.start),
+            end_ms: ms(self.end),
+            end_reason: self.end_reason.to_string(),
+        }
+    }
+}
+
 /// What the checker found and measured, up to some instant.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Verdict {
@@ -140,7 +174,7 @@ pub struct Verdict {
     /// Split-brain writes among them.
     pub split_brain_total: u64,
     /// Leadership terms as the processes believed them.
-    pub terms: Vec<Term>,
+    pub terms: Vec<BeliefTerm>,
     /// Leader changes (a term whose owner differs from the previous term's).
     pub leader_changes: u64,
     /// Hand-overs of the downstream writes.
@@ -173,14 +207,14 @@ pub struct Checker {
     fence: Option<FenceView>,
     lives: Lives,
     believers: u32,
-    last_belief_change: u64,
-    overlap_ns: u64,
-    leaderless_ns: u64,
-    terms: Vec<Term>,
+    last_belief_change: SimTime,
+    overlap: Duration,
+    leaderless: Duration,
+    terms: Vec<BeliefTerm>,
     last_term_owner: Option<OwnerId>,
     leader_changes: u64,
     failovers: Vec<Failover>,
-    max_failover_ns: u64,
+    max_failover: Duration,
     writes: Writes,
     coverage: Coverage,
     membership: MembershipReport,
@@ -203,14 +237,14 @@ impl Checker {
             fence: None,
             lives: Lives::default(),
             believers: 0,
-            last_belief_change: 0,
-            overlap_ns: 0,
-            leaderless_ns: 0,
+            last_belief_change: SimTime::ZERO,
+            overlap: Duration::ZERO,
+            leaderless: Duration::ZERO,
             terms: Vec::new(),
             last_term_owner: None,
             leader_changes: 0,
             failovers: Vec::new(),
-            max_failover_ns: 0,
+            max_failover: Duration::ZERO,
             writes: Writes::default(),
             coverage: Coverage::default(),
             membership: MembershipReport::default(),
@@ -245,7 +279,7 @@ impl Checker {
     /// did not converge gets its `liveness` violation.
     pub fn verdict(&self, now: SimTime) -> Verdict {
         let mut view = self.clone();
-        view.close(now.as_nanos());
+        view.close(now);
         let leader_at_end = self.leader_at(now);
         if let Some(violation) = self.liveness_violation(now, leader_at_end) {
             view.violations_total += 1;
@@ -260,12 +294,12 @@ impl Checker {
             terms: view.terms,
             leader_changes: view.leader_changes,
             failovers: view.failovers,
-            max_failover: Duration::from_nanos(view.max_failover_ns),
+            max_failover: view.max_failover,
             writes: view.writes,
             coverage: view.coverage,
             membership: view.membership,
-            overlap: Duration::from_nanos(view.overlap_ns),
-            leaderless: Duration::from_nanos(view.leaderless_ns),
+            overlap: view.overlap,
+            leaderless: view.leaderless,
             spurious_failovers: view.spurious_failovers,
             leader_at_end,
         }
@@ -276,7 +310,7 @@ impl Checker {
         self.verdict(now)
     }
 
-    fn violate(&mut self, invariant: Invariant, at: u64, detail: String, events: Vec<String>) {
+    fn violate(&mut self, invariant: Invariant, at: SimTime, detail: String, events: Vec<String>) {
         self.violations_total += 1;
         if invariant == Invariant::SplitBrain {
             self.split_brain_total += 1;
@@ -300,20 +334,18 @@ impl Checker {
             return false;
         };
         let s = &self.settings;
-        let recent = 2 * crate::units::nanos(s.write_interval)
-            + 2 * crate::units::nanos(s.latency_max)
-            + crate::units::nanos(s.work_duration);
+        let recent =
+            s.write_interval.saturating_mul(2) + s.latency_max.saturating_mul(2) + s.work_duration;
         self.fence.as_ref().is_some_and(|f| {
-            f.token == leader.get() && now.as_nanos().saturating_sub(f.last_accept_at) <= recent
+            f.token == leader.get() && now.saturating_since(f.last_accept_at) <= recent
         })
     }
 
     /// The `liveness` violation of a finished run with a liveness phase that
     /// did not converge to one leader with accepted writes.
     fn liveness_violation(&self, now: SimTime, leader_at_end: bool) -> Option<Violation> {
-        let heal_at = crate::units::nanos(self.settings.heal_at?);
-        let now = now.as_nanos();
-        if leader_at_end || now < crate::units::nanos(self.settings.end) || now <= heal_at {
+        let heal_at = SimTime::from_duration(self.settings.heal_at?);
+        if leader_at_end || now < SimTime::from_duration(self.settings.end) || now <= heal_at {
             return None;
         }
         let mut events: Vec<String> = self
@@ -333,7 +365,7 @@ impl Checker {
             at_ms: ms(now),
             detail: format!(
                 "{} after every fault was healed at {}, there was no single leader whose writes the downstream accepted",
-                secs(now - heal_at),
+                secs(now.saturating_since(heal_at)),
                 secs(heal_at)
             ),
             events,
@@ -344,7 +376,7 @@ impl Checker {
 impl Observer for Checker {
     #[inline]
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
-        let now = at.as_nanos();
+        let now = at;
         match *observation {
             Observation::ProcessStarted(p) => self.on_process_started(now, p),
             // A stopped process ended its term (reason `stopped`) before it

@@ -361,7 +361,7 @@ fn leaderless_time_counts_from_the_first_process_start() {
     let verdict = checker.verdict(at(20.0));
     assert_eq!(verdict.leaderless, Duration::from_secs(10));
     assert_eq!(verdict.terms.len(), 1);
-    assert_eq!(verdict.terms[0].end_ms, 20_000);
+    assert_eq!(verdict.terms[0].end, at(20.0));
     // A refused request counts as coverage, never as a violation.
     let held = LeaseResult::Held {
         holder: Lease {

@@ -83,8 +83,8 @@ pub(super) fn execute(
         json,
         picture,
     } = outputs;
-    let mut sim =
-        Simulation::new(scenario, options).map_err(|e| bad_input(format!("{origin}: {e}")))?;
+    let mut sim = Simulation::from_scenario(scenario, options)
+        .map_err(|e| bad_input(format!("{origin}: {e}")))?;
     warn(origin, scenario);
     if picture.is_some() {
         sim.record_timeline();

@@ -20,6 +20,7 @@ use crate::limits::{Halt, MAX_DEFERRED_MESSAGES, MAX_PENDING_EVENTS};
 use crate::network::{Network, FIRST_NODE_ENDPOINT};
 use crate::observation::{DropReason, HostRef, MessageKind, Observation, Observer, Skipped};
 use crate::queue::EventQueue;
+use crate::time::SimTime;
 
 pub(crate) use lives::Lives;
 pub(crate) use outbox::Outbox;
@@ -150,8 +151,8 @@ struct Pausable<E> {
 /// The engine. See the [module documentation](self).
 #[derive(Debug)]
 pub(crate) struct Engine<H: Hosts, O: Observer> {
-    pub(crate) now: u64,
-    end: u64,
+    pub(crate) now: SimTime,
+    end: SimTime,
     pub(crate) events: u64,
     max_events: u64,
     halt: Option<Halt>,
@@ -165,7 +166,7 @@ pub(crate) struct Engine<H: Hosts, O: Observer> {
 
 impl<H: Hosts, O: Observer> Engine<H, O> {
     pub(crate) fn new(
-        end: u64,
+        end: SimTime,
         max_events: u64,
         net: Network,
         lives: Lives<HostEvent<H>>,
@@ -173,7 +174,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         observers: O,
     ) -> Self {
         Engine {
-            now: 0,
+            now: SimTime::ZERO,
             end,
             events: 0,
             max_events,
@@ -191,7 +192,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     }
 
     /// The run's end.
-    pub(crate) fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> SimTime {
         self.end
     }
 
@@ -218,23 +219,20 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     }
 
     /// Schedules `control` at `at` (not before now).
-    pub(crate) fn schedule(&mut self, at: u64, control: Control) {
+    pub(crate) fn schedule(&mut self, at: SimTime, control: Control) {
         self.queue.push(at.max(self.now), Event::Control(control));
     }
 
     /// Hands `observation` to the observers, at now.
     pub(crate) fn observe(&mut self, observation: &Observation<'_>) {
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            observation,
-        );
+        self.observers.observe(self.now, observation);
     }
 
     /// Runs host events before `until` (capped at the run's end) and returns
     /// the first control event, counted as handled; `None` once nothing is
     /// left before `until` or the run halted. The clock then reads `until`
     /// (unless halted).
-    pub(crate) fn next_control(&mut self, until: u64) -> Option<Control> {
+    pub(crate) fn next_control(&mut self, until: SimTime) -> Option<Control> {
         if self.halt.is_some() {
             return None;
         }
@@ -246,8 +244,8 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             if self.events >= self.max_events {
                 self.halt = Some(Halt::EventBudget {
                     max_events: self.max_events,
-                    at: std::time::Duration::from_nanos(self.now),
-                    duration: std::time::Duration::from_nanos(self.end),
+                    at: self.now.since_start(),
+                    duration: self.end.since_start(),
                 });
                 return None;
             }
@@ -258,7 +256,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             if self.queue.len() > MAX_PENDING_EVENTS {
                 self.halt = Some(Halt::TooManyPending {
                     pending: self.queue.len(),
-                    at: std::time::Duration::from_nanos(self.now),
+                    at: self.now.since_start(),
                 });
                 return None;
             }
@@ -357,10 +355,8 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         if let (true, Address::Process { pid, .. }) = (exit, to) {
             self.lives.kill(pid);
             let process = self.lives.process_ref(pid);
-            self.observers.observe(
-                crate::observation::SimTime::from_nanos(self.now),
-                &Observation::ProcessStopped(process),
-            );
+            self.observers
+                .observe(self.now, &Observation::ProcessStopped(process));
         }
     }
 
@@ -368,7 +364,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     /// from outside (a stop, a failing unit of work) that honours pauses (it
     /// waits, like every event, for a paused process to resume). Returns how
     /// many processes it was scheduled for.
-    pub(crate) fn signal_node(&mut self, node: u32, at: u64, timer: H::Timer) -> usize {
+    pub(crate) fn signal_node(&mut self, node: u32, at: SimTime, timer: H::Timer) -> usize {
         let pids = self.lives.alive_pids(node);
         for &pid in &pids {
             let incarnation = self.lives.incarnation_of(pid);
@@ -414,10 +410,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             sender: msg.sender().map(|pid| names.process_ref(pid)),
             renewal_answer: msg.is_renewal_answer(),
         };
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            &observation,
-        );
+        self.observers.observe(self.now, &observation);
     }
 
     // ----- process lives -----
@@ -432,10 +425,8 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         );
         let pid = self.lives.spawn(node);
         let process = self.lives.process_ref(pid);
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            &Observation::ProcessStarted(process),
-        );
+        self.observers
+            .observe(self.now, &Observation::ProcessStarted(process));
         let incarnation = self.lives.incarnation_of(pid);
         let owner = self.lives.owner_of(pid).clone();
         let me = Address::Process { pid, incarnation };
@@ -451,10 +442,8 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             self.hosts.crash_process(pid);
             self.lives.kill(pid);
             let process = self.lives.process_ref(pid);
-            self.observers.observe(
-                crate::observation::SimTime::from_nanos(self.now),
-                &Observation::ProcessCrashed(process),
-            );
+            self.observers
+                .observe(self.now, &Observation::ProcessCrashed(process));
         }
         !pids.is_empty()
     }
@@ -462,10 +451,8 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     /// Observes a node fault that found nothing to act on.
     pub(crate) fn skipped(&mut self, node: u32, what: Skipped) {
         let node = self.lives.node_ref(node);
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            &Observation::Skipped { node, what },
-        );
+        self.observers
+            .observe(self.now, &Observation::Skipped { node, what });
     }
 
     // ----- links -----
@@ -479,20 +466,16 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
         self.net.isolate(endpoint, start);
         let host = self.lives.endpoint_ref(endpoint);
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            &Observation::Isolated { host, start },
-        );
+        self.observers
+            .observe(self.now, &Observation::Isolated { host, start });
     }
 
     /// `from`'s messages stop (`start`) or start again reaching `to`.
     pub(crate) fn cut(&mut self, from: u16, to: u16, start: bool) {
         self.net.cut(from, to, start);
         let (from, to) = (self.lives.endpoint_ref(from), self.lives.endpoint_ref(to));
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            &Observation::Cut { from, to, start },
-        );
+        self.observers
+            .observe(self.now, &Observation::Cut { from, to, start });
     }
 
     /// A partition with `group_of` (group per endpoint) begins, or (`None`)
@@ -503,7 +486,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let lives = &self.lives;
         let members: Vec<HostRef<'_>> = members.iter().map(|&e| lives.endpoint_ref(e)).collect();
         self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
+            self.now,
             &Observation::Partitioned {
                 start,
                 groups: text,
@@ -527,7 +510,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             })
             .collect();
         self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
+            self.now,
             &Observation::FaultBegan {
                 slot,
                 spans: &spans,
@@ -543,10 +526,8 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         server.depth += 1;
         let depth = server.depth;
         let host = self.lives.endpoint_ref(endpoint);
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            &Observation::Paused { host, depth },
-        );
+        self.observers
+            .observe(self.now, &Observation::Paused { host, depth });
         depth
     }
 
@@ -570,10 +551,8 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             let depth = self.lives.pause(pid);
             paused.push((pid, self.lives.incarnation_of(pid)));
             let host = HostRef::Process(self.lives.process_ref(pid));
-            self.observers.observe(
-                crate::observation::SimTime::from_nanos(self.now),
-                &Observation::Paused { host, depth },
-            );
+            self.observers
+                .observe(self.now, &Observation::Paused { host, depth });
         }
         paused
     }
@@ -595,10 +574,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             depth,
             deferred: deferred.len() as u64,
         };
-        self.observers.observe(
-            crate::observation::SimTime::from_nanos(self.now),
-            &observation,
-        );
+        self.observers.observe(self.now, &observation);
         for event in deferred {
             // A process may have crashed, or a timer been superseded, since.
             if let Event::Deliver {

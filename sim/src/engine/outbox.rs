@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Address, Event, Hosts, Lives};
-use crate::clock::HostClock;
+use crate::clock::{server_local, server_true_time, HostClock};
 use crate::network::{Network, Transit};
 use crate::observation::{DropReason, Observation, Observer, SimTime};
 use crate::queue::EventQueue;
@@ -14,7 +14,7 @@ use crate::queue::EventQueue;
 /// with it the trace — is the host's).
 pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
     /// True time now.
-    pub(crate) now: u64,
+    pub(crate) now: SimTime,
     /// How observations name nodes and processes (read-only).
     pub(crate) names: &'e Lives<Event<H::Message, H::Timer>>,
     pub(super) queue: &'e mut EventQueue<Event<H::Message, H::Timer>>,
@@ -35,7 +35,7 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     pub(crate) fn local_now(&self) -> fenced::Instant {
         match self.clock {
             Some(clock) => clock.local(self.now),
-            None => fenced::Instant::from_nanos(self.now),
+            None => server_local(self.now),
         }
     }
 
@@ -53,8 +53,7 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     /// Hands `observation` to every observer.
     #[inline]
     pub(crate) fn observe(&mut self, observation: &Observation<'_>) {
-        self.observers
-            .observe(SimTime::from_nanos(self.now), observation);
+        self.observers.observe(self.now, observation);
     }
 
     /// Sends `msg` to `to` through the network: lost when the link is down
@@ -94,7 +93,7 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
         use super::Envelope;
         let names = self.names;
         self.observers.observe(
-            SimTime::from_nanos(self.now),
+            self.now,
             &Observation::Dropped {
                 from: names.endpoint_ref(self.from),
                 to: names.address_ref(to),
@@ -107,23 +106,23 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     }
 
     /// Sets `timer` of the acting host to fire at true time `at`.
-    pub(crate) fn set_timer_at(&mut self, at: u64, timer: H::Timer) {
+    pub(crate) fn set_timer_at(&mut self, at: SimTime, timer: H::Timer) {
         self.queue.push(at, Event::Timer { to: self.me, timer });
     }
 
     /// Sets `timer` of the acting host to fire when its clock reads `local`;
     /// returns the true time it will fire at.
-    pub(crate) fn set_timer_local(&mut self, local: fenced::Instant, timer: H::Timer) -> u64 {
+    pub(crate) fn set_timer_local(&mut self, local: fenced::Instant, timer: H::Timer) -> SimTime {
         let at = self.true_time(local);
         self.set_timer_at(at, timer);
         at
     }
 
     /// The true time at which the acting host's clock reads `local`.
-    pub(crate) fn true_time(&self, local: fenced::Instant) -> u64 {
+    pub(crate) fn true_time(&self, local: fenced::Instant) -> SimTime {
         match self.clock {
             Some(clock) => clock.true_time_at(local, self.now),
-            None => local.as_nanos(),
+            None => server_true_time(local),
         }
     }
 

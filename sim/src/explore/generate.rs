@@ -180,7 +180,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
             let k = uniform_inclusive(rng, 1, units - 1);
             // In nanoseconds: `k` may exceed `u32::MAX` (a long run of short
             // units), which `unit * k as u32` would silently truncate.
-            Duration::from_nanos(crate::units::nanos(unit).saturating_mul(k))
+            Duration::from_nanos(crate::time::span_nanos(unit).saturating_mul(k))
                 .saturating_add(base.work.work_duration / 2)
         } else {
             at(rng)

@@ -7,7 +7,7 @@ use fenced::{Heartbeat, LeaseStore, MembershipChange, NodeRegistry, ReleaseResul
 use super::messages::{Message, Timer, ToProcess, ToStore};
 use super::FencedHosts;
 use crate::engine::{Address, Outbox};
-use crate::observation::{Observation, Observer};
+use crate::observation::{Observation, Observer, SimTime};
 
 /// The lease store and the registry, as a sans-IO host.
 #[derive(Debug)]
@@ -15,7 +15,7 @@ pub(crate) struct LeaseStoreHost {
     pub(crate) role: Role,
     pub(crate) leases: LeaseStore,
     pub(crate) registry: NodeRegistry,
-    registry_timer_at: Option<u64>,
+    registry_timer_at: Option<SimTime>,
     pub(super) registry_generation: u32,
 }
 
@@ -124,7 +124,7 @@ impl LeaseStoreHost {
             let live = self.registry.live_count(out.local_now());
             out.observe(&Observation::LiveMembers(live as u64));
         }
-        let next = self.registry.next_timeout().map(|t| t.as_nanos());
+        let next = self.registry.next_timeout().map(|t| out.true_time(t));
         // Arm only when nothing earlier is armed: a timer that fires before
         // the (since refreshed) earliest expiry just re-arms. Re-arming on
         // every heartbeat instead would leave one stale timer per heartbeat

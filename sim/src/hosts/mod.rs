@@ -8,7 +8,7 @@ mod lease_store;
 pub(crate) mod messages;
 mod node;
 
-use fenced::{Elector, ElectorConfig, OwnerId, Role};
+use fenced::{Elector, ElectorConfig, ElectorTimings, OwnerId, Role};
 
 pub(crate) use downstream::DownstreamHost;
 pub(crate) use lease_store::LeaseStoreHost;
@@ -17,7 +17,7 @@ pub(crate) use node::{NodeProcess, WorkTimings};
 use crate::engine::{Address, Hosts, Outbox};
 use crate::observation::Observer;
 use crate::rng::SeedDeriver;
-use crate::scenario::Election;
+use crate::scenario::with_jitter_seed;
 use messages::{Message, Timer};
 
 #[cfg(feature = "planted-bugs")]
@@ -27,7 +27,8 @@ use fenced::PlantedBug;
 #[derive(Debug)]
 pub(crate) struct ProcessSettings {
     pub(crate) role: Role,
-    pub(crate) election: Election,
+    /// The validated elector timings (jitter seeded per process).
+    pub(crate) elector: ElectorTimings,
     pub(crate) timings: WorkTimings,
     /// Each process's jitter seed is derived from these, its node and its
     /// incarnation.
@@ -128,9 +129,9 @@ impl Hosts for FencedHosts {
         let config = ElectorConfig::new(
             owner.clone(),
             s.role.clone(),
-            s.election.timings(jitter_seed),
+            with_jitter_seed(s.elector, jitter_seed),
         )
-        .expect("election settings were validated in Simulation::new");
+        .expect("election settings were validated (ValidScenario)");
         #[allow(unused_mut)]
         let mut elector = Elector::new(config);
         #[cfg(feature = "planted-bugs")]

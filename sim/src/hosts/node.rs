@@ -13,7 +13,7 @@ use super::messages::{Message, Timer, ToDownstream, ToProcess, ToStore};
 use super::FencedHosts;
 use crate::engine::{Address, Outbox};
 use crate::network::{DOWNSTREAM_ENDPOINT, STORE_ENDPOINT};
-use crate::observation::{Observation, Observer};
+use crate::observation::{Observation, Observer, SimTime};
 
 /// The work loop's timings, shared by every process.
 #[derive(Clone, Copy, Debug)]
@@ -33,7 +33,7 @@ pub(crate) struct NodeProcess {
     elector: Elector,
     timings: WorkTimings,
     /// The true time the elector's timer is armed for.
-    timer_at: Option<u64>,
+    timer_at: Option<SimTime>,
     pub(super) timer_generation: u32,
     pub(super) work_generation: u32,
     next_unit: u64,

@@ -3,14 +3,19 @@
 //! This is the in-code form, for users who script simulations in Rust; the
 //! TOML files of `scenarios/` are loaded into the same type (see
 //! [`crate::file`]). Every field has a documented default except the name, the
-//! duration and at least one node. [`Scenario::validate`] checks everything once;
-//! [`Simulation::new`](crate::Simulation::new) refuses an invalid scenario, so a
-//! run never starts half-way.
+//! duration and at least one node. [`Scenario::validated`] checks everything
+//! once and returns a [`ValidScenario`], the only thing
+//! [`Simulation::new`](crate::Simulation::new) takes, so a run never starts
+//! half-way.
 //!
 //! This module holds the model's types; `validate.rs` the rules
 //! ([`Scenario::validate`]) and the warnings ([`Scenario::warnings`]).
 
+mod valid;
 mod validate;
+
+pub(crate) use valid::with_jitter_seed;
+pub use valid::ValidScenario;
 
 use std::fmt;
 use std::time::Duration;

@@ -237,6 +237,16 @@ impl Scenario {
                 "at least one [[node]] is required",
             ));
         }
+        let most = usize::from(u16::MAX - crate::network::FIRST_NODE_ENDPOINT);
+        if self.nodes.len() > most {
+            return Err(ScenarioError::new(
+                "node",
+                format!(
+                    "{} nodes: at most {most} are supported (one network endpoint each)",
+                    self.nodes.len()
+                ),
+            ));
+        }
         let mut hosts: BTreeSet<&str> = [LEASE_STORE, DOWNSTREAM].into_iter().collect();
         for (i, node) in self.nodes.iter().enumerate() {
             let key = format!("node[{i}]");

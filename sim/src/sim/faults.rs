@@ -11,11 +11,11 @@ use crate::engine::{Control, Touched};
 use crate::hosts::messages::Timer;
 use crate::network::{BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
 use crate::observation::{Observation, Skipped};
-use crate::rng::{exponential_nanos, uniform_inclusive, SeedDeriver};
+use crate::rng::{exponential, uniform_inclusive, SeedDeriver};
 use crate::scenario::{
     DurationRange, FaultSpec, RecurringKind, ScenarioError, DOWNSTREAM, LEASE_STORE,
 };
-use crate::units::nanos;
+use crate::time::{span_nanos, SimTime};
 
 /// A fault in effect, to undo when it ends.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ enum ActiveFault {
 struct Generator {
     kind: RecurringKind,
     node: u32,
-    every: u64,
+    every: Duration,
     duration: DurationRange,
     rng: ChaCha8Rng,
 }
@@ -128,19 +128,21 @@ impl Simulation {
                 let mut generator = Generator {
                     kind: *kind,
                     node,
-                    every: nanos(*every),
+                    every: *every,
                     duration: *duration,
                     rng,
                 };
-                let first = exponential_nanos(&mut generator.rng, generator.every);
+                let first = exponential(&mut generator.rng, generator.every);
                 let id = self.faults.generators.len() as u32;
                 self.faults.generators.push(generator);
-                let at = self.engine.now.saturating_add(first);
+                let at = self.engine.now + first;
                 self.engine.schedule(at, Control::Recur(id));
             }
         } else if let Some((at, _)) = fault.window() {
-            self.engine
-                .schedule(nanos(at), Control::FaultStart(index as u32));
+            self.engine.schedule(
+                SimTime::from_duration(at),
+                Control::FaultStart(index as u32),
+            );
         }
         Ok(())
     }
@@ -152,13 +154,13 @@ impl Simulation {
         match fault {
             FaultSpec::Pause { host, duration, .. } => {
                 if let Some(active) = self.pause_host(&host) {
-                    self.schedule_end(active, nanos(duration));
+                    self.schedule_end(active, duration);
                 }
             }
             FaultSpec::Isolate { host, duration, .. } => {
                 if let Some(endpoint) = lives.endpoint_of_host(&host) {
                     let active = self.isolate(endpoint);
-                    self.schedule_end(active, nanos(duration));
+                    self.schedule_end(active, duration);
                 }
             }
             FaultSpec::Cut {
@@ -168,7 +170,7 @@ impl Simulation {
                     (lives.endpoint_of_host(&from), lives.endpoint_of_host(&to))
                 {
                     self.engine.cut(a, b, true);
-                    self.schedule_end(ActiveFault::Cut(a, b), nanos(duration));
+                    self.schedule_end(ActiveFault::Cut(a, b), duration);
                 }
             }
             FaultSpec::Partition {
@@ -193,7 +195,7 @@ impl Simulation {
                     .filter(|&e| group_of[usize::from(e)] != BRIDGE)
                     .collect();
                 self.engine.partition(Some(group_of), &text, &members);
-                self.schedule_end(ActiveFault::Partition { text, members }, nanos(duration));
+                self.schedule_end(ActiveFault::Partition { text, members }, duration);
             }
             FaultSpec::Crash {
                 node,
@@ -201,7 +203,7 @@ impl Simulation {
                 ..
             } => {
                 if let Some(n) = lives.node_index(&node) {
-                    self.crash_node(n, restart_after.map(nanos));
+                    self.crash_node(n, restart_after);
                 }
             }
             FaultSpec::Replace { node, .. } => {
@@ -219,7 +221,7 @@ impl Simulation {
                     if self.engine.signal_node(n, now, Timer::Stop) == 0 {
                         self.engine.skipped(n, Skipped::StopOfDownNode);
                     } else if let Some(after) = restart_after {
-                        let at = now.saturating_add(nanos(after));
+                        let at = now + after;
                         self.engine.schedule(at, Control::Restart(n));
                     }
                 }
@@ -235,7 +237,7 @@ impl Simulation {
     }
 
     /// Makes `fault` active and schedules its end `duration` from now.
-    fn schedule_end(&mut self, fault: ActiveFault, duration: u64) {
+    fn schedule_end(&mut self, fault: ActiveFault, duration: Duration) {
         // Which hosts a fault touches, labelled: only for pictures (it
         // allocates), so only while an observer wants pictures.
         if self.engine.wants_pictures() {
@@ -263,7 +265,7 @@ impl Simulation {
             self.engine.fault_began(slot, &spans);
         }
         let slot = self.faults.add_active(fault);
-        let at = self.engine.now.saturating_add(duration);
+        let at = self.engine.now + duration;
         self.engine.schedule(at, Control::FaultEnd(slot));
     }
 
@@ -295,13 +297,13 @@ impl Simulation {
     /// no live process (the node is down already, or has not started) does
     /// nothing and schedules nothing: a restart belongs to the crash that
     /// took the node down.
-    fn crash_node(&mut self, node: u32, restart_after: Option<u64>) {
+    fn crash_node(&mut self, node: u32, restart_after: Option<Duration>) {
         if !self.engine.crash_node(node) {
             self.engine.skipped(node, Skipped::CrashOfDownNode);
             return;
         }
         if let Some(after) = restart_after {
-            let at = self.engine.now.saturating_add(after);
+            let at = self.engine.now + after;
             self.engine.schedule(at, Control::Restart(node));
         }
     }
@@ -359,16 +361,15 @@ impl Simulation {
     /// and the next gap, then act.
     pub(super) fn recur(&mut self, id: u32) {
         let g = &mut self.faults.generators[id as usize];
-        let (low, high) = (nanos(g.duration.low), nanos(g.duration.high));
-        let duration = uniform_inclusive(&mut g.rng, low, high);
-        let gap = exponential_nanos(&mut g.rng, g.every);
+        let (low, high) = (span_nanos(g.duration.low), span_nanos(g.duration.high));
+        let duration = Duration::from_nanos(uniform_inclusive(&mut g.rng, low, high));
+        let gap = exponential(&mut g.rng, g.every);
         let (kind, node) = (g.kind, g.node);
         let now = self.engine.now;
-        self.engine
-            .schedule(now.saturating_add(gap), Control::Recur(id));
+        self.engine.schedule(now + gap, Control::Recur(id));
         if let Some(log) = self.faults.recurring_log.as_mut() {
             let host = self.engine.lives.node_id(node).to_string();
-            let (at, length) = (Duration::from_nanos(now), Duration::from_nanos(duration));
+            let (at, length) = (now.since_start(), duration);
             log.push(match kind {
                 RecurringKind::Pause => FaultSpec::Pause {
                     host,

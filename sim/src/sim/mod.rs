@@ -16,7 +16,7 @@ mod report;
 use std::io::Write;
 use std::time::Duration;
 
-use fenced::{FencedStore, Fencing, LeaseStore, LeaseStoreConfig, NodeId, NodeRegistry};
+use fenced::{FencedStore, Fencing, LeaseStore, LeaseStoreConfig, NodeRegistry};
 
 use crate::checker::{Checker, CheckerSettings};
 use crate::clock::HostClock;
@@ -26,10 +26,10 @@ use crate::limits::{Halt, DEFAULT_MAX_EVENTS};
 use crate::network::{Network, FIRST_NODE_ENDPOINT};
 use crate::observation::{Observation, Observer, SimTime, Skipped};
 use crate::rng::SeedDeriver;
-use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError};
-use crate::timeline::{Recorder, Timeline};
+use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError, ValidScenario};
+use crate::time::span_nanos;
+use crate::timeline::{Belief, Recorder, Timeline};
 use crate::trace::Tracer;
-use crate::units::nanos;
 
 use faults::Faults;
 
@@ -109,7 +109,8 @@ impl RunOptions {
 ///         at: Duration::from_millis(12_020),
 ///         duration: Duration::from_secs(40),
 ///     });
-/// let mut sim = Simulation::new(&scenario, RunOptions::default())?;
+/// let valid = scenario.validated()?; // every rule checked once, here
+/// let mut sim = Simulation::new(&valid, RunOptions::default())?;
 /// sim.run_to_end();
 /// let report = sim.report();
 /// assert!(report.violations.is_empty());
@@ -130,50 +131,47 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Validates `scenario` and sets up a run at time zero. Nothing happens
-    /// until one of the `run_*` methods is called.
+    /// Sets up a run of a valid scenario at time zero. Nothing happens until
+    /// one of the `run_*` methods is called. The scenario's rules were checked
+    /// when it was [validated](Scenario::validated); only the run options can
+    /// still be refused.
     ///
     /// # Errors
-    /// The first [`ScenarioError`] found by [`Scenario::validate`]; an event
-    /// budget above [`MAX_EVENTS_LIMIT`](crate::limits::MAX_EVENTS_LIMIT) or zero (key `--max-events`); or a
+    /// An event budget above [`MAX_EVENTS_LIMIT`](crate::limits::MAX_EVENTS_LIMIT) or zero (key `--max-events`); or a
     /// scenario whose [`estimated_events`](crate::limits::estimated_events)
     /// already exceed the budget (named by the key most responsible): see
     /// [`check_budget`](crate::limits::check_budget).
-    pub fn new(scenario: &Scenario, options: RunOptions) -> Result<Self, ScenarioError> {
-        scenario.validate()?;
+    pub fn new(valid: &ValidScenario, options: RunOptions) -> Result<Self, ScenarioError> {
+        let scenario = valid.scenario();
         let max_events = options.event_budget();
         crate::limits::check_budget(scenario, max_events)?;
         let seed = options.seed.unwrap_or(scenario.seed);
         let seeds = SeedDeriver::new(seed, "fenced-sim");
-        let role = scenario.role()?;
-        let resource = scenario.resource()?;
+        let role = valid.role().clone();
+        let resource = valid.resource().clone();
         let registry = NodeRegistry::new(scenario.membership.liveness_ttl)
-            .map_err(|e| ScenarioError::new("membership.liveness_ttl", e.to_string()))?;
+            .expect("validation refuses a zero liveness_ttl");
         let store_config = LeaseStoreConfig::new(LeaseStoreConfig::DEFAULT_MAX_TTL)
-            .map_err(|e| ScenarioError::new("election.lease_ttl", e.to_string()))?;
+            .expect("the default maximum TTL is valid");
         let endpoints = usize::from(FIRST_NODE_ENDPOINT) + scenario.nodes.len();
-        if endpoints > usize::from(u16::MAX) {
-            return Err(ScenarioError::new(
-                "node",
-                "at most 65 000 nodes are supported",
-            ));
-        }
         let net = Network::new(
             endpoints,
-            (
-                nanos(scenario.network.latency.0),
-                nanos(scenario.network.latency.1),
-            ),
+            scenario.network.latency,
             scenario.network.loss,
             scenario.network.duplicate,
             seeds.str("network").rng(),
         );
-        let mut nodes = Vec::with_capacity(scenario.nodes.len());
-        for (i, spec) in scenario.nodes.iter().enumerate() {
-            let id = NodeId::new(&spec.id)
-                .map_err(|e| ScenarioError::new(format!("node[{i}].id"), e.to_string()))?;
-            nodes.push((id, HostClock::new(spec.clock_offset.0, spec.clock_drift)));
-        }
+        let nodes: Vec<_> = valid
+            .node_ids()
+            .iter()
+            .zip(&scenario.nodes)
+            .map(|(id, spec)| {
+                (
+                    id.clone(),
+                    HostClock::new(spec.clock_offset.0, spec.clock_drift),
+                )
+            })
+            .collect();
         let fencing = if scenario.fencing {
             Fencing::Enforced
         } else {
@@ -189,7 +187,7 @@ impl Simulation {
             procs: Vec::new(),
             settings: ProcessSettings {
                 role,
-                election: scenario.election.clone(),
+                elector: valid.elector_timings(0),
                 timings: WorkTimings {
                     heartbeat_interval: scenario.membership.heartbeat_interval,
                     write_interval: scenario.work.write_interval,
@@ -211,7 +209,7 @@ impl Simulation {
             timeline: None,
         };
         let engine = Engine::new(
-            nanos(scenario.duration),
+            SimTime::from_duration(scenario.duration),
             max_events,
             net,
             Lives::new(nodes),
@@ -229,16 +227,28 @@ impl Simulation {
             planted_bug: options.planted_bug,
         };
         for (i, spec) in scenario.nodes.iter().enumerate() {
-            sim.engine
-                .schedule(nanos(spec.start_at), Control::StartNode(i as u32));
+            sim.engine.schedule(
+                SimTime::from_duration(spec.start_at),
+                Control::StartNode(i as u32),
+            );
         }
         for i in 0..scenario.faults.len() {
             sim.schedule_fault(i)?;
         }
         if let Some(heal_at) = scenario.heal_at {
-            sim.engine.schedule(nanos(heal_at), Control::Heal);
+            sim.engine
+                .schedule(SimTime::from_duration(heal_at), Control::Heal);
         }
         Ok(sim)
+    }
+
+    /// Validates `scenario` and sets up a run of it: [`Scenario::validated`]
+    /// then [`new`](Self::new).
+    ///
+    /// # Errors
+    /// The first rule the scenario breaks, or what [`new`](Self::new) refuses.
+    pub fn from_scenario(scenario: &Scenario, options: RunOptions) -> Result<Self, ScenarioError> {
+        Self::new(&scenario.validated()?, options)
     }
 
     /// Adds a fault to a simulation in progress (scripting). Its times are
@@ -284,11 +294,14 @@ impl Simulation {
     /// The timeline recorded since [`record_timeline`](Self::record_timeline),
     /// closed at the current time, or `None` if none was recorded.
     pub fn timeline(&self) -> Option<Timeline> {
-        self.engine
-            .observers
-            .timeline
-            .as_ref()
-            .map(|r| r.snapshot(self.engine.now))
+        let observers = &self.engine.observers;
+        let recorder = observers.timeline.as_ref()?;
+        let now = self.engine.now;
+        let mut timeline = recorder.snapshot(now.as_nanos());
+        let verdict = observers.checker.verdict(now);
+        timeline.beliefs = verdict.terms.iter().map(Belief::from).collect();
+        timeline.overlap_ns = span_nanos(verdict.overlap);
+        Some(timeline)
     }
 
     /// Writes the text trace (one line per event) to `out` from now on.
@@ -306,12 +319,12 @@ impl Simulation {
 
     /// The current true time.
     pub fn now(&self) -> Duration {
-        Duration::from_nanos(self.engine.now)
+        self.engine.now.since_start()
     }
 
     /// The run's end (the scenario's duration).
     pub fn end(&self) -> Duration {
-        Duration::from_nanos(self.engine.end())
+        self.engine.end().since_start()
     }
 
     /// Events processed so far.
@@ -335,7 +348,7 @@ impl Simulation {
     /// [`halted`](Self::halted)), after which nothing runs and the clock stays
     /// where the halt found it.
     pub fn run_until(&mut self, until: Duration) {
-        while let Some(control) = self.engine.next_control(nanos(until)) {
+        while let Some(control) = self.engine.next_control(SimTime::from_duration(until)) {
             self.control(control);
         }
     }
@@ -349,7 +362,7 @@ impl Simulation {
 
     /// Runs to the scenario's duration.
     pub fn run_to_end(&mut self) {
-        self.run_until(Duration::from_nanos(self.engine.end()));
+        self.run_until(self.engine.end().since_start());
     }
 
     /// Runs until the cluster is quiescent — no fault active right now (one
@@ -357,11 +370,15 @@ impl Simulation {
     /// downstream accepted its token recently — or until `limit`.
     /// Returns whether it converged.
     pub fn run_until_quiescent(&mut self, limit: Duration) -> bool {
-        let limit = nanos(limit).min(self.engine.end());
-        let step = nanos(self.scenario.work.write_interval).max(1_000_000);
+        let limit = SimTime::from_duration(limit).min(self.engine.end());
+        let step = self
+            .scenario
+            .work
+            .write_interval
+            .max(Duration::from_millis(1));
         while self.engine.now < limit && self.engine.halted().is_none() {
-            let next = self.engine.now.saturating_add(step).min(limit);
-            self.run_until(Duration::from_nanos(next));
+            let next = (self.engine.now + step).min(limit);
+            self.run_until(next.since_start());
             if self.is_quiescent() {
                 return true;
             }

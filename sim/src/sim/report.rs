@@ -4,12 +4,13 @@
 use fenced::FencingToken;
 
 use super::Simulation;
+use crate::checker::BeliefTerm;
+use crate::clock::server_local;
 use crate::engine::{Address, Event};
 use crate::expect::evaluate;
 use crate::hosts::messages::{Message, Timer, ToDownstream};
-use crate::observation::SimTime;
 use crate::report::{Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
-use crate::units::{ms, nanos};
+use crate::units::ms;
 
 impl Simulation {
     // ----- the report -----
@@ -19,17 +20,13 @@ impl Simulation {
         // The verdict closes the belief measures at `now` on a copy, so that
         // a report can be taken at any time and the run continued.
         let now = self.engine.now;
-        let verdict = self
-            .engine
-            .observers
-            .checker
-            .verdict(SimTime::from_nanos(now));
+        let verdict = self.engine.observers.checker.verdict(now);
         let store = &self.engine.hosts.store;
         let max_token = store
             .leases
             .highest_token(&store.role)
             .map_or(0, FencingToken::get);
-        let live_at_end = store.registry.live_count(fenced::Instant::from_nanos(now)) as u64;
+        let live_at_end = store.registry.live_count(server_local(now)) as u64;
         let mut report = Report {
             scenario: self.name.clone(),
             seed: self.seed,
@@ -38,15 +35,15 @@ impl Simulation {
             trace_hash: format!("{:016x}", self.engine.observers.tracer.hash()),
             split_brain: verdict.split_brain_total > 0,
             violations: verdict.violations,
-            terms: verdict.terms,
+            terms: verdict.terms.iter().map(BeliefTerm::to_report).collect(),
             leader_changes: verdict.leader_changes,
             failovers: verdict.failovers,
             writes: verdict.writes,
             expect: Default::default(),
             violations_total: verdict.violations_total,
             fencing: self.scenario.fencing,
-            overlap_ms: ms(nanos(verdict.overlap)),
-            leaderless_ms: ms(nanos(verdict.leaderless)),
+            overlap_ms: ms(verdict.overlap),
+            leaderless_ms: ms(verdict.leaderless),
             spurious_failovers: verdict.spurious_failovers,
             max_token,
             membership: crate::report::MembershipReport {
@@ -61,8 +58,8 @@ impl Simulation {
             &self.expect,
             &report,
             verdict.split_brain_total,
-            nanos(verdict.max_failover),
-            nanos(verdict.overlap),
+            verdict.max_failover,
+            verdict.overlap,
             verdict.leader_at_end,
         );
         report
@@ -135,9 +132,6 @@ impl Simulation {
     }
 
     pub(super) fn leader_at_end(&self) -> bool {
-        self.engine
-            .observers
-            .checker
-            .leader_at(SimTime::from_nanos(self.engine.now))
+        self.engine.observers.checker.leader_at(self.engine.now)
     }
 }

@@ -9,12 +9,7 @@
 use std::fmt::Write as _;
 
 /// Nanoseconds in a millisecond.
-pub(crate) const NS: u64 = 1_000_000;
-
-/// Milliseconds to nanoseconds, saturating.
-pub(crate) fn ms_to_ns(ms: u64) -> u64 {
-    ms.saturating_mul(NS)
-}
+pub(crate) const NS_PER_MS: u64 = 1_000_000;
 
 /// The multiples of a power of ten that make steps and ticks read well:
 /// 1, 2 and 5 × 10^k (here for time steps; the sweep's log axes use them
@@ -26,7 +21,7 @@ pub(crate) const ONE_TWO_FIVE: [u64; 3] = [1, 2, 5];
 pub(crate) fn tick_step(span_ns: u64, max_ticks: u64) -> u64 {
     const S: u64 = 1_000_000_000;
     let mut candidates: Vec<u64> = Vec::new();
-    let mut decade = NS;
+    let mut decade = NS_PER_MS;
     while decade < 10 * S {
         candidates.extend(ONE_TWO_FIVE.map(|m| m * decade));
         decade *= 10;
@@ -46,7 +41,7 @@ pub(crate) fn tick_step(span_ns: u64, max_ticks: u64) -> u64 {
 
 /// A time label: `850ms`, `12.5s`, `40s`, `1m30s`, `2h5m`.
 pub(crate) fn time_label(ns: u64) -> String {
-    let ms = ns / NS;
+    let ms = ns / NS_PER_MS;
     if ms < 1000 && ms > 0 && ns % 1_000_000_000 != 0 {
         return format!("{ms}ms");
     }
@@ -81,7 +76,7 @@ pub(crate) fn time_label(ns: u64) -> String {
 
 /// A span's length for labels: `40s`, `11.04s`, `350ms`, `2m5s`.
 pub(crate) fn span_label(ns: u64) -> String {
-    let ms = ns / NS;
+    let ms = ns / NS_PER_MS;
     if ms < 1000 {
         return format!("{ms}ms");
     }
@@ -89,7 +84,7 @@ pub(crate) fn span_label(ns: u64) -> String {
         let s = format!("{:.2}", ms as f64 / 1000.0);
         return format!("{}s", s.trim_end_matches('0').trim_end_matches('.'));
     }
-    time_label(ms * NS)
+    time_label(ms * NS_PER_MS)
 }
 
 #[cfg(test)]
@@ -99,20 +94,20 @@ mod tests {
     #[test]
     fn time_labels_read_well() {
         assert_eq!(time_label(0), "0s");
-        assert_eq!(time_label(500 * NS), "500ms");
-        assert_eq!(time_label(12_500 * NS), "12.5s");
-        assert_eq!(time_label(40_000 * NS), "40s");
-        assert_eq!(time_label(90_000 * NS), "1m30s");
-        assert_eq!(time_label(120_000 * NS), "2m");
-        assert_eq!(time_label(3_600_000 * NS), "1h");
+        assert_eq!(time_label(500 * NS_PER_MS), "500ms");
+        assert_eq!(time_label(12_500 * NS_PER_MS), "12.5s");
+        assert_eq!(time_label(40_000 * NS_PER_MS), "40s");
+        assert_eq!(time_label(90_000 * NS_PER_MS), "1m30s");
+        assert_eq!(time_label(120_000 * NS_PER_MS), "2m");
+        assert_eq!(time_label(3_600_000 * NS_PER_MS), "1h");
     }
 
     #[test]
     fn tick_steps_are_nice() {
-        assert_eq!(tick_step(120_000 * NS, 12), 10_000 * NS);
-        assert_eq!(tick_step(3_600_000 * NS, 12), 300_000 * NS);
-        assert_eq!(tick_step(2_000 * NS, 12), 200 * NS);
-        assert_eq!(tick_step(637_000 * NS, 12), 60_000 * NS);
-        assert_eq!(tick_step(200_000 * NS, 12), 30_000 * NS);
+        assert_eq!(tick_step(120_000 * NS_PER_MS, 12), 10_000 * NS_PER_MS);
+        assert_eq!(tick_step(3_600_000 * NS_PER_MS, 12), 300_000 * NS_PER_MS);
+        assert_eq!(tick_step(2_000 * NS_PER_MS, 12), 200 * NS_PER_MS);
+        assert_eq!(tick_step(637_000 * NS_PER_MS, 12), 60_000 * NS_PER_MS);
+        assert_eq!(tick_step(200_000 * NS_PER_MS, 12), 30_000 * NS_PER_MS);
     }
 }

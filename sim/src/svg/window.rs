@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use super::time::{ms_to_ns, time_label};
-use crate::report::Report;
+use super::time::time_label;
 use crate::scenario::Scenario;
+use crate::time::span_nanos;
 use crate::timeline::{Timeline, WriteFate};
-use crate::units::{human, nanos};
+use crate::units::human;
 
 /// Runs longer than this are zoomed automatically (when no window is given)
 /// to the span of their interesting events.
@@ -64,15 +64,10 @@ impl Window {
     /// The span drawn, `(from, to)` in nanoseconds since the start of the
     /// run, and the note the header prints about it (empty when the whole
     /// run is shown). An invalid window is clamped to the run.
-    pub(super) fn shown(
-        self,
-        scenario: &Scenario,
-        report: &Report,
-        timeline: &Timeline,
-    ) -> (u64, u64, String) {
+    pub(super) fn shown(self, scenario: &Scenario, timeline: &Timeline) -> (u64, u64, String) {
         let end = timeline.end_ns.max(1);
         match (self.from, self.to) {
-            (None, None) => match auto_window(scenario, report, timeline) {
+            (None, None) => match auto_window(scenario, timeline) {
                 Some((a, b)) => (
                     a,
                     b,
@@ -86,8 +81,8 @@ impl Window {
                 None => (0, end, String::new()),
             },
             (f, t) => {
-                let a = f.map_or(0, nanos).min(end.saturating_sub(1));
-                let b = t.map_or(end, nanos).min(end).max(a + 1);
+                let a = f.map_or(0, span_nanos).min(end.saturating_sub(1));
+                let b = t.map_or(end, span_nanos).min(end).max(a + 1);
                 (
                     a,
                     b,
@@ -110,13 +105,9 @@ impl Window {
 /// widened on each side by a margin of one lease TTL or 5% of the span,
 /// whichever is longer, and clamped to the run. `None` (draw the whole run)
 /// when the run is short or nothing interesting happened.
-pub fn auto_window(
-    scenario: &Scenario,
-    report: &Report,
-    timeline: &Timeline,
-) -> Option<(u64, u64)> {
+pub fn auto_window(scenario: &Scenario, timeline: &Timeline) -> Option<(u64, u64)> {
     let end = timeline.end_ns;
-    if end <= nanos(AUTO_ZOOM_AFTER) {
+    if end <= span_nanos(AUTO_ZOOM_AFTER) {
         return None;
     }
     let mut events: Vec<u64> = Vec::new();
@@ -145,11 +136,11 @@ pub fn auto_window(
             .map(|m| m.at_ns),
     );
     events.extend(
-        report
-            .terms
+        timeline
+            .beliefs
             .iter()
             .filter(|t| t.end_reason != "run-ended")
-            .map(|t| ms_to_ns(t.end_ms)),
+            .map(|t| t.end_ns),
     );
     events.extend(
         timeline
@@ -161,7 +152,7 @@ pub fn auto_window(
     events.extend(timeline.heal_ns);
     events.retain(|&t| t <= end);
     let (lo, hi) = (*events.iter().min()?, *events.iter().max()?);
-    let margin = nanos(scenario.election.lease_ttl).max((hi - lo) / 20);
+    let margin = span_nanos(scenario.election.lease_ttl).max((hi - lo) / 20);
     // Whole seconds read better in the title.
     const S: u64 = 1_000_000_000;
     let from = lo.saturating_sub(margin) / S * S;

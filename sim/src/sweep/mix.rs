@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::rng::{exponential_nanos, unit_f64, SeedDeriver};
+use crate::rng::{exponential, unit_f64, SeedDeriver};
 use crate::scenario::{FaultSpec, Scenario, LEASE_STORE};
-use crate::units::{human, nanos};
+use crate::time::SimTime;
+use crate::units::human;
 
 /// How fault lengths are spread between their bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -304,7 +305,7 @@ impl FaultMix {
     /// mix only (never on the grid cell). Per node, pauses never overlap each
     /// other and a crash waits for the previous restart.
     pub fn schedule(&self, seed: u64) -> Vec<FaultSpec> {
-        let end = nanos(self.duration);
+        let end = self.duration;
         let root = SeedDeriver::new(seed, "sweep");
         let mut faults = Vec::new();
         let mut poisson =
@@ -312,15 +313,15 @@ impl FaultMix {
              every: Duration,
              lengths: &Lengths,
              make: &mut dyn FnMut(Duration, Duration) -> FaultSpec| {
-                let mut t = 0u64;
+                let mut t = SimTime::ZERO;
                 loop {
-                    t = t.saturating_add(exponential_nanos(rng, nanos(every)));
-                    if t >= end {
+                    t = t + exponential(rng, every);
+                    if t.since_start() >= end {
                         break;
                     }
                     let length = lengths.draw(rng);
-                    faults.push(make(Duration::from_nanos(t), length));
-                    t = t.saturating_add(nanos(length));
+                    faults.push(make(t.since_start(), length));
+                    t = t + length;
                 }
             };
         for node in self.node_ids() {

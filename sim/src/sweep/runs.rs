@@ -12,7 +12,8 @@ use crate::{RunOptions, Simulation};
 
 /// Runs `scenario` once, with the default options, and measures it.
 fn run_one(scenario: &Scenario) -> Result<RunStats, String> {
-    let mut sim = Simulation::new(scenario, RunOptions::default()).map_err(|e| e.to_string())?;
+    let mut sim =
+        Simulation::from_scenario(scenario, RunOptions::default()).map_err(|e| e.to_string())?;
     sim.run_to_end();
     Ok(RunStats::of(&sim.report()))
 }

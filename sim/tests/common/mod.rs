@@ -160,7 +160,7 @@ impl Run {
 pub fn run_library(path: &Path, trace: Option<&SharedBuf>) -> Run {
     let scenario = fenced_sim::file::load(&workspace_root().join(path))
         .unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
-    let mut sim = Simulation::new(&scenario, RunOptions::default())
+    let mut sim = Simulation::from_scenario(&scenario, RunOptions::default())
         .unwrap_or_else(|e| panic!("{} is refused: {e}", path.display()));
     if let Some(buf) = trace {
         sim.set_trace_writer(Box::new(buf.clone()));
@@ -206,7 +206,7 @@ pub fn pause_a(length: Duration) -> FaultSpec {
 
 /// Runs `scenario` to its end through the library and returns its report.
 pub fn run(scenario: &Scenario, options: RunOptions) -> Report {
-    let mut sim = Simulation::new(scenario, options).expect("valid scenario");
+    let mut sim = Simulation::from_scenario(scenario, options).expect("valid scenario");
     sim.run_to_end();
     sim.report()
 }
@@ -218,8 +218,8 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> Report {
 
 /// Runs with a text trace captured; returns the report and the trace.
 pub fn run_traced(scenario: &Scenario, seed: u64) -> (Report, String) {
-    let mut sim =
-        Simulation::new(scenario, RunOptions::with_seed(Some(seed))).expect("valid scenario");
+    let mut sim = Simulation::from_scenario(scenario, RunOptions::with_seed(Some(seed)))
+        .expect("valid scenario");
     let buffer = SharedBuf::default();
     sim.set_trace_writer(Box::new(buffer.clone()));
     sim.run_to_end();

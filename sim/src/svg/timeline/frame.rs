@@ -113,7 +113,7 @@ impl Picture<'_> {
         let bottom = self.lanes.get(DOWNSTREAM).y + DOWNSTREAM_LANE;
         let mut strip = Strip::default();
         self.doc.open("overlaps", "");
-        for (a, b) in overlaps(&self.report.terms) {
+        for (a, b) in overlaps(&self.timeline.beliefs) {
             if !self.scale.meets(a, b) {
                 continue;
             }

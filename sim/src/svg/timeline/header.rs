@@ -7,7 +7,7 @@ use super::WIDTH;
 use crate::report::Report;
 use crate::scenario::Scenario;
 use crate::svg::document::{fit, wrap, Doc, INK, MONO, MUTED, RED};
-use crate::svg::time::{ms_to_ns, span_label, time_label};
+use crate::svg::time::{span_label, time_label};
 use crate::timeline::Timeline;
 use crate::units::{human, secs};
 
@@ -101,10 +101,10 @@ pub(super) fn header(doc: &mut Doc, text: HeaderText<'_>) -> f64 {
 
 /// One sentence on what the picture shows, and its colour.
 fn verdict(report: &Report, timeline: &Timeline) -> (String, &'static str) {
-    let overlap = if report.overlap_ms > 0 {
+    let overlap = if timeline.overlap_ns > 0 {
         format!(
             "; two processes believed they led for {}",
-            span_label(ms_to_ns(report.overlap_ms))
+            span_label(timeline.overlap_ns)
         )
     } else {
         String::new()

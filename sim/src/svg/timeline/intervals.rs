@@ -4,17 +4,16 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::{Report, Term};
-use crate::svg::time::{ms_to_ns, NS};
-use crate::timeline::Timeline;
+use crate::svg::time::NS_PER_MS;
+use crate::timeline::{Belief, Timeline};
 
 /// Intervals (start, end) where at least two terms overlap.
-pub(super) fn overlaps(terms: &[Term]) -> Vec<(u64, u64)> {
+pub(super) fn overlaps(terms: &[Belief]) -> Vec<(u64, u64)> {
     let mut edges: Vec<(u64, i32)> = Vec::new();
     for t in terms {
-        if t.end_ms > t.start_ms {
-            edges.push((ms_to_ns(t.start_ms), 1));
-            edges.push((ms_to_ns(t.end_ms), -1));
+        if t.end_ns > t.start_ns {
+            edges.push((t.start_ns, 1));
+            edges.push((t.end_ns, -1));
         }
     }
     // Ends before starts at the same instant: touching terms do not overlap.
@@ -55,7 +54,7 @@ fn subtract(a: u64, b: u64, holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
 
 /// Where a process believed it led without the store giving it the lease:
 /// `(term index, start, end)`, at least a millisecond long.
-pub(super) fn no_lease(report: &Report, timeline: &Timeline) -> Vec<(usize, u64, u64)> {
+pub(super) fn no_lease(timeline: &Timeline) -> Vec<(usize, u64, u64)> {
     let mut truths: BTreeMap<(&str, u64), Vec<(u64, u64)>> = BTreeMap::new();
     for h in &timeline.truth {
         truths
@@ -64,12 +63,12 @@ pub(super) fn no_lease(report: &Report, timeline: &Timeline) -> Vec<(usize, u64,
             .push((h.start_ns, h.end_ns));
     }
     let mut out = Vec::new();
-    for (i, term) in report.terms.iter().enumerate() {
+    for (i, term) in timeline.beliefs.iter().enumerate() {
         let held = truths
             .get(&(term.owner.as_str(), term.token))
             .map_or(&[][..], Vec::as_slice);
-        for (s, e) in subtract(ms_to_ns(term.start_ms), ms_to_ns(term.end_ms), held) {
-            if e - s >= NS {
+        for (s, e) in subtract(term.start_ns, term.end_ns, held) {
+            if e - s >= NS_PER_MS {
                 out.push((i, s, e));
             }
         }
@@ -83,18 +82,18 @@ mod tests {
 
     #[test]
     fn overlaps_need_two_believers() {
-        let term = |s: u64, e: u64| Term {
+        let term = |s: u64, e: u64| Belief {
             node: "n".into(),
             owner: "n#1".into(),
             token: 1,
-            start_ms: s,
-            end_ms: e,
+            start_ns: s * NS_PER_MS,
+            end_ns: e * NS_PER_MS,
             end_reason: "x".into(),
         };
         assert_eq!(overlaps(&[term(0, 10), term(10, 20)]), vec![]);
         assert_eq!(
             overlaps(&[term(0, 10), term(5, 20)]),
-            vec![(5 * NS, 10 * NS)]
+            vec![(5 * NS_PER_MS, 10 * NS_PER_MS)]
         );
     }
 

@@ -6,9 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::{Scale, DOWNSTREAM_LANE, MEMBERSHIP_LANE, NODE_LANE, STORE_LANE};
-use crate::report::Report;
 use crate::scenario::{DOWNSTREAM, LEASE_STORE};
-use crate::svg::time::ms_to_ns;
 use crate::timeline::Timeline;
 
 /// The most node lanes drawn; further nodes are counted in a note. Nodes
@@ -48,12 +46,7 @@ pub(super) struct Lanes {
 }
 
 impl Lanes {
-    pub(super) fn build<'a>(
-        timeline: &'a Timeline,
-        report: &'a Report,
-        scale: &Scale,
-        top: f64,
-    ) -> Self {
+    pub(super) fn build<'a>(timeline: &'a Timeline, scale: &Scale, top: f64) -> Self {
         // Which nodes matter in the window: those that led first, then
         // those faulted, then the rest, each in scenario order.
         let mut rank: BTreeMap<&str, u8> = BTreeMap::new();
@@ -61,8 +54,8 @@ impl Lanes {
             let e = rank.entry(node).or_insert(r);
             *e = (*e).min(r);
         };
-        for t in &report.terms {
-            if scale.meets(ms_to_ns(t.start_ms), ms_to_ns(t.end_ms)) {
+        for t in &timeline.beliefs {
+            if scale.meets(t.start_ns, t.end_ns) {
                 note(t.node.as_str(), 0);
             }
         }

@@ -3,7 +3,6 @@
 
 use super::intervals::{no_lease, overlaps};
 use super::{token_colour, Scale, NETWORK_FAULT, WIDTH};
-use crate::report::Report;
 use crate::svg::document::{num, text_width, Doc, INK, RED};
 use crate::timeline::{Timeline, WriteFate};
 
@@ -27,11 +26,7 @@ pub(super) enum Swatch {
 }
 
 /// The legend: the marks every picture has, and those this window shows.
-pub(super) fn legend_items(
-    report: &Report,
-    timeline: &Timeline,
-    scale: &Scale,
-) -> Vec<(Swatch, String)> {
+pub(super) fn legend_items(timeline: &Timeline, scale: &Scale) -> Vec<(Swatch, String)> {
     let faults_in = |pause: bool| {
         timeline
             .faults
@@ -50,10 +45,10 @@ pub(super) fn legend_items(
     };
     let crashes = timeline.crashes.iter().any(|c| scale.contains(c.at_ns));
     let present = |swatch: Swatch| match swatch {
-        Swatch::NoLease => no_lease(report, timeline)
+        Swatch::NoLease => no_lease(timeline)
             .iter()
             .any(|&(_, s, e)| scale.meets(s, e)),
-        Swatch::TwoLeaders => overlaps(&report.terms)
+        Swatch::TwoLeaders => overlaps(&timeline.beliefs)
             .iter()
             .any(|&(a, b)| scale.meets(a, b)),
         Swatch::Pause => faults_in(true),

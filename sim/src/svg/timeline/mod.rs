@@ -131,7 +131,6 @@ fn defs(doc: &mut Doc) {
 
 /// Everything needed while drawing.
 struct Picture<'a> {
-    report: &'a Report,
     timeline: &'a Timeline,
     scale: Scale,
     lanes: Lanes,
@@ -153,11 +152,11 @@ pub fn render_timeline(
     replay_command: &str,
     window: Window,
 ) -> String {
-    let (from, to, zoom_note) = window.shown(scenario, report, timeline);
+    let (from, to, zoom_note) = window.shown(scenario, timeline);
     let scale = Scale { from, to };
     // The header's height depends on its text; measure it on a scratch
     // document, then lay the lanes out below it.
-    let hidden = Lanes::build(timeline, report, &scale, 0.0).hidden;
+    let hidden = Lanes::build(timeline, &scale, 0.0).hidden;
     let header_text = (
         scenario,
         report,
@@ -167,8 +166,8 @@ pub fn render_timeline(
         hidden,
     );
     let header_h = header(&mut Doc::new(1.0, 1.0, ""), header_text);
-    let lanes = Lanes::build(timeline, report, &scale, header_h + 22.0);
-    let legend_list = legend_items(report, timeline, &scale);
+    let lanes = Lanes::build(timeline, &scale, header_h + 22.0);
+    let legend_list = legend_items(timeline, &scale);
     let legend_y = lanes.bottom + 56.0;
     let height = legend_y + legend_height(&legend_list) + 8.0;
     let mut doc = Doc::new(
@@ -179,7 +178,6 @@ pub fn render_timeline(
     defs(&mut doc);
     header(&mut doc, header_text);
     let mut p = Picture {
-        report,
         timeline,
         strips: lanes.lanes.iter().map(|_| Strip::default()).collect(),
         belief_labels: Vec::new(),

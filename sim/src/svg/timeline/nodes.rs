@@ -8,7 +8,7 @@ use super::{
     token_colour, Picture, BELIEF_H, BELIEF_Y, LEFT, NETWORK_FAULT, PLOT_W, TRUTH_H, TRUTH_Y,
 };
 use crate::svg::document::{esc, num, text_width, INK, RED};
-use crate::svg::time::{ms_to_ns, span_label};
+use crate::svg::time::span_label;
 use crate::units::secs;
 
 impl Picture<'_> {
@@ -103,15 +103,15 @@ impl Picture<'_> {
     }
 
     pub(super) fn beliefs(&mut self) {
-        let no_lease = no_lease(self.report, self.timeline);
+        let no_lease = no_lease(self.timeline);
         let mut labels: Vec<(f64, f64, f64, u64)> = Vec::new();
         self.doc.open("beliefs", "");
-        for (index, term) in self.report.terms.iter().enumerate() {
+        for (index, term) in self.timeline.beliefs.iter().enumerate() {
             let Some(li) = self.lanes.of_owner(&term.owner, &term.node) else {
                 continue;
             };
             let lane_y = self.lanes.lanes[li].y;
-            let (a, b) = (ms_to_ns(term.start_ms), ms_to_ns(term.end_ms));
+            let (a, b) = (term.start_ns, term.end_ns);
             if !self.scale.meets(a, b) {
                 continue;
             }
@@ -225,8 +225,8 @@ impl Picture<'_> {
                 &text,
             );
         }
-        for (term, s, e) in no_lease(self.report, self.timeline) {
-            let term = &self.report.terms[term];
+        for (term, s, e) in no_lease(self.timeline) {
+            let term = &self.timeline.beliefs[term];
             let Some(li) = self.lanes.of_owner(&term.owner, &term.node) else {
                 continue;
             };
