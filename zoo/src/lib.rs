@@ -66,6 +66,7 @@
 use std::fmt;
 use std::time::Duration;
 
+pub mod client_go;
 pub mod connection_lock;
 pub mod redlock;
 

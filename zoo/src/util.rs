@@ -49,6 +49,13 @@ impl LatestNow {
     }
 }
 
+/// A uniformly random fraction in `[0, 1)` from 53 random bits: exact, with no
+/// platform maths.
+pub(crate) fn unit_fraction(rng: &mut rand_chacha::ChaCha8Rng) -> f64 {
+    use rand_core::Rng;
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// A uniformly random integer in `[0, bound)` (`0` when `bound` is zero).
 pub(crate) fn below(rng: &mut rand_chacha::ChaCha8Rng, bound: u64) -> u64 {
     use rand_core::Rng;

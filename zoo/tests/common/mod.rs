@@ -150,9 +150,16 @@ impl<P: Protocol> Sim<P> {
 
     /// Adds a client with a clock and starts it now.
     pub fn add_client(&mut self, id: u32, clock: Clock) -> ClientId {
+        let settings = self.settings.clone();
+        self.add_client_with(id, clock, &settings)
+    }
+
+    /// Adds a client with its own settings (mixed configurations).
+    pub fn add_client_with(&mut self, id: u32, clock: Clock, settings: &P::Settings) -> ClientId {
+        P::validate(settings).expect("test settings are valid");
         let id = ClientId(id);
         let name = format!("client-{}", id.0);
-        let machine = P::new_client(&self.settings, id, &name, u64::from(id.0));
+        let machine = P::new_client(settings, id, &name, u64::from(id.0));
         self.clients.insert(
             id,
             Host {
