@@ -68,6 +68,7 @@ use std::time::Duration;
 
 pub mod client_go;
 pub mod connection_lock;
+pub mod etcd;
 pub mod redlock;
 
 mod util;
