@@ -1,0 +1,280 @@
+//! The PostgreSQL client: one libpq-style connection, one query at a time.
+
+use std::collections::VecDeque;
+
+use super::{ConnectionLock, PgRequest, PgResponse, PgSettings, SessionId};
+use crate::util::{earliest, LatestNow};
+use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
+
+/// The query in flight on a connection (libpq is synchronous: at most one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Query {
+    TryLock,
+    Ping,
+}
+
+/// The client's state; leadership is `Open { holding: true, .. }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    /// Waiting to (re)connect at `at`.
+    Disconnected {
+        at: Instant,
+    },
+    /// A connection attempt in flight.
+    Connecting {
+        id: u64,
+        deadline: Instant,
+    },
+    /// An open connection.
+    Open {
+        session: SessionId,
+        /// Whether this session holds the lock (as far as the client knows).
+        holding: bool,
+        /// The query in flight and when it times out, or when the next is due.
+        query: Option<(Query, u64, Instant)>,
+        next_query_at: Instant,
+    },
+}
+
+/// A PostgreSQL advisory-lock client. See the [module docs](super).
+#[derive(Clone, Debug)]
+pub struct PgClient {
+    settings: PgSettings,
+    id: ClientId,
+    state: State,
+    last_request_id: u64,
+    latest_now: LatestNow,
+    outputs: VecDeque<ClientOutput<ConnectionLock>>,
+}
+
+impl PgClient {
+    /// An idle client.
+    pub fn new(settings: PgSettings, id: ClientId) -> Self {
+        PgClient {
+            settings,
+            id,
+            state: State::Idle,
+            last_request_id: 0,
+            latest_now: LatestNow::default(),
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// The process identity.
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// The open connection's session, if any.
+    pub fn session(&self) -> Option<SessionId> {
+        match self.state {
+            State::Open { session, .. } => Some(session),
+            _ => None,
+        }
+    }
+
+    fn next_id(&mut self) -> u64 {
+        self.last_request_id += 1;
+        self.last_request_id
+    }
+
+    fn send(&mut self, request: PgRequest) {
+        self.outputs
+            .push_back(ClientOutput::Send { to: 0, request });
+    }
+
+    fn connect(&mut self, now: Instant) {
+        let id = self.next_id();
+        self.state = State::Connecting {
+            id,
+            deadline: now + self.settings.connect_timeout,
+        };
+        self.send(PgRequest::Connect { id });
+    }
+
+    /// The connection failed in use: leadership (if any) ends, the socket is
+    /// closed (`Terminate`, which ends the session if it ever arrives), and a
+    /// reconnect is scheduled.
+    fn broken(&mut self, now: Instant) {
+        if let State::Open {
+            session, holding, ..
+        } = self.state
+        {
+            if holding {
+                self.outputs.push_back(ClientOutput::LostLeadership {
+                    reason: "connection broken",
+                });
+            }
+            self.send(PgRequest::Terminate { session });
+        }
+        self.state = State::Disconnected {
+            at: now + self.settings.retry_interval,
+        };
+    }
+
+    /// Sends the query due on an open connection.
+    fn query_if_due(&mut self, now: Instant) {
+        let State::Open {
+            session,
+            holding,
+            query: None,
+            next_query_at,
+        } = self.state
+        else {
+            return;
+        };
+        if now < next_query_at {
+            return;
+        }
+        let id = self.next_id();
+        let (kind, request) = if holding {
+            (Query::Ping, PgRequest::Ping { session, id })
+        } else {
+            (Query::TryLock, PgRequest::TryLock { session, id })
+        };
+        self.state = State::Open {
+            session,
+            holding,
+            query: Some((kind, id, now + self.settings.query_timeout)),
+            next_query_at,
+        };
+        self.send(request);
+    }
+}
+
+impl LockClient<ConnectionLock> for PgClient {
+    fn start(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        if self.state == State::Idle {
+            self.connect(now);
+        }
+    }
+
+    fn handle_response(&mut self, _from: ServerIndex, response: PgResponse, now: Instant) {
+        let now = self.latest_now.observe(now);
+        match (self.state, response) {
+            (State::Connecting { id, .. }, PgResponse::Connected { id: got, session })
+                if got == id =>
+            {
+                self.state = State::Open {
+                    session,
+                    holding: false,
+                    query: None,
+                    next_query_at: now,
+                };
+            }
+            (State::Open { session, .. }, PgResponse::KeepaliveProbe { session: probed })
+                if probed == session =>
+            {
+                self.send(PgRequest::KeepaliveAck { session });
+            }
+            (
+                State::Open {
+                    session,
+                    holding,
+                    query: Some((kind, id, _)),
+                    ..
+                },
+                answer,
+            ) => {
+                let answered = match answer {
+                    PgResponse::Locked { id: got, ok } if got == id => Some(Some(ok)),
+                    PgResponse::Pong { id: got } if got == id => Some(None),
+                    PgResponse::ConnectionReset { id: got } if got == id => {
+                        self.broken(now);
+                        return;
+                    }
+                    _ => None,
+                };
+                let Some(locked) = answered else {
+                    return;
+                };
+                debug_assert_eq!(kind == Query::TryLock, locked.is_some());
+                let now_holding = holding || locked == Some(true);
+                if now_holding && !holding {
+                    self.outputs
+                        .push_back(ClientOutput::BecameLeader { token: None });
+                }
+                let interval = if now_holding {
+                    self.settings.check_interval
+                } else {
+                    self.settings.retry_interval
+                };
+                self.state = State::Open {
+                    session,
+                    holding: now_holding,
+                    query: None,
+                    next_query_at: now + interval,
+                };
+            }
+            // Anything else is an answer on a connection already given up
+            // (never read) or a stale duplicate.
+            _ => {}
+        }
+        self.handle_timeout(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        match self.state {
+            State::Disconnected { at } if now >= at => self.connect(now),
+            State::Connecting { deadline, .. } if now >= deadline => self.broken(now),
+            State::Open {
+                query: Some((_, _, deadline)),
+                ..
+            } if now >= deadline => self.broken(now),
+            _ => {}
+        }
+        self.query_if_due(now);
+    }
+
+    fn next_timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::Idle => None,
+            State::Disconnected { at } => Some(at),
+            State::Connecting { deadline, .. } => Some(deadline),
+            State::Open {
+                query,
+                next_query_at,
+                ..
+            } => match query {
+                Some((_, _, deadline)) => Some(deadline),
+                None => earliest(Some(next_query_at), None),
+            },
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<ClientOutput<ConnectionLock>> {
+        self.outputs.pop_front()
+    }
+
+    /// `pg_advisory_unlock`, then close the connection; leadership ends at
+    /// once. Both are fire-and-forget: if they are lost the session lingers
+    /// until the server's keepalive verdict.
+    fn stop(&mut self, now: Instant) {
+        let _ = self.latest_now.observe(now);
+        if let State::Open {
+            session, holding, ..
+        } = self.state
+        {
+            if holding {
+                self.outputs
+                    .push_back(ClientOutput::LostLeadership { reason: "stopped" });
+                let id = self.next_id();
+                self.send(PgRequest::Unlock { session, id });
+            }
+            self.send(PgRequest::Terminate { session });
+        }
+        self.state = State::Idle;
+    }
+
+    /// Leading while the connection that took the lock is believed alive:
+    /// nothing here looks at a clock.
+    fn leadership(&self, _now: Instant) -> Option<Leadership> {
+        match self.state {
+            State::Open { holding: true, .. } => Some(Leadership { token: None }),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The etcd client: a `Session` (lease + keep-alive) and an `Election`.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{Etcd, EtcdRequest, EtcdResponse, EtcdSettings, LeaseId};
+use crate::util::{earliest_of, LatestNow};
+use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
+
+/// The lessor's keep-alive state for the session lease.
+#[derive(Clone, Copy, Debug)]
+struct KeepAlive {
+    lease: LeaseId,
+    /// `nextKeepAlive`: a keep-alive goes out once this has passed.
+    next_keepalive: Instant,
+    /// When the send loop next looks (every `retryConnWait`).
+    next_send: Instant,
+    /// `deadline`: the channel closes (session `Done`) once this passes.
+    deadline: Instant,
+}
+
+/// Where `Campaign` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Campaign {
+    /// The txn is in flight.
+    Txn,
+    /// `waitDeletes`: the `Get` is in flight.
+    Get { leader_revision: u64 },
+    /// `waitDelete`: watching `key` from `start_revision`.
+    Watch {
+        leader_revision: u64,
+        key: LeaseId,
+        start_revision: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    Idle,
+    /// A new session after `at`.
+    Waiting {
+        at: Instant,
+    },
+    /// `Grant` in flight.
+    Granting,
+    Campaigning(Campaign),
+    /// `Campaign` returned: leading with the key's create revision.
+    Leader {
+        revision: u64,
+    },
+}
+
+/// An etcd election client. See the [module docs](super).
+#[derive(Clone, Debug)]
+pub struct EtcdClient {
+    settings: EtcdSettings,
+    id: ClientId,
+    phase: Phase,
+    session: Option<KeepAlive>,
+    /// The request in flight and its timeout (for a watch: when to re-send).
+    rpc: Option<(u64, Instant)>,
+    last_request_id: u64,
+    latest_now: LatestNow,
+    outputs: VecDeque<ClientOutput<Etcd>>,
+}
+
+impl EtcdClient {
+    /// An idle client.
+    pub fn new(settings: EtcdSettings, id: ClientId) -> Self {
+        EtcdClient {
+            settings,
+            id,
+            phase: Phase::Idle,
+            session: None,
+            rpc: None,
+            last_request_id: 0,
+            latest_now: LatestNow::default(),
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// The process identity.
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// The session's lease, if one is alive (as the client believes).
+    pub fn lease(&self) -> Option<LeaseId> {
+        self.session.map(|session| session.lease)
+    }
+
+    fn send(&mut self, request: EtcdRequest) {
+        self.outputs
+            .push_back(ClientOutput::Send { to: 0, request });
+    }
+
+    fn request(&mut self, now: Instant, request: impl FnOnce(u64) -> EtcdRequest) {
+        self.last_request_id += 1;
+        let id = self.last_request_id;
+        self.rpc = Some((id, now + self.settings.request_timeout));
+        let request = request(id);
+        self.send(request);
+    }
+
+    fn grant(&mut self, now: Instant) {
+        self.phase = Phase::Granting;
+        let ttl_secs = self.settings.session_ttl_secs;
+        self.request(now, |id| EtcdRequest::Grant { id, ttl_secs });
+    }
+
+    /// `Campaign` (again): the txn.
+    fn campaign(&mut self, now: Instant) {
+        let lease = self.session.expect("campaigns run in a session").lease;
+        self.phase = Phase::Campaigning(Campaign::Txn);
+        self.request(now, |id| EtcdRequest::Campaign { id, lease });
+    }
+
+    /// `waitDeletes`' `Get`.
+    fn wait_deletes(&mut self, leader_revision: u64, now: Instant) {
+        self.phase = Phase::Campaigning(Campaign::Get { leader_revision });
+        self.request(now, |id| EtcdRequest::LastCreatedBefore {
+            id,
+            max_create_revision: leader_revision - 1,
+        });
+    }
+
+    fn watch(&mut self, campaign: Campaign, now: Instant) {
+        let Campaign::Watch {
+            key,
+            start_revision,
+            ..
+        } = campaign
+        else {
+            return;
+        };
+        self.phase = Phase::Campaigning(campaign);
+        self.request(now, |id| EtcdRequest::Watch {
+            id,
+            key,
+            start_revision,
+        });
+    }
+
+    /// The keep-alive channel closed: the session is `Done`.
+    fn session_done(&mut self, now: Instant) {
+        self.session = None;
+        self.rpc = None;
+        if matches!(self.phase, Phase::Leader { .. }) {
+            self.outputs.push_back(ClientOutput::LostLeadership {
+                reason: "session expired",
+            });
+        }
+        self.phase = Phase::Waiting {
+            at: now + self.settings.restart_delay,
+        };
+    }
+
+    /// `sendKeepAliveLoop` and `deadlineLoop`.
+    fn keepalive_timers(&mut self, now: Instant) {
+        let Some(mut session) = self.session else {
+            return;
+        };
+        if now > session.deadline {
+            return self.session_done(now);
+        }
+        if now >= session.next_send {
+            if now >= session.next_keepalive {
+                self.send(EtcdRequest::KeepAlive {
+                    lease: session.lease,
+                });
+            }
+            session.next_send = now + self.settings.keepalive_retry;
+            // Nothing to do before `next_keepalive`.
+            session.next_send = session.next_send.max(session.next_keepalive);
+            self.session = Some(session);
+        }
+    }
+
+    fn on_answer(&mut self, response: EtcdResponse, now: Instant) {
+        match (self.phase, response) {
+            (Phase::Granting, EtcdResponse::Granted { lease, .. }) => {
+                self.session = Some(KeepAlive {
+                    lease,
+                    next_keepalive: now,
+                    next_send: now,
+                    deadline: now + self.settings.first_keepalive_timeout,
+                });
+                self.keepalive_timers(now);
+                self.campaign(now);
+            }
+            (
+                Phase::Campaigning(Campaign::Txn),
+                EtcdResponse::Campaigned {
+                    create_revision, ..
+                },
+            ) => match create_revision {
+                Some(revision) => self.wait_deletes(revision, now),
+                // ErrLeaseNotFound: the session is dead; the keep-alive will say so.
+                None => self.campaign_failed(now),
+            },
+            (
+                Phase::Campaigning(Campaign::Get { leader_revision }),
+                EtcdResponse::LastCreated { key, revision, .. },
+            ) => match key {
+                None => {
+                    self.phase = Phase::Leader {
+                        revision: leader_revision,
+                    };
+                    self.outputs.push_back(ClientOutput::BecameLeader {
+                        token: Some(leader_revision),
+                    });
+                }
+                Some((key, _)) => self.watch(
+                    Campaign::Watch {
+                        leader_revision,
+                        key,
+                        start_revision: revision,
+                    },
+                    now,
+                ),
+            },
+            (
+                Phase::Campaigning(Campaign::Watch {
+                    leader_revision, ..
+                }),
+                EtcdResponse::Deleted { .. },
+            ) => self.wait_deletes(leader_revision, now),
+            _ => {}
+        }
+    }
+
+    /// A campaign request failed or timed out: `Campaign` is called again.
+    fn campaign_failed(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Granting => self.grant(now),
+            Phase::Campaigning(campaign @ Campaign::Watch { .. }) => self.watch(campaign, now),
+            Phase::Campaigning(_) => self.campaign(now),
+            _ => self.rpc = None,
+        }
+    }
+}
+
+impl LockClient<Etcd> for EtcdClient {
+    fn start(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        if matches!(self.phase, Phase::Idle) {
+            self.grant(now);
+        }
+    }
+
+    fn handle_response(&mut self, _from: ServerIndex, response: EtcdResponse, now: Instant) {
+        let now = self.latest_now.observe(now);
+        if let EtcdResponse::KeepAlive { lease, ttl_secs } = response {
+            // `recvKeepAlive`: answers for another lease are ignored.
+            let Some(mut session) = self.session.filter(|s| s.lease == lease) else {
+                return;
+            };
+            let Ok(ttl_secs) = u64::try_from(ttl_secs) else {
+                return self.session_done(now);
+            };
+            if ttl_secs == 0 {
+                return self.session_done(now);
+            }
+            let ttl = Duration::from_secs(ttl_secs);
+            session.next_keepalive = now + ttl / 3;
+            session.next_send = session.next_keepalive;
+            session.deadline = now + ttl;
+            self.session = Some(session);
+            return self.handle_timeout(now);
+        }
+        let id = match response {
+            EtcdResponse::Granted { id, .. }
+            | EtcdResponse::Campaigned { id, .. }
+            | EtcdResponse::LastCreated { id, .. }
+            | EtcdResponse::Deleted { id, .. } => id,
+            EtcdResponse::KeepAlive { .. } => unreachable!("handled above"),
+        };
+        if self.rpc.is_none_or(|(expected, _)| expected != id) {
+            return;
+        }
+        self.rpc = None;
+        self.on_answer(response, now);
+        self.handle_timeout(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        self.keepalive_timers(now);
+        if let Phase::Waiting { at } = self.phase {
+            if now >= at {
+                self.grant(now);
+            }
+        }
+        if let Some((_, deadline)) = self.rpc {
+            if now >= deadline {
+                self.campaign_failed(now);
+            }
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Instant> {
+        let session = self.session.map(|session| {
+            session
+                .next_send
+                .min(session.deadline + Duration::from_nanos(1))
+        });
+        let waiting = match self.phase {
+            Phase::Waiting { at } => Some(at),
+            _ => None,
+        };
+        earliest_of([session, waiting, self.rpc.map(|(_, deadline)| deadline)])
+    }
+
+    fn poll_output(&mut self) -> Option<ClientOutput<Etcd>> {
+        self.outputs.pop_front()
+    }
+
+    /// `Resign` (if leading) and `Session.Close` (revoke), fire and forget.
+    fn stop(&mut self, now: Instant) {
+        let _ = self.latest_now.observe(now);
+        let lease = self.session.map(|session| session.lease);
+        if let (Phase::Leader { revision }, Some(key)) = (self.phase, lease) {
+            self.outputs
+                .push_back(ClientOutput::LostLeadership { reason: "stopped" });
+            self.send(EtcdRequest::Resign {
+                key,
+                create_revision: revision,
+            });
+        }
+        if let Some(lease) = lease {
+            self.send(EtcdRequest::Revoke { lease });
+        }
+        self.session = None;
+        self.rpc = None;
+        self.phase = Phase::Idle;
+    }
+
+    /// From `Campaign`'s return until the session is `Done` — which includes
+    /// its keep-alive deadline passing, even before a timer ran.
+    fn leadership(&self, now: Instant) -> Option<Leadership> {
+        let now = self.latest_now.at(now);
+        match (self.phase, self.session) {
+            (Phase::Leader { revision }, Some(session)) if now <= session.deadline => {
+                Some(Leadership {
+                    token: Some(revision),
+                })
+            }
+            _ => None,
+        }
+    }
+}

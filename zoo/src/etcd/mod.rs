@@ -1,0 +1,237 @@
+//! etcd leader election: `client/v3/concurrency` `Session` + `Election`.
+//!
+//! # What it mirrors
+//!
+//! etcd-io/etcd at c34dc7e:
+//!
+//! * `client/v3/concurrency/session.go` `NewSession`: `Grant(ttl)` (default
+//!   `defaultSessionTTL` = 60 s), then `KeepAlive`; the session is `Done`
+//!   when the keep-alive channel closes. `Close` = `Orphan` + `Revoke`.
+//! * `client/v3/lease.go` (`lessor`): `KeepAlive` starts with
+//!   `nextKeepAlive = now` and `deadline = now + firstKeepAliveTimeout`
+//!   (`DialTimeout + 1 s`; with the default DialTimeout 0 that is 1 s, which
+//!   `NewLeaseFromLeaseClient` replaces by `defaultTTL` = 5 s);
+//!   `sendKeepAliveLoop` sends whenever `nextKeepAlive` has passed, checking
+//!   every `retryConnWait` = 500 ms — so an unanswered keep-alive is re-sent
+//!   every 500 ms; `recvKeepAlive`: `TTL <= 0` closes the channel (lease
+//!   gone), otherwise `nextKeepAlive = now + TTL/3`, `deadline = now + TTL`;
+//!   `deadlineLoop` closes the channel once `deadline` passes. The client
+//!   learns its session expired **only** through this machinery.
+//! * `client/v3/concurrency/election.go` `Campaign`: a txn `If
+//!   CreateRevision(prefix/leaseID) == 0 Then Put(key, val, lease) Else
+//!   Get(key)`; `leaderRev` = the txn's header revision or the existing key's
+//!   create revision; then `waitDeletes(prefix, leaderRev - 1)`. `Resign`:
+//!   txn `If CreateRevision(key) == leaderRev Then Delete(key)`.
+//! * `client/v3/concurrency/key.go` `waitDeletes`: `Get(prefix,
+//!   WithLastCreate, WithMaxCreateRev(rev))`; if a key is returned, `Watch`
+//!   it from the response's header revision until a DELETE event; repeat.
+//! * The server: a global revision, keys with create/mod revisions, leases
+//!   with TTLs expiring on **the server's clock** (revoking a lease deletes
+//!   its keys in one revision), watch events pushed to watchers, and on a
+//!   (durable) restart the lessor's `Promote`, which resets every lease's
+//!   expiry to `now + TTL`. A keep-alive for an unknown lease answers TTL 0.
+//!
+//! The leader key's create revision is the token
+//! ([`Leadership::token`](crate::Leadership)).
+//!
+//! # The application loop and timeouts (the model's own, documented choices)
+//!
+//! `Campaign(ctx)` blocks with the caller's context; the model gives each
+//! unary request (`Grant`, the txns, `Get`) a [`EtcdSettings::request_timeout`]
+//! of 5 s (etcdctl's `--command-timeout` default) and on a timeout calls
+//! `Campaign` again (idempotent: the key is per lease). A gRPC watch stream
+//! rides on TCP and is re-established after a broken connection; the model
+//! re-sends `Watch` (same start revision, so a missed DELETE is replayed)
+//! every `request_timeout` while it waits. When the session ends the model
+//! makes a new session after [`EtcdSettings::restart_delay`] (1 s) and
+//! campaigns again.
+//!
+//! # Left out
+//!
+//! Raft (the cluster is one linearizable server), compaction
+//! (`ErrCompacted`), `Proclaim`/`Observe`/`Leader`, the 1 s granularity of
+//! `deadlineLoop`, gRPC keepalive, the minimum-TTL rule of the server.
+//!
+//! # Known failure mode
+//!
+//! The leader learns its lease expired only when a keep-alive says so or its
+//! local deadline passes; a leader paused past its TTL keeps acting until it
+//! wakes, while the next campaigner already leads — with a higher create
+//! revision, so a fencing downstream can tell them apart.
+
+mod client;
+mod server;
+
+use std::time::Duration;
+
+pub use client::EtcdClient;
+pub use server::EtcdServer;
+
+use crate::util::nonzero;
+use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+
+/// The etcd election protocol.
+#[derive(Clone, Copy, Debug)]
+pub enum Etcd {}
+
+/// A lease id (`clientv3.LeaseID`); the election key is `prefix/<id in hex>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LeaseId(pub u64);
+
+/// Settings; `Default` = etcd's defaults plus the model's timeouts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdSettings {
+    /// The session lease's TTL, whole seconds (`defaultSessionTTL` = 60).
+    pub session_ttl_secs: u64,
+    /// How long the first keep-alive may take (`defaultTTL` = 5 s).
+    pub first_keepalive_timeout: Duration,
+    /// Re-send period of an unanswered keep-alive (`retryConnWait` = 500 ms).
+    pub keepalive_retry: Duration,
+    /// Unary request timeout and watch re-send period (model: 5 s).
+    pub request_timeout: Duration,
+    /// Before a new session after the last one ended (model: 1 s).
+    pub restart_delay: Duration,
+}
+
+impl Default for EtcdSettings {
+    fn default() -> Self {
+        EtcdSettings {
+            session_ttl_secs: 60,
+            first_keepalive_timeout: Duration::from_secs(5),
+            keepalive_retry: Duration::from_millis(500),
+            request_timeout: Duration::from_secs(5),
+            restart_delay: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A client's request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EtcdRequest {
+    /// `LeaseGrant`.
+    Grant {
+        /// Matches the answer.
+        id: u64,
+        /// TTL in seconds.
+        ttl_secs: u64,
+    },
+    /// One message on the `LeaseKeepAlive` stream.
+    KeepAlive {
+        /// The lease.
+        lease: LeaseId,
+    },
+    /// `Campaign`'s txn: create `prefix/lease` with the lease if absent.
+    Campaign {
+        /// Matches the answer.
+        id: u64,
+        /// The session's lease (also the key).
+        lease: LeaseId,
+    },
+    /// `Get(prefix, WithLastCreate, WithMaxCreateRev(max_create_revision))`.
+    LastCreatedBefore {
+        /// Matches the answer.
+        id: u64,
+        /// The bound, inclusive.
+        max_create_revision: u64,
+    },
+    /// `Watch(key, WithRev(start_revision))`, waiting for its DELETE.
+    Watch {
+        /// Matches the event.
+        id: u64,
+        /// The key (`prefix/lease`).
+        key: LeaseId,
+        /// Replay events from here.
+        start_revision: u64,
+    },
+    /// `Resign`: delete `key` if its create revision is `create_revision`.
+    Resign {
+        /// The key.
+        key: LeaseId,
+        /// The precondition.
+        create_revision: u64,
+    },
+    /// `LeaseRevoke` (`Session.Close`).
+    Revoke {
+        /// The lease.
+        lease: LeaseId,
+    },
+}
+
+/// The server's message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EtcdResponse {
+    /// The lease was granted.
+    Granted {
+        /// The request.
+        id: u64,
+        /// The new lease.
+        lease: LeaseId,
+    },
+    /// A keep-alive answer: `ttl_secs <= 0` means the lease is gone.
+    KeepAlive {
+        /// The lease.
+        lease: LeaseId,
+        /// Its TTL, or 0.
+        ttl_secs: i64,
+    },
+    /// The campaign txn's result.
+    Campaigned {
+        /// The request.
+        id: u64,
+        /// `leaderRev`: the new key's or the existing key's create revision;
+        /// `None` if the lease was not found (`ErrLeaseNotFound`).
+        create_revision: Option<u64>,
+    },
+    /// The `Get`'s result.
+    LastCreated {
+        /// The request.
+        id: u64,
+        /// The last-created key at or below the bound and its create revision.
+        key: Option<(LeaseId, u64)>,
+        /// The response header's revision.
+        revision: u64,
+    },
+    /// A watch event: `key` was deleted.
+    Deleted {
+        /// The watch.
+        id: u64,
+        /// The key.
+        key: LeaseId,
+    },
+}
+
+impl Protocol for Etcd {
+    const NAME: &'static str = "etcd";
+    type Settings = EtcdSettings;
+    type Request = EtcdRequest;
+    type Response = EtcdResponse;
+    type Client = EtcdClient;
+    type Server = EtcdServer;
+    const HAS_TOKEN: bool = true;
+
+    fn validate(settings: &EtcdSettings) -> Result<(), SettingsError> {
+        if settings.session_ttl_secs == 0 {
+            // WithTTL(<= 0) keeps the default; the model rejects it instead.
+            return Err(SettingsError::Zero {
+                setting: "session_ttl_secs",
+            });
+        }
+        nonzero("first_keepalive_timeout", settings.first_keepalive_timeout)?;
+        nonzero("keepalive_retry", settings.keepalive_retry)?;
+        nonzero("request_timeout", settings.request_timeout)?;
+        nonzero("restart_delay", settings.restart_delay)?;
+        Ok(())
+    }
+
+    fn servers(_settings: &EtcdSettings) -> u16 {
+        1
+    }
+
+    fn new_server(_settings: &EtcdSettings, _index: ServerIndex) -> EtcdServer {
+        EtcdServer::new()
+    }
+
+    fn new_client(settings: &EtcdSettings, id: ClientId, _name: &str, _seed: u64) -> EtcdClient {
+        EtcdClient::new(settings.clone(), id)
+    }
+}

@@ -1,0 +1,255 @@
+//! The etcd server: revisions, keys under the election prefix, leases, watches.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use super::{Etcd, EtcdRequest, EtcdResponse, LeaseId};
+use crate::util::LatestNow;
+use crate::{ClientId, Instant, LockServer, ServerOutput};
+
+#[derive(Clone, Copy, Debug)]
+struct Lease {
+    ttl_secs: u64,
+    /// Server clock.
+    expires_at: Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct KeyValue {
+    create_revision: u64,
+    /// Who created it (ground truth only).
+    owner: ClientId,
+}
+
+/// One etcd cluster, seen as one linearizable server. See the [module docs](super).
+#[derive(Clone, Debug, Default)]
+pub struct EtcdServer {
+    /// The store's revision: +1 per write txn.
+    revision: u64,
+    last_lease: u64,
+    leases: BTreeMap<LeaseId, Lease>,
+    /// Keys `prefix/<lease>` (a key's lease is its name).
+    keys: BTreeMap<LeaseId, KeyValue>,
+    /// When each deleted key was deleted (keys are never re-created: leases
+    /// are never reused), to replay DELETEs to late watches.
+    deleted: BTreeMap<LeaseId, u64>,
+    /// Open watches: (client, watch id) → key.
+    watches: BTreeMap<(ClientId, u64), LeaseId>,
+    /// The truth lane's last report.
+    reported: Option<(ClientId, u64)>,
+    latest_now: LatestNow,
+    outputs: VecDeque<ServerOutput<Etcd>>,
+}
+
+impl EtcdServer {
+    /// An empty store at revision 1.
+    pub fn new() -> Self {
+        EtcdServer {
+            revision: 1,
+            ..EtcdServer::default()
+        }
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The election's leader: the key with the lowest create revision.
+    pub fn leader(&self) -> Option<(ClientId, u64)> {
+        self.keys
+            .values()
+            .min_by_key(|kv| kv.create_revision)
+            .map(|kv| (kv.owner, kv.create_revision))
+    }
+
+    fn reply(&mut self, to: ClientId, response: EtcdResponse) {
+        self.outputs.push_back(ServerOutput::Reply { to, response });
+    }
+
+    fn report(&mut self) {
+        let leader = self.leader();
+        if leader != self.reported {
+            self.reported = leader;
+            self.outputs.push_back(ServerOutput::Holder {
+                holder: leader.map(|(owner, _)| owner),
+                token: leader.map(|(_, revision)| revision),
+            });
+        }
+    }
+
+    /// Deletes `key` at the current revision and notifies its watchers.
+    fn delete_key(&mut self, key: LeaseId) {
+        if self.keys.remove(&key).is_none() {
+            return;
+        }
+        self.deleted.insert(key, self.revision);
+        let fired: Vec<(ClientId, u64)> = self
+            .watches
+            .iter()
+            .filter(|(_, watched)| **watched == key)
+            .map(|(watch, _)| *watch)
+            .collect();
+        for (client, id) in fired {
+            self.watches.remove(&(client, id));
+            self.reply(client, EtcdResponse::Deleted { id, key });
+        }
+    }
+
+    /// Revokes a lease: its key goes in one new revision.
+    fn revoke(&mut self, lease: LeaseId) {
+        if self.leases.remove(&lease).is_some() && self.keys.contains_key(&lease) {
+            self.revision += 1;
+            self.delete_key(lease);
+        }
+    }
+
+    fn handle(&mut self, from: ClientId, request: EtcdRequest, now: Instant) {
+        match request {
+            EtcdRequest::Grant { id, ttl_secs } => {
+                self.last_lease += 1;
+                let lease = LeaseId(self.last_lease);
+                self.leases.insert(
+                    lease,
+                    Lease {
+                        ttl_secs,
+                        expires_at: now + Duration::from_secs(ttl_secs),
+                    },
+                );
+                self.reply(from, EtcdResponse::Granted { id, lease });
+            }
+            EtcdRequest::KeepAlive { lease } => {
+                let ttl_secs = match self.leases.get_mut(&lease) {
+                    Some(state) => {
+                        state.expires_at = now + Duration::from_secs(state.ttl_secs);
+                        i64::try_from(state.ttl_secs).unwrap_or(i64::MAX)
+                    }
+                    None => 0,
+                };
+                self.reply(from, EtcdResponse::KeepAlive { lease, ttl_secs });
+            }
+            EtcdRequest::Campaign { id, lease } => {
+                let create_revision = if let Some(kv) = self.keys.get(&lease) {
+                    Some(kv.create_revision)
+                } else if self.leases.contains_key(&lease) {
+                    self.revision += 1;
+                    let create_revision = self.revision;
+                    self.keys.insert(
+                        lease,
+                        KeyValue {
+                            create_revision,
+                            owner: from,
+                        },
+                    );
+                    Some(create_revision)
+                } else {
+                    None
+                };
+                self.reply(
+                    from,
+                    EtcdResponse::Campaigned {
+                        id,
+                        create_revision,
+                    },
+                );
+            }
+            EtcdRequest::LastCreatedBefore {
+                id,
+                max_create_revision,
+            } => {
+                let key = self
+                    .keys
+                    .iter()
+                    .filter(|(_, kv)| kv.create_revision <= max_create_revision)
+                    .max_by_key(|(_, kv)| kv.create_revision)
+                    .map(|(key, kv)| (*key, kv.create_revision));
+                let revision = self.revision;
+                self.reply(from, EtcdResponse::LastCreated { id, key, revision });
+            }
+            EtcdRequest::Watch {
+                id,
+                key,
+                start_revision,
+            } => match self.deleted.get(&key) {
+                Some(at) if *at >= start_revision => {
+                    self.reply(from, EtcdResponse::Deleted { id, key });
+                }
+                _ => {
+                    // A re-sent watch replaces the client's earlier one on the key.
+                    self.watches
+                        .retain(|(client, _), watched| *client != from || *watched != key);
+                    self.watches.insert((from, id), key);
+                }
+            },
+            EtcdRequest::Resign {
+                key,
+                create_revision,
+            } => {
+                if self
+                    .keys
+                    .get(&key)
+                    .is_some_and(|kv| kv.create_revision == create_revision)
+                {
+                    self.revision += 1;
+                    self.delete_key(key);
+                }
+            }
+            EtcdRequest::Revoke { lease } => self.revoke(lease),
+        }
+    }
+}
+
+impl LockServer<Etcd> for EtcdServer {
+    fn handle_request(&mut self, from: ClientId, request: EtcdRequest, now: Instant) {
+        let now = self.latest_now.observe(now);
+        self.handle_timeout(now);
+        self.handle(from, request, now);
+        self.report();
+        debug_assert!(self
+            .keys
+            .values()
+            .all(|kv| kv.create_revision <= self.revision));
+    }
+
+    /// Expires leases whose TTL ran out on the server's clock.
+    fn handle_timeout(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        let expired: Vec<LeaseId> = self
+            .leases
+            .iter()
+            .filter(|(_, lease)| lease.expires_at <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for lease in expired {
+            self.revoke(lease);
+        }
+        self.report();
+    }
+
+    fn next_timeout(&self) -> Option<Instant> {
+        self.leases.values().map(|lease| lease.expires_at).min()
+    }
+
+    fn poll_output(&mut self) -> Option<ServerOutput<Etcd>> {
+        self.outputs.pop_front()
+    }
+
+    /// Durable (etcd's normal case): keys, leases and revisions survive; the
+    /// new leader's lessor `Promote`s every lease to `now + TTL`; watches
+    /// (streams) are gone. Not durable: the store is wiped, revisions keep
+    /// counting.
+    fn restart(&mut self, now: Instant, durable: bool) {
+        let now = self.latest_now.observe(now);
+        self.watches.clear();
+        if durable {
+            for lease in self.leases.values_mut() {
+                lease.expires_at = now + Duration::from_secs(lease.ttl_secs);
+            }
+        } else {
+            self.leases.clear();
+            self.keys.clear();
+            self.revision += 1;
+        }
+        self.report();
+    }
+}

@@ -1,0 +1,262 @@
+//! The lock zoo: faithful sans-IO models of the lock and leader-election
+//! designs people actually run, so that the `fenced` simulator can run them as
+//! hosts next to `fenced`'s own elector and show where each one breaks.
+//!
+//! Each model mirrors one upstream library, function by function; its module
+//! docs cite the files it follows, give the library's own defaults (its
+//! [`Protocol::Settings`] `Default`) and say what it leaves out.
+//!
+//! | module | mirrors | token |
+//! |---|---|---|
+//! | [`connection_lock`] | PostgreSQL `pg_try_advisory_lock`, held for a session's life | none |
+//! | [`client_go`] | Kubernetes client-go `tools/leaderelection` on a `Lease` | `leaseTransitions` |
+//! | [`etcd`] | etcd `client/v3/concurrency` `Session` + `Election` | leader key's create revision |
+//! | [`redlock`] | Redlock as redlock-rb implements it, N Redis instances | none |
+//!
+//! # The drive loop
+//!
+//! Servers and clients are plain structs. Nothing reads a clock, a socket or
+//! a thread; every `now` is the **calling host's local clock**, and instants of
+//! two hosts are never compared by a model.
+//!
+//! 1. Call an input with the host's local `now`: [`LockClient::start`],
+//!    [`LockClient::handle_response`], [`LockClient::handle_timeout`],
+//!    [`LockClient::stop`], [`LockServer::handle_request`],
+//!    [`LockServer::handle_timeout`], [`LockServer::restart`].
+//! 2. Drain `poll_output` until `None`, delivering each
+//!    [`ClientOutput::Send`] / [`ServerOutput::Reply`] to its peer (the
+//!    network may delay, drop, duplicate or reorder them).
+//! 3. Wake the host at `next_timeout()` (a late or spurious
+//!    `handle_timeout` is harmless) or when a message arrives, and go to 1.
+//!
+//! ```
+//! use fenced_zoo::{ClientId, ClientOutput, LockClient, LockServer, Protocol, ServerOutput};
+//! use fenced_zoo::redlock::Redlock;
+//! use fenced_zoo::Instant;
+//!
+//! let settings = <Redlock as Protocol>::Settings::default();
+//! let mut servers: Vec<_> = (0..Redlock::servers(&settings))
+//!     .map(|index| Redlock::new_server(&settings, index))
+//!     .collect();
+//! let mut client = Redlock::new_client(&settings, ClientId(1), "a", 7);
+//! let now = Instant::from_secs(1);
+//! client.start(now);
+//! // A zero-latency network: deliver every message at once, in order.
+//! let mut leader = false;
+//! for _ in 0..100 {
+//!     let Some(output) = client.poll_output() else { break };
+//!     match output {
+//!         ClientOutput::Send { to, request } => {
+//!             let server = &mut servers[usize::from(to)];
+//!             server.handle_request(ClientId(1), request, now);
+//!             while let Some(out) = server.poll_output() {
+//!                 if let ServerOutput::Reply { response, .. } = out {
+//!                     client.handle_response(to, response, now);
+//!                 }
+//!             }
+//!         }
+//!         ClientOutput::BecameLeader { .. } => leader = true,
+//!         ClientOutput::LostLeadership { .. } => leader = false,
+//!     }
+//! }
+//! assert!(leader && client.leadership(now).is_some());
+//! ```
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::time::Duration;
+
+pub mod client_go;
+pub mod connection_lock;
+pub mod etcd;
+pub mod redlock;
+
+mod util;
+
+pub use fenced::Instant;
+
+/// Which server of the protocol a message is for or from (Redlock: `0..N`;
+/// the single-server protocols use `0`).
+pub type ServerIndex = u16;
+
+/// The simulator's process identity: unique per process life, so a restarted
+/// client process is a new `ClientId`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientId(pub u32);
+
+impl fmt::Display for ClientId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+/// One lock or leader-election design: its settings, its messages, and how to
+/// build its servers and clients.
+pub trait Protocol {
+    /// Short name: "connection-lock", "client-go", "etcd", "redlock".
+    const NAME: &'static str;
+    /// The settings; `Default` is the upstream library's defaults (each
+    /// model's docs say where a default is the model's own choice, and why).
+    type Settings: Clone + fmt::Debug + Default + PartialEq;
+    /// A message from a client to a server.
+    type Request: Clone + fmt::Debug;
+    /// A message from a server to a client: answers and pushes (watch events,
+    /// keepalive probes).
+    type Response: Clone + fmt::Debug;
+    /// The client machine.
+    type Client: LockClient<Self>;
+    /// The server machine.
+    type Server: LockServer<Self>;
+    /// Whether the protocol's leadership carries a token a downstream can
+    /// fence with.
+    const HAS_TOKEN: bool;
+    /// Checks settings the way the upstream library does (and rejects what
+    /// would make the model meaningless, such as zero durations).
+    fn validate(settings: &Self::Settings) -> Result<(), SettingsError>;
+    /// How many servers the protocol runs.
+    fn servers(settings: &Self::Settings) -> u16;
+    /// A fresh server with index `index` (below [`servers`](Protocol::servers)).
+    fn new_server(settings: &Self::Settings, index: ServerIndex) -> Self::Server;
+    /// A fresh, idle client. `name` is its identity (owner id, unique per
+    /// process life); `seed` seeds its own ChaCha8 RNG for jitter and random
+    /// values. Settings must have passed [`validate`](Protocol::validate).
+    fn new_client(settings: &Self::Settings, id: ClientId, name: &str, seed: u64) -> Self::Client;
+}
+
+/// The server side of a protocol: one database, API server, etcd cluster or
+/// Redis instance.
+pub trait LockServer<P: Protocol + ?Sized> {
+    /// A request from `from` arrives at `now` (server's clock).
+    fn handle_request(&mut self, from: ClientId, request: P::Request, now: Instant);
+    /// A timer may be due at `now`; spurious calls are no-ops.
+    fn handle_timeout(&mut self, now: Instant);
+    /// When the server next needs [`handle_timeout`](LockServer::handle_timeout).
+    fn next_timeout(&self) -> Option<Instant>;
+    /// The next output, or `None` when drained.
+    fn poll_output(&mut self) -> Option<ServerOutput<P>>;
+    /// The server process restarts at `now`: `durable` = its state survives
+    /// (etcd/k8s are durable; Redis without persistence is not; a PostgreSQL
+    /// restart kills all sessions and advisory locks either way).
+    fn restart(&mut self, now: Instant, durable: bool);
+}
+
+/// What a server asks its driver to do.
+#[derive(Clone, Debug)]
+pub enum ServerOutput<P: Protocol + ?Sized> {
+    /// Send `response` to client `to`.
+    Reply {
+        /// The addressee.
+        to: ClientId,
+        /// The message.
+        response: P::Response,
+    },
+    /// Ground truth for the checker and the timeline's truth lane: this
+    /// server now considers `holder` the owner (with the protocol's token if
+    /// any), or no one. Emitted on every change.
+    Holder {
+        /// The owner, as this server sees it.
+        holder: Option<ClientId>,
+        /// The owner's token, if the protocol has one.
+        token: Option<u64>,
+    },
+}
+
+/// The client side of a protocol: the library plus the small application loop
+/// that uses it for leader election (documented per model).
+pub trait LockClient<P: Protocol + ?Sized> {
+    /// Begins contending at `now` (client's clock). No-op unless idle.
+    fn start(&mut self, now: Instant);
+    /// A response (or push) from server `from` arrives.
+    fn handle_response(&mut self, from: ServerIndex, response: P::Response, now: Instant);
+    /// A timer may be due at `now`; spurious or late calls are harmless.
+    fn handle_timeout(&mut self, now: Instant);
+    /// When the client next needs [`handle_timeout`](LockClient::handle_timeout).
+    fn next_timeout(&self) -> Option<Instant>;
+    /// The next output, or `None` when drained.
+    fn poll_output(&mut self) -> Option<ClientOutput<P>>;
+    /// Graceful stop (context cancelled): release if the library does
+    /// (ReleaseOnCancel, unlock, session close). Leadership ends at once
+    /// unless the model says otherwise.
+    fn stop(&mut self, now: Instant);
+    /// What the client believes at `now`: `Some` while it would let its
+    /// application act as leader.
+    fn leadership(&self, now: Instant) -> Option<Leadership>;
+}
+
+/// The application-facing notion of leading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leadership {
+    /// The protocol's token, if [`Protocol::HAS_TOKEN`].
+    pub token: Option<u64>,
+}
+
+/// What a client asks its driver to do, or tells its application.
+#[derive(Clone, Debug)]
+pub enum ClientOutput<P: Protocol + ?Sized> {
+    /// Send `request` to server `to`.
+    Send {
+        /// The server.
+        to: ServerIndex,
+        /// The message.
+        request: P::Request,
+    },
+    /// The application may now act as leader.
+    BecameLeader {
+        /// The protocol's token, if any.
+        token: Option<u64>,
+    },
+    /// The application must stop acting as leader.
+    LostLeadership {
+        /// Why: "renew deadline passed", "session expired", "validity
+        /// elapsed", "connection broken", "stopped", ...
+        reason: &'static str,
+    },
+}
+
+/// Settings a model (or its upstream library) rejects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingsError {
+    /// A duration or count that must be positive is zero.
+    Zero {
+        /// The setting.
+        setting: &'static str,
+    },
+    /// `setting` must be greater than `than` (upstream's own check).
+    NotGreater {
+        /// The setting that is too small.
+        setting: &'static str,
+        /// What it must exceed.
+        than: &'static str,
+        /// Its value.
+        value: Duration,
+        /// The value it must exceed.
+        bound: Duration,
+    },
+    /// Any other rule, with the reason.
+    Invalid {
+        /// The setting.
+        setting: &'static str,
+        /// Why it is rejected.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingsError::Zero { setting } => write!(f, "{setting} must be greater than zero"),
+            SettingsError::NotGreater {
+                setting,
+                than,
+                value,
+                bound,
+            } => write!(
+                f,
+                "{setting} ({value:?}) must be greater than {than} ({bound:?})"
+            ),
+            SettingsError::Invalid { setting, reason } => write!(f, "{setting}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for SettingsError {}

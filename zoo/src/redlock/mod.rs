@@ -1,0 +1,245 @@
+//! Redlock: N independent Redis instances, a lock held while a majority of
+//! them hold a key with the client's random value, trusted for a *validity*
+//! measured on the client's own clock.
+//!
+//! # What it mirrors
+//!
+//! * The algorithm as specified on redis.io, "Distributed Locks with Redis",
+//!   section "The Redlock algorithm" (get the time, try every instance in turn
+//!   with a short timeout, succeed when a majority locked and the elapsed time
+//!   is below the TTL, validity = TTL − elapsed − drift, unlock all on
+//!   failure, retry after a random delay).
+//! * The reference client **redlock-rb** (leandromoreira/redlock-rb,
+//!   `lib/redlock/client.rb` at f176e57), chosen over go-redsync because it is
+//!   the one that implements the page literally: instances are tried **in
+//!   turn** (`lock_instances`: `@servers.count { |s| s.lock(...) }`, while
+//!   redsync asks all at once), and the drift is `(ttl * CLOCK_DRIFT_FACTOR).to_i
+//!   + 2` ms (`drift`; redsync has no `+ 2`).
+//!   * `try_lock_instances`: `retry_count + 1` tries, each `lock_instances`
+//!     with a **fresh** `SecureRandom.uuid` value, a sleep of
+//!     `retry_delay + rand(retry_jitter)` ms between tries
+//!     (`attempt_retry_delay`).
+//!   * `lock_instances`: `timed` over all instances (integer milliseconds of a
+//!     monotonic clock), `validity = ttl - time_elapsed - drift(ttl)`, success
+//!     iff `locked >= quorum && validity >= 0` with `quorum = N/2 + 1`;
+//!     otherwise `unlock` on every instance (errors swallowed).
+//!   * The instance side is `Scripts::LOCK_SCRIPT` (set `value PX ttl` if the
+//!     key is absent and new locks are allowed, or if it already holds
+//!     `value`) and `UNLOCK_SCRIPT` (compare-and-delete).
+//!   * Extending is redlock-rb's `lock(resource, ttl, extend: lock_info)`: one
+//!     try (`tries = options[:extend] ? 1 : ...`) with the **same** value; by
+//!     default (`extend_only_if_locked: false`) it also re-creates the key on
+//!     instances where it expired. A failed extend goes through the same
+//!     failure path, so it **unlocks** the value everywhere before returning
+//!     false. This is the chosen renewal; redsync's `Extend` (PEXPIRE only if
+//!     the value matches) corresponds to `extend_only_if_locked: true`.
+//!   * The per-instance timeout is `redis_timeout` (0.1 s): a `RedisClient`
+//!     that times out drops its connection, so a late reply is never read —
+//!     the model matches replies by request id and ignores stale ones.
+//! * The Redis instance: a key with an absolute expiry on **the instance's
+//!   own clock** (`SET ... PX`), expired when `now > expiry` (Redis's
+//!   `keyIsExpired`), lost on a restart without persistence.
+//!
+//! # The application loop (the model's own, documented choice)
+//!
+//! redlock-rb is a mutex; to run it as a leader elector the model calls
+//! `lock` in a loop: leader from a successful `lock` until the validity
+//! elapses on the client's clock or an extend fails; while leading it
+//! extends every [`RedlockSettings::extend_interval`] (default TTL / 2);
+//! after a `lock` that returned false it calls `lock` again after
+//! [`RedlockSettings::reacquire_interval`].
+//!
+//! # Defaults
+//!
+//! redlock-rb's: `retry_count` 3, `retry_delay` 200 ms, `retry_jitter` 50 ms,
+//! `redis_timeout` 0.1 s, `CLOCK_DRIFT_FACTOR` 0.01. The page's: N = 5
+//! instances. The model's: TTL 10 s (redlock-rb has no default, the caller
+//! passes it; 10 s is the page's example), extend every 5 s, re-lock after 1 s.
+//!
+//! # Left out
+//!
+//! Redis replication/failover (each instance is a single node), the
+//! `NOSCRIPT` reload path, the `LockAcquisitionError` raised when a majority
+//! of instances *errored* (here an error is a timeout, and the app loop
+//! retries either way), `get_remaining_ttl`. Redis persistence is the
+//! `durable` flag of a restart (AOF with `fsync always`); the delayed-restart
+//! mitigation of the page is not modelled.
+//!
+//! # Known failure mode
+//!
+//! No token: a client paused past its validity still writes. An instance that
+//! restarts without persistence forgets the key, and a second client can then
+//! hold a majority while the first still does.
+
+mod client;
+mod server;
+
+use std::time::Duration;
+
+pub use client::RedlockClient;
+pub use server::RedisInstance;
+
+use crate::util::nonzero;
+use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+
+/// The Redlock protocol.
+#[derive(Clone, Copy, Debug)]
+pub enum Redlock {}
+
+/// Redlock's settings; `Default` is redlock-rb's defaults plus N = 5.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedlockSettings {
+    /// How many independent Redis instances (the page's N; default 5).
+    pub instances: u16,
+    /// The key's TTL (`ttl` of `lock`; model default 10 s). Whole
+    /// milliseconds: redlock-rb and Redis work in ms.
+    pub ttl: Duration,
+    /// Extra tries after the first (`retry_count`, default 3).
+    pub retry_count: u32,
+    /// Base sleep between tries (`retry_delay`, default 200 ms).
+    pub retry_delay: Duration,
+    /// Random extra sleep, `rand(retry_jitter)` ms (`retry_jitter`, default 50 ms).
+    pub retry_jitter: Duration,
+    /// Per-instance request timeout (`redis_timeout`, default 0.1 s).
+    pub redis_timeout: Duration,
+    /// How often the leader extends (model's choice, default TTL / 2).
+    pub extend_interval: Duration,
+    /// `extend_only_if_locked` (default false: an extend may re-create an
+    /// expired key).
+    pub extend_only_if_locked: bool,
+    /// How long the application waits before calling `lock` again after it
+    /// returned false (model's choice, default 1 s).
+    pub reacquire_interval: Duration,
+}
+
+impl Default for RedlockSettings {
+    fn default() -> Self {
+        RedlockSettings {
+            instances: 5,
+            ttl: Duration::from_secs(10),
+            retry_count: 3,
+            retry_delay: Duration::from_millis(200),
+            retry_jitter: Duration::from_millis(50),
+            redis_timeout: Duration::from_millis(100),
+            extend_interval: Duration::from_secs(5),
+            extend_only_if_locked: false,
+            reacquire_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RedlockSettings {
+    /// `N/2 + 1`, as redlock-rb computes `@quorum`.
+    pub fn quorum(&self) -> u16 {
+        self.instances / 2 + 1
+    }
+
+    /// redlock-rb's `drift(ttl)`: `(ttl * 0.01).to_i + 2` milliseconds.
+    pub fn drift_ms(&self) -> u64 {
+        ttl_ms(self.ttl) / 100 + 2
+    }
+}
+
+/// Whole milliseconds of a duration, saturating.
+pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A client's message to one Redis instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedisRequest {
+    /// `EVALSHA LOCK_SCRIPT 1 key value ttl allow_new_lock`.
+    Lock {
+        /// Matches the reply.
+        id: u64,
+        /// The client's random value (a UUID in redlock-rb).
+        value: u128,
+        /// `PX` milliseconds.
+        ttl_ms: u64,
+        /// `allow_new_lock == "yes"`: set even if the key is absent.
+        allow_new: bool,
+    },
+    /// `EVALSHA UNLOCK_SCRIPT 1 key value`: delete the key iff it holds `value`.
+    Unlock {
+        /// Matches the reply.
+        id: u64,
+        /// The value to compare.
+        value: u128,
+    },
+}
+
+/// An instance's reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedisResponse {
+    /// The lock script's answer: `OK` (`true`) or nil.
+    Lock {
+        /// The request's id.
+        id: u64,
+        /// Whether the key now holds the value.
+        ok: bool,
+    },
+    /// The unlock script's answer: whether a key was deleted.
+    Unlock {
+        /// The request's id.
+        id: u64,
+        /// 1 if deleted, 0 otherwise.
+        deleted: bool,
+    },
+}
+
+impl Protocol for Redlock {
+    const NAME: &'static str = "redlock";
+    type Settings = RedlockSettings;
+    type Request = RedisRequest;
+    type Response = RedisResponse;
+    type Client = RedlockClient;
+    type Server = RedisInstance;
+    const HAS_TOKEN: bool = false;
+
+    fn validate(settings: &RedlockSettings) -> Result<(), SettingsError> {
+        if settings.instances == 0 {
+            return Err(SettingsError::Invalid {
+                setting: "instances",
+                reason: "a majority of zero instances is impossible",
+            });
+        }
+        if ttl_ms(settings.ttl) == 0 {
+            return Err(SettingsError::Zero { setting: "ttl" });
+        }
+        if ttl_ms(settings.ttl) <= settings.drift_ms() {
+            return Err(SettingsError::Invalid {
+                setting: "ttl",
+                reason: "the TTL does not exceed the drift (TTL/100 + 2 ms): no validity is ever positive",
+            });
+        }
+        nonzero("redis_timeout", settings.redis_timeout)?;
+        nonzero("extend_interval", settings.extend_interval)?;
+        nonzero("reacquire_interval", settings.reacquire_interval)?;
+        if settings.extend_interval >= settings.ttl {
+            return Err(SettingsError::NotGreater {
+                setting: "ttl",
+                than: "extend_interval",
+                value: settings.ttl,
+                bound: settings.extend_interval,
+            });
+        }
+        Ok(())
+    }
+
+    fn servers(settings: &RedlockSettings) -> u16 {
+        settings.instances
+    }
+
+    fn new_server(_settings: &RedlockSettings, index: ServerIndex) -> RedisInstance {
+        RedisInstance::new(index)
+    }
+
+    fn new_client(
+        settings: &RedlockSettings,
+        id: ClientId,
+        _name: &str,
+        seed: u64,
+    ) -> RedlockClient {
+        RedlockClient::new(settings.clone(), id, seed)
+    }
+}

@@ -1,0 +1,137 @@
+//! One Redis instance holding the lock key.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{RedisRequest, RedisResponse, Redlock};
+use crate::{ClientId, Instant, LockServer, ServerIndex, ServerOutput};
+
+/// The key as the instance stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    value: u128,
+    /// Who set `value` (ground truth only; Redis knows just the value).
+    owner: ClientId,
+    /// Absolute expiry on this instance's clock (`SET ... PX`).
+    expires_at: Instant,
+}
+
+/// A single Redis instance with one key. See the [module docs](super).
+#[derive(Clone, Debug)]
+pub struct RedisInstance {
+    index: ServerIndex,
+    key: Option<Entry>,
+    outputs: VecDeque<ServerOutput<Redlock>>,
+}
+
+impl RedisInstance {
+    /// An empty instance.
+    pub fn new(index: ServerIndex) -> Self {
+        RedisInstance {
+            index,
+            key: None,
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// Which instance this is.
+    pub fn index(&self) -> ServerIndex {
+        self.index
+    }
+
+    /// The key's value and expiry if it is set and not expired at `now`.
+    pub fn key_at(&self, now: Instant) -> Option<(u128, Instant)> {
+        self.key
+            .filter(|entry| !expired(entry, now))
+            .map(|entry| (entry.value, entry.expires_at))
+    }
+
+    /// Drops the key if it expired (Redis's lazy expiry; the timer is the
+    /// active one), reporting the change.
+    fn expire(&mut self, now: Instant) {
+        if self.key.is_some_and(|entry| expired(&entry, now)) {
+            self.set_key(None);
+        }
+    }
+
+    fn set_key(&mut self, key: Option<Entry>) {
+        let before = self.key.map(|entry| entry.owner);
+        self.key = key;
+        let after = key.map(|entry| entry.owner);
+        if before != after {
+            self.outputs.push_back(ServerOutput::Holder {
+                holder: after,
+                token: None,
+            });
+        }
+    }
+}
+
+/// Redis's `keyIsExpired`: `now > when`.
+fn expired(entry: &Entry, now: Instant) -> bool {
+    now > entry.expires_at
+}
+
+impl LockServer<Redlock> for RedisInstance {
+    fn handle_request(&mut self, from: ClientId, request: RedisRequest, now: Instant) {
+        self.expire(now);
+        let response = match request {
+            RedisRequest::Lock {
+                id,
+                value,
+                ttl_ms,
+                allow_new,
+            } => {
+                // LOCK_SCRIPT: (absent and allowed) or already ours -> SET PX.
+                let ok = match self.key {
+                    None => allow_new,
+                    Some(entry) => entry.value == value,
+                };
+                if ok {
+                    let owner = self.key.map_or(from, |entry| entry.owner);
+                    self.set_key(Some(Entry {
+                        value,
+                        owner,
+                        expires_at: now + Duration::from_millis(ttl_ms),
+                    }));
+                }
+                RedisResponse::Lock { id, ok }
+            }
+            RedisRequest::Unlock { id, value } => {
+                // UNLOCK_SCRIPT: compare-and-delete; another's key is untouched.
+                let deleted = self.key.is_some_and(|entry| entry.value == value);
+                if deleted {
+                    self.set_key(None);
+                }
+                RedisResponse::Unlock { id, deleted }
+            }
+        };
+        self.outputs
+            .push_back(ServerOutput::Reply { to: from, response });
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.expire(now);
+    }
+
+    fn next_timeout(&self) -> Option<Instant> {
+        // The first instant at which `now > expires_at`.
+        self.key
+            .map(|entry| entry.expires_at + Duration::from_nanos(1))
+    }
+
+    fn poll_output(&mut self) -> Option<ServerOutput<Redlock>> {
+        self.outputs.pop_front()
+    }
+
+    /// Without persistence the key is gone. With it (AOF, `fsync always`) the
+    /// key survives with its absolute expiry, which Redis keeps as a Unix
+    /// time: an instance whose clock jumped forward across the restart expires
+    /// it early.
+    fn restart(&mut self, now: Instant, durable: bool) {
+        if !durable {
+            self.set_key(None);
+        }
+        self.expire(now);
+    }
+}

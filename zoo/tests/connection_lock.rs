@@ -1,0 +1,185 @@
+//! Contract tests of the PostgreSQL advisory-lock model.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{secs, Clock, Sim};
+use fenced_zoo::connection_lock::{ConnectionLock, PgRequest, PgResponse, PgSettings, SessionId};
+use fenced_zoo::{ClientId, Instant, LockServer, Protocol, ServerOutput, SettingsError};
+
+fn sim() -> Sim<ConnectionLock> {
+    Sim::new(PgSettings::default())
+}
+
+/// A paused holder keeps its connection, so its lock, for the whole pause
+/// (an hour here): the kernel answers keepalives, nobody else gets the lock,
+/// and the holder resumes as leader.
+#[test]
+fn paused_holder_keeps_the_lock() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.pause(a, Duration::from_secs(3600));
+    sim.run_for(Duration::from_secs(3600 + 60));
+    assert_eq!(sim.holder(0), Some((Some(a), None)));
+    assert_eq!(sim.became_leader_at(b), None);
+    assert_eq!(sim.leader_ids(), vec![a]);
+}
+
+/// A crashed holder's lock is freed only by the server's keepalive verdict:
+/// idle + count × interval (7875 s by default) after it was last heard.
+#[test]
+fn server_frees_only_after_keepalive_verdict() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(20));
+    sim.crash(a);
+    // A's last health query reached the server at 10.001 s or 20.001 s.
+    let verdict = PgSettings::default().keepalive_verdict_after();
+    assert_eq!(verdict, Duration::from_secs(7875));
+    sim.run_until(secs(7875));
+    assert_eq!(
+        sim.became_leader_at(b),
+        None,
+        "still held by the dead session"
+    );
+    sim.run_until(secs(20 + 7875 + 6));
+    let freed_at = sim
+        .log
+        .iter()
+        .find_map(|(at, event)| match event {
+            common::Event::Holder { holder: None, .. } => Some(*at),
+            _ => None,
+        })
+        .expect("freed");
+    assert!(freed_at >= secs(20 + 7875) && freed_at < secs(20 + 7875 + 1));
+    assert_eq!(sim.leader_ids(), vec![b]);
+}
+
+/// After a server restart the holder still believes it leads until it next
+/// uses its connection (its 10 s health query); meanwhile another client can
+/// take the lock: two leaders for up to a check interval.
+#[test]
+fn client_learns_of_a_restart_only_on_next_use() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(500));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_millis(600));
+    sim.restart_server(0, true);
+    assert_eq!(sim.holder(0), Some((None, None)));
+    // B's next try (every 5 s) reconnects... its connection is reset first.
+    sim.run_for(Duration::from_secs(8));
+    assert_eq!(
+        sim.leader_ids(),
+        vec![a],
+        "A has not used its connection yet"
+    );
+    sim.run_for(Duration::from_secs(30));
+    let (lost_at, reason) = sim.lost_leadership(a).expect("A learned on its ping");
+    assert_eq!(reason, "connection broken");
+    assert!(lost_at > secs(10) && lost_at < secs(11));
+    assert!(sim.became_leader_at(b).is_some() || sim.became_leader_at(a).is_some());
+}
+
+/// A partitioned holder keeps believing until its health query times out
+/// (924.6 s, Linux's retransmission give-up), and the server keeps its lock
+/// until its keepalive verdict (7875 s): nobody leads in between.
+#[test]
+fn partitioned_holder_learns_by_query_timeout() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(500));
+    let b = sim.add_client(2, Clock::default());
+    sim.cut(a);
+    sim.run_for(Duration::from_secs(2000));
+    let (lost_at, reason) = sim.lost_leadership(a).expect("query timed out");
+    assert_eq!(reason, "connection broken");
+    // Connected at 2 ms, locked at 4 ms, first health query at 10.004 s.
+    assert_eq!(lost_at, secs(10) + 924_600_000_000 + 4_000_000);
+    assert_eq!(sim.holder(0), Some((Some(a), None)));
+    assert!(sim.leader_ids().is_empty());
+    sim.run_for(Duration::from_secs(7875));
+    assert_eq!(sim.leader_ids(), vec![b]);
+}
+
+/// Session-level advisory locks stack: a session that locked twice (a
+/// duplicated request) still holds after one unlock; ending the session frees it.
+#[test]
+fn advisory_locks_stack_per_session() {
+    let mut server = ConnectionLock::new_server(&PgSettings::default(), 0);
+    let now = Instant::from_secs(1);
+    let c = ClientId(1);
+    server.handle_request(c, PgRequest::Connect { id: 1 }, now);
+    let session = SessionId(1);
+    assert!(matches!(
+        server.poll_output(),
+        Some(ServerOutput::Reply {
+            response: PgResponse::Connected {
+                session: SessionId(1),
+                ..
+            },
+            ..
+        })
+    ));
+    server.handle_request(c, PgRequest::TryLock { session, id: 2 }, now);
+    server.handle_request(c, PgRequest::TryLock { session, id: 2 }, now);
+    server.handle_request(c, PgRequest::Unlock { session, id: 3 }, now);
+    assert_eq!(server.holder(), Some((session, c)));
+    server.handle_request(c, PgRequest::Terminate { session }, now);
+    assert_eq!(server.holder(), None);
+    // A request on the ended session is reset.
+    while server.poll_output().is_some() {}
+    server.handle_request(c, PgRequest::Ping { session, id: 4 }, now);
+    assert!(matches!(
+        server.poll_output(),
+        Some(ServerOutput::Reply {
+            response: PgResponse::ConnectionReset { id: 4 },
+            ..
+        })
+    ));
+}
+
+/// A graceful stop unlocks and closes: the next client gets the lock on its
+/// next try.
+#[test]
+fn stop_releases() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(500));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    sim.stop(a);
+    assert_eq!(sim.lost_leadership(a).map(|(_, r)| r), Some("stopped"));
+    sim.run_for(Duration::from_secs(6));
+    assert_eq!(sim.leader_ids(), vec![b]);
+    assert_eq!(sim.server(0).sessions(), 1);
+}
+
+/// Zero durations and counts are rejected, naming the setting.
+#[test]
+fn settings_validation() {
+    let settings = PgSettings {
+        tcp_keepalives_count: 0,
+        ..PgSettings::default()
+    };
+    assert_eq!(
+        ConnectionLock::validate(&settings),
+        Err(SettingsError::Zero {
+            setting: "tcp_keepalives_count"
+        })
+    );
+    let settings = PgSettings {
+        query_timeout: Duration::ZERO,
+        ..PgSettings::default()
+    };
+    assert_eq!(
+        ConnectionLock::validate(&settings).unwrap_err().to_string(),
+        "query_timeout must be greater than zero"
+    );
+    assert_eq!(ConnectionLock::validate(&PgSettings::default()), Ok(()));
+}

@@ -1,0 +1,175 @@
+//! Contract tests of the etcd Session + Election model.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{secs, Clock, Event, Sim};
+use fenced_zoo::etcd::{Etcd, EtcdRequest, EtcdSettings};
+use fenced_zoo::{Protocol, SettingsError};
+
+fn sim() -> Sim<Etcd> {
+    Sim::new(EtcdSettings::default())
+}
+
+fn tokens(sim: &Sim<Etcd>) -> Vec<u64> {
+    sim.log
+        .iter()
+        .filter_map(|(_, event)| match event {
+            Event::BecameLeader { token, .. } => *token,
+            _ => None,
+        })
+        .collect()
+}
+
+/// A campaigner waits until every key with a lower create revision is
+/// deleted: B leads only after A resigns, C only after B; the tokens (create
+/// revisions) increase.
+#[test]
+fn campaign_waits_for_lower_revisions() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let c = sim.add_client(3, Clock::default());
+    sim.run_for(Duration::from_secs(30));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    sim.stop(a);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.leader_ids(), vec![b]);
+    sim.stop(b);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.leader_ids(), vec![c]);
+    let tokens = tokens(&sim);
+    assert_eq!(tokens.len(), 3);
+    assert!(
+        tokens.windows(2).all(|pair| pair[0] < pair[1]),
+        "{tokens:?}"
+    );
+}
+
+/// The session's keep-alive goes out every TTL/3 after each answer (20 s for
+/// the default 60 s TTL).
+#[test]
+fn keepalive_every_third_of_the_ttl() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(100));
+    let sent: Vec<u64> = sim
+        .requests
+        .iter()
+        .filter(|(_, from, _, request)| {
+            *from == a && matches!(request, EtcdRequest::KeepAlive { .. })
+        })
+        .map(|(at, ..)| *at)
+        .collect();
+    assert_eq!(sent.len(), 5, "{sent:?}");
+    for pair in sent.windows(2) {
+        assert_eq!(
+            pair[1] - pair[0],
+            secs(20) + 2_000_000,
+            "20 s after the answer"
+        );
+    }
+}
+
+/// A partitioned leader learns its session is over only when its keep-alive
+/// deadline (last answer + TTL, on its clock) passes; the server expires the
+/// lease on its own clock and the next campaigner leads. On a slow clock the
+/// old leader believes too long: two leaders, told apart by the token.
+#[test]
+fn session_expiry_is_learned_only_through_keepalive() {
+    for (clock, overlap) in [(Clock::default(), false), (Clock::rate(1, 2), true)] {
+        let mut sim = sim();
+        let a = sim.add_client(1, clock);
+        sim.run_for(Duration::from_secs(1));
+        let b = sim.add_client(2, Clock::default());
+        sim.run_for(Duration::from_secs(5));
+        sim.cut(a);
+        let mut both = false;
+        for _ in 0..2_000 {
+            sim.run_for(Duration::from_millis(100));
+            both |= sim.leader_ids().len() == 2;
+        }
+        assert_eq!(sim.leader_ids(), vec![b]);
+        assert_eq!(both, overlap);
+        let (lost_at, reason) = sim.lost_leadership(a).expect("A learned");
+        assert_eq!(reason, "session expired");
+        let took_over = sim.became_leader_at(b).expect("B leads");
+        assert_eq!(lost_at < took_over, !overlap);
+    }
+}
+
+/// A store that lost its data answers keep-alives with TTL 0: the session
+/// ends at the next keep-alive, and the client starts a new one.
+#[test]
+fn lease_not_found_ends_the_session() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let first = sim.client(a).lease();
+    sim.restart_server(0, false);
+    sim.run_for(Duration::from_secs(25));
+    let (lost_at, reason) = sim.lost_leadership(a).expect("learned");
+    assert_eq!(reason, "session expired");
+    assert!(lost_at > secs(20) && lost_at < secs(21));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    assert_ne!(sim.client(a).lease(), first);
+}
+
+/// A durable restart promotes every lease to now + TTL: the leader keeps its
+/// key (and its token).
+#[test]
+fn durable_restart_keeps_the_leader() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(50));
+    sim.restart_server(0, true);
+    sim.run_for(Duration::from_secs(100));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    assert!(sim.lost_leadership(a).is_none());
+    assert_eq!(tokens(&sim).len(), 1);
+}
+
+/// A leader paused past its TTL does not lead when it wakes (its keep-alive
+/// deadline passed), and the next campaigner already does.
+#[test]
+fn paused_leader_wakes_without_leadership() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.pause(a, Duration::from_secs(90));
+    sim.run_for(Duration::from_secs(85));
+    assert_eq!(sim.leader_ids(), vec![b]);
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(
+        sim.lost_leadership(a).map(|(_, r)| r),
+        Some("session expired")
+    );
+}
+
+/// Zero settings are rejected, naming the setting.
+#[test]
+fn settings_validation() {
+    let settings = EtcdSettings {
+        session_ttl_secs: 0,
+        ..EtcdSettings::default()
+    };
+    assert_eq!(
+        Etcd::validate(&settings),
+        Err(SettingsError::Zero {
+            setting: "session_ttl_secs"
+        })
+    );
+    let settings = EtcdSettings {
+        request_timeout: Duration::ZERO,
+        ..EtcdSettings::default()
+    };
+    assert_eq!(
+        Etcd::validate(&settings).unwrap_err().to_string(),
+        "request_timeout must be greater than zero"
+    );
+    assert_eq!(Etcd::validate(&EtcdSettings::default()), Ok(()));
+}

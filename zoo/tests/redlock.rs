@@ -1,0 +1,260 @@
+//! Contract tests of the Redlock model (redlock-rb over N Redis instances).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{millis, secs, Clock, Event, Sim};
+use fenced_zoo::redlock::{RedisRequest, Redlock, RedlockSettings};
+use fenced_zoo::{LockServer, Protocol, SettingsError};
+
+fn sim() -> Sim<Redlock> {
+    Sim::new(RedlockSettings::default())
+}
+
+/// A client that reaches only 3 of 5 instances still gets the lock: a
+/// majority suffices.
+#[test]
+fn three_of_five_is_a_majority() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.cut_link(a, 3);
+    sim.cut_link(a, 4);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    for index in 0..3 {
+        assert_eq!(sim.holder(index), Some((Some(a), None)));
+    }
+}
+
+/// Two of five is not: the client never leads, and each failed round unlocks
+/// its value on every instance (so no key of it survives anywhere).
+#[test]
+fn two_of_five_fails_and_unlocks_everywhere() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    for index in 2..5 {
+        sim.cut_link(a, index);
+    }
+    sim.run_for(Duration::from_millis(2_000));
+    assert!(sim.became_leader_at(a).is_none());
+    let unlocks_to_0 = sim
+        .requests
+        .iter()
+        .filter(|(_, _, to, request)| *to == 0 && matches!(request, RedisRequest::Unlock { .. }))
+        .count();
+    let locks_to_0 = sim
+        .requests
+        .iter()
+        .filter(|(_, _, to, request)| *to == 0 && matches!(request, RedisRequest::Lock { .. }))
+        .count();
+    assert_eq!(unlocks_to_0, locks_to_0, "every failed round unlocks");
+    for index in 0..2 {
+        assert_eq!(sim.server(index).key_at(sim.server_now(index)), None);
+    }
+}
+
+/// Validity is exactly `TTL − elapsed − (TTL/100 + 2 ms)` in whole
+/// milliseconds of the client's clock, counted from the end of the round.
+#[test]
+fn validity_arithmetic_is_exact() {
+    let mut sim = sim();
+    sim.latency = Duration::from_millis(5);
+    let a = sim.add_client(1, Clock::default());
+    // Five sequential round trips of 10 ms: the round ends at 50 ms.
+    sim.run_until(millis(50));
+    assert_eq!(sim.became_leader_at(a), Some(millis(50)));
+    let validity_ms = 10_000 - 50 - (10_000 / 100 + 2);
+    assert_eq!(
+        sim.client(a).valid_until(),
+        Some(fenced_zoo::Instant::from_millis(50 + validity_ms))
+    );
+}
+
+/// The application keeps leading across extends: one term, no loss, for a
+/// minute.
+#[test]
+fn extending_keeps_one_term() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(60));
+    let leaders = sim.leader_ids();
+    assert_eq!(leaders.len(), 1);
+    let leader = leaders[0];
+    let other = if leader == a { b } else { a };
+    assert!(sim.lost_leadership(leader).is_none());
+    assert!(sim.became_leader_at(other).is_none());
+}
+
+/// A value set by one client is never deleted by another's unlock
+/// (compare-and-delete): B's failed rounds leave A's keys in place.
+#[test]
+fn compare_and_delete_spares_another_clients_key() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(100));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(3));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    assert!(sim
+        .requests
+        .iter()
+        .any(|(_, from, _, request)| *from == b && matches!(request, RedisRequest::Unlock { .. })));
+    for index in 0..5 {
+        assert_eq!(sim.holder(index), Some((Some(a), None)));
+    }
+}
+
+/// Each instance expires the key on its own clock: an instance whose clock
+/// runs three times fast drops it after 10/3 s of real time, while the
+/// client (on a true clock) still trusts its validity.
+#[test]
+fn expiry_runs_on_each_instances_own_clock() {
+    let mut sim = sim();
+    sim.set_server_clock(0, Clock::rate(3, 1));
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(3_400));
+    assert_eq!(sim.holder(0), Some((None, None)));
+    let expired_at = sim
+        .log
+        .iter()
+        .rev()
+        .find_map(|(at, event)| match event {
+            Event::Holder {
+                server: 0,
+                holder: None,
+                ..
+            } => Some(*at),
+            _ => None,
+        })
+        .expect("instance 0 expired the key");
+    assert!(expired_at > millis(3_330) && expired_at < millis(3_340));
+    assert_eq!(sim.leader_ids(), vec![a]);
+}
+
+/// A restart without persistence forgets the key; a second client then holds
+/// its own majority while the first still trusts its validity: two leaders.
+/// With persistence it does not.
+#[test]
+fn non_durable_restart_gives_two_majorities() {
+    for durable in [false, true] {
+        let mut sim = sim();
+        let a = sim.add_client(1, Clock::default());
+        sim.cut_link(a, 3);
+        sim.cut_link(a, 4);
+        // Two unanswered instances cost two 100 ms timeouts.
+        sim.run_for(Duration::from_millis(300));
+        assert_eq!(sim.leader_ids(), vec![a]);
+        sim.restart_server(2, durable);
+        let b = sim.add_client(2, Clock::default());
+        sim.cut_link(b, 0);
+        sim.cut_link(b, 1);
+        sim.run_for(Duration::from_millis(500));
+        if durable {
+            assert_eq!(sim.leader_ids(), vec![a]);
+        } else {
+            assert_eq!(sim.leader_ids(), vec![a, b], "both hold a majority");
+        }
+    }
+}
+
+/// Leadership is a clock check: a client paused past its validity does not
+/// lead when it wakes, even before any timer ran; and the next client takes
+/// over only once the keys expired on the instances.
+#[test]
+fn validity_elapses_on_the_client_clock() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(100));
+    let valid_until = sim.client(a).valid_until().expect("holds");
+    sim.pause(a, Duration::from_secs(30));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(9));
+    assert_eq!(
+        sim.became_leader_at(b),
+        None,
+        "B waits for the keys to expire"
+    );
+    // The paused process still believes it leads: nothing has told it otherwise.
+    assert_eq!(sim.leader_ids(), vec![a]);
+    sim.run_for(Duration::from_secs(3));
+    assert_eq!(sim.leader_ids(), vec![b]);
+    assert!(sim
+        .client(a)
+        .valid_until()
+        .is_some_and(|until| until == valid_until));
+    assert!(fenced_zoo::LockClient::leadership(sim.client(a), sim.client_now(a)).is_none());
+}
+
+/// A reply later than `redis_timeout` is never read: with a 120 ms round trip
+/// no instance ever counts, and the client never leads.
+#[test]
+fn late_replies_are_ignored() {
+    let mut sim = sim();
+    sim.latency = Duration::from_millis(60);
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(5));
+    assert!(sim.became_leader_at(a).is_none());
+    // The instances did set the keys each time (and then expired or unlocked them).
+    assert!(sim.log.iter().any(|(_, event)| matches!(
+        event,
+        Event::Holder {
+            holder: Some(_),
+            ..
+        }
+    )));
+}
+
+/// Stop: leadership ends at once and the value is unlocked everywhere.
+#[test]
+fn stop_unlocks() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(100));
+    sim.stop(a);
+    assert_eq!(sim.lost_leadership(a).map(|(_, r)| r), Some("stopped"));
+    sim.run_for(Duration::from_millis(100));
+    for index in 0..5 {
+        assert_eq!(sim.holder(index), Some((None, None)));
+    }
+    let _ = secs(0);
+}
+
+/// Settings the model rejects, with the setting named.
+#[test]
+fn settings_validation() {
+    let bad = |change: fn(&mut RedlockSettings)| {
+        let mut settings = RedlockSettings::default();
+        change(&mut settings);
+        Redlock::validate(&settings).unwrap_err()
+    };
+    assert!(matches!(
+        bad(|s| s.instances = 0),
+        SettingsError::Invalid {
+            setting: "instances",
+            ..
+        }
+    ));
+    assert_eq!(
+        bad(|s| s.ttl = Duration::ZERO),
+        SettingsError::Zero { setting: "ttl" }
+    );
+    assert!(matches!(
+        bad(|s| s.ttl = Duration::from_millis(2)),
+        SettingsError::Invalid { setting: "ttl", .. }
+    ));
+    assert!(matches!(
+        bad(|s| s.extend_interval = Duration::from_secs(10)),
+        SettingsError::NotGreater { setting: "ttl", .. }
+    ));
+    assert_eq!(
+        bad(|s| s.redis_timeout = Duration::ZERO).to_string(),
+        "redis_timeout must be greater than zero"
+    );
+    assert_eq!(Redlock::validate(&RedlockSettings::default()), Ok(()));
+    assert_eq!(RedlockSettings::default().quorum(), 3);
+    assert_eq!(RedlockSettings::default().drift_ms(), 102);
+    let server = Redlock::new_server(&RedlockSettings::default(), 0);
+    assert_eq!(server.next_timeout(), None);
+}
