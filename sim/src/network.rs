@@ -13,7 +13,7 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 
 use crate::rng::{uniform_inclusive, unit_f64};
-use crate::time::span_nanos;
+use crate::time::{span_nanos, SimTime};
 
 /// The lease store's endpoint.
 pub(crate) const STORE_ENDPOINT: u16 = 0;
@@ -31,10 +31,10 @@ pub(crate) const BRIDGE: u16 = u16::MAX;
 pub(crate) enum Transit {
     /// Dropped at random.
     Lost,
-    /// Delivered once after the latency.
-    Once(Duration),
-    /// Delivered twice, after each latency.
-    Twice(Duration, Duration),
+    /// Delivered once, at this instant.
+    Once(SimTime),
+    /// Delivered twice, at these instants.
+    Twice(SimTime, SimTime),
 }
 
 #[derive(Debug)]
@@ -85,26 +85,24 @@ impl Network {
         self.cuts.is_empty() || !self.cuts.contains_key(&(from, to))
     }
 
-    /// Draws the fate of one message: loss, latency, duplication.
+    /// Draws the fate of one message sent at `now`: loss, latency,
+    /// duplication.
     #[inline]
-    pub(crate) fn transit(&mut self) -> Transit {
+    pub(crate) fn transit(&mut self, now: SimTime) -> Transit {
         if self.loss > 0.0 && unit_f64(&mut self.rng) < self.loss {
             return Transit::Lost;
         }
-        let first = self.latency();
+        let first = now.saturating_add_nanos(self.latency_nanos());
         if self.duplicate > 0.0 && unit_f64(&mut self.rng) < self.duplicate {
-            return Transit::Twice(first, self.latency());
+            return Transit::Twice(first, now.saturating_add_nanos(self.latency_nanos()));
         }
         Transit::Once(first)
     }
 
+    /// A latency drawn from the configured range, in nanoseconds.
     #[inline]
-    fn latency(&mut self) -> Duration {
-        Duration::from_nanos(uniform_inclusive(
-            &mut self.rng,
-            self.latency_min,
-            self.latency_max,
-        ))
+    fn latency_nanos(&mut self) -> u64 {
+        uniform_inclusive(&mut self.rng, self.latency_min, self.latency_max)
     }
 
     pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
@@ -198,12 +196,12 @@ mod tests {
     fn latency_stays_in_range_and_loss_one_loses_everything() {
         let mut n = net();
         for _ in 0..1000 {
-            match n.transit() {
-                Transit::Once(l) => assert!((ns(1)..=ns(5)).contains(&l)),
+            match n.transit(SimTime::from_nanos(10)) {
+                Transit::Once(at) => assert!((11..=15).contains(&at.as_nanos())),
                 other => panic!("{other:?}"),
             }
         }
         let mut lossy = Network::new(2, (ns(1), ns(1)), 1.0, 0.0, SeedDeriver::new(1, "n").rng());
-        assert_eq!(lossy.transit(), Transit::Lost);
+        assert_eq!(lossy.transit(SimTime::ZERO), Transit::Lost);
     }
 }

@@ -53,6 +53,14 @@ impl SimTime {
         SimTime(self.0.saturating_sub(span_nanos(span)))
     }
 
+    /// `nanos` nanoseconds after `self`, saturating: the hot path of a
+    /// message's arrival, without a [`Duration`] round trip (whose
+    /// construction from nanoseconds divides).
+    #[inline]
+    pub(crate) const fn saturating_add_nanos(self, nanos: u64) -> SimTime {
+        SimTime(self.0.saturating_add(nanos))
+    }
+
     /// The span from `earlier` to `self`; zero if `earlier` is later.
     pub const fn saturating_since(self, earlier: SimTime) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))

@@ -68,23 +68,20 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
             self.dropped(to, &msg, DropReason::LinkDown);
             return;
         }
-        match self.net.transit() {
+        match self.net.transit(self.now) {
             Transit::Lost => self.dropped(to, &msg, DropReason::Lost),
-            Transit::Once(latency) => {
-                self.queue
-                    .push(self.now + latency, Event::Deliver { from, to, msg });
-            }
+            Transit::Once(at) => self.queue.push(at, Event::Deliver { from, to, msg }),
             Transit::Twice(first, second) => {
+                let copy = msg.clone();
                 self.queue.push(
-                    self.now + first,
+                    first,
                     Event::Deliver {
                         from,
                         to,
-                        msg: msg.clone(),
+                        msg: copy,
                     },
                 );
-                self.queue
-                    .push(self.now + second, Event::Deliver { from, to, msg });
+                self.queue.push(second, Event::Deliver { from, to, msg });
             }
         }
     }
