@@ -57,6 +57,16 @@ pub enum HostRef<'a> {
     Node(NodeRef<'a>),
     /// One life of a node.
     Process(ProcessRef<'a>),
+    /// A server of another lock protocol (an etcd cluster, the Kubernetes
+    /// API server, one Redis instance): its network endpoint and its name.
+    /// Endpoint 0 is the protocol's first server, the one a scenario's
+    /// `lease-store` names.
+    Server {
+        /// Its network endpoint.
+        endpoint: u16,
+        /// Its name in scenarios and traces (`etcd`, `redis-3`, ...).
+        name: &'a str,
+    },
 }
 
 /// The kind of a message, for drop observations.
@@ -333,6 +343,7 @@ impl<'a> HostRef<'a> {
             HostRef::Downstream => crate::scenario::DOWNSTREAM,
             HostRef::Node(node) => node.id.as_str(),
             HostRef::Process(process) => process.owner.as_str(),
+            HostRef::Server { name, .. } => name,
         }
     }
 }

@@ -75,6 +75,9 @@ impl<'a> TraceHost<'a> {
             HostRef::Process(p) => {
                 (FIRST_NODE_CODE + u64::from(p.node.index)) | (u64::from(p.incarnation) << 32)
             }
+            // Another protocol's servers: the top bit keeps them apart from
+            // every node and process code.
+            HostRef::Server { endpoint, .. } => (1 << 63) | u64::from(endpoint),
         };
         TraceHost {
             code,

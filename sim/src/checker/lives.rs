@@ -224,10 +224,13 @@ impl Checker {
     /// A pause of `host` began (`start`) or ended, `depth` now in effect.
     pub(super) fn on_paused(&mut self, now: SimTime, host: HostRef<'_>, depth: u32, start: bool) {
         match host {
-            HostRef::LeaseStore => {
+            HostRef::LeaseStore | HostRef::Server { endpoint: 0, .. } => {
                 self.store_pause_depth = depth;
                 self.store.change(now, start);
             }
+            // Another server of a multi-server protocol: a disturbance of
+            // the store side, not the pause the depth tracks.
+            HostRef::Server { .. } => self.store.change(now, start),
             HostRef::Process(p) => {
                 if let Some(life) = self.lives.life_mut(p.id) {
                     life.pause_depth = depth;
@@ -241,7 +244,7 @@ impl Checker {
     /// A network fault touching `host` began or ended.
     pub(super) fn disturb(&mut self, now: SimTime, host: HostRef<'_>, start: bool) {
         match host {
-            HostRef::LeaseStore => self.store.change(now, start),
+            HostRef::LeaseStore | HostRef::Server { .. } => self.store.change(now, start),
             HostRef::Node(node) => self.lives.node(node.index).1.change(now, start),
             HostRef::Process(p) => self.lives.node(p.node.index).1.change(now, start),
             HostRef::Downstream => {}

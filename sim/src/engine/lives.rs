@@ -32,29 +32,76 @@ struct Life<E> {
 }
 
 /// Every node and process slot; `E` is what queues at a paused process.
+///
+/// Endpoints: 0 is the lease store (or another protocol's first server), 1
+/// the downstream, then the other servers of a multi-server protocol, then
+/// one per node.
 #[derive(Debug)]
 pub(crate) struct Lives<E> {
+    /// Another protocol's server names, by server index (empty for the
+    /// fenced protocol: its lease store and downstream have fixed names).
+    servers: Vec<String>,
+    first_node: u16,
     nodes: Vec<Node>,
     procs: Vec<Life<E>>,
 }
 
 impl<E> Lives<E> {
-    /// Nodes with these ids and clocks, none started.
-    pub(crate) fn new(nodes: impl IntoIterator<Item = (NodeId, HostClock)>) -> Self {
+    /// Nodes with these ids and clocks, none started, after the servers:
+    /// the fenced protocol's lease store and downstream (no `servers`), or
+    /// another protocol's `servers` (the first takes endpoint 0, the others
+    /// follow the downstream).
+    pub(crate) fn with_servers(
+        servers: Vec<String>,
+        nodes: impl IntoIterator<Item = (NodeId, HostClock)>,
+    ) -> Self {
+        let first_node = FIRST_NODE_ENDPOINT + servers.len().saturating_sub(1) as u16;
         Lives {
             nodes: nodes
                 .into_iter()
                 .enumerate()
                 .map(|(i, (id, clock))| Node {
                     id,
-                    endpoint: FIRST_NODE_ENDPOINT + i as u16,
+                    endpoint: first_node + i as u16,
                     clock,
                     pids: Vec::new(),
                     next_incarnation: 1,
                 })
                 .collect(),
+            servers,
+            first_node,
             procs: Vec::new(),
         }
+    }
+
+    /// How many endpoints: the servers, the downstream and the nodes.
+    pub(crate) fn endpoint_count(&self) -> usize {
+        usize::from(self.first_node) + self.nodes.len()
+    }
+
+    /// The first node's endpoint: every endpoint below it is a server.
+    pub(crate) fn first_node_endpoint(&self) -> u16 {
+        self.first_node
+    }
+
+    /// Node `node`'s endpoint.
+    pub(crate) fn node_endpoint(&self, node: u32) -> u16 {
+        self.nodes[node as usize].endpoint
+    }
+
+    /// The endpoint of another protocol's server `index`.
+    pub(crate) fn server_endpoint(index: u16) -> u16 {
+        if index == 0 {
+            STORE_ENDPOINT
+        } else {
+            DOWNSTREAM_ENDPOINT + index
+        }
+    }
+
+    /// The server index of another protocol's server at `endpoint`.
+    pub(crate) fn server_index(endpoint: u16) -> u16 {
+        debug_assert_ne!(endpoint, DOWNSTREAM_ENDPOINT);
+        endpoint.saturating_sub(DOWNSTREAM_ENDPOINT)
     }
 
     /// How many nodes.
@@ -72,6 +119,9 @@ impl<E> Lives<E> {
 
     /// The endpoint of host `name` (a node, `lease-store` or `downstream`).
     pub(crate) fn endpoint_of_host(&self, name: &str) -> Option<u16> {
+        if let Some(index) = self.servers.iter().position(|s| s == name) {
+            return Some(Self::server_endpoint(index as u16));
+        }
         match name {
             LEASE_STORE => Some(STORE_ENDPOINT),
             DOWNSTREAM => Some(DOWNSTREAM_ENDPOINT),
@@ -255,9 +305,14 @@ impl<E> Lives<E> {
     /// A host by endpoint: the lease store, the downstream, or a node.
     pub(crate) fn endpoint_ref(&self, endpoint: u16) -> HostRef<'_> {
         match endpoint {
-            STORE_ENDPOINT => HostRef::LeaseStore,
             DOWNSTREAM_ENDPOINT => HostRef::Downstream,
-            e => HostRef::Node(self.node_ref(u32::from(e - FIRST_NODE_ENDPOINT))),
+            e if e < self.first_node => {
+                match self.servers.get(usize::from(Self::server_index(e))) {
+                    Some(name) => HostRef::Server { endpoint: e, name },
+                    None => HostRef::LeaseStore,
+                }
+            }
+            e => HostRef::Node(self.node_ref(u32::from(e - self.first_node))),
         }
     }
 

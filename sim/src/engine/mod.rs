@@ -17,7 +17,7 @@ use std::fmt::Debug;
 use fenced::OwnerId;
 
 use crate::limits::{Halt, MAX_DEFERRED_MESSAGES, MAX_PENDING_EVENTS};
-use crate::network::{Network, FIRST_NODE_ENDPOINT};
+use crate::network::Network;
 use crate::observation::{DropReason, HostRef, MessageKind, Observation, Observer, Skipped};
 use crate::queue::EventQueue;
 use crate::time::SimTime;
@@ -159,7 +159,8 @@ pub(crate) struct Engine<H: Hosts, O: Observer> {
     queue: EventQueue<HostEvent<H>>,
     pub(crate) net: Network,
     pub(crate) lives: Lives<HostEvent<H>>,
-    servers: [Pausable<HostEvent<H>>; FIRST_NODE_ENDPOINT as usize],
+    /// Per server endpoint (every endpoint below the first node's).
+    servers: Vec<Pausable<HostEvent<H>>>,
     pub(crate) hosts: H,
     pub(crate) observers: O,
 }
@@ -173,6 +174,12 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         hosts: H,
         observers: O,
     ) -> Self {
+        let servers = (0..lives.first_node_endpoint())
+            .map(|_| Pausable {
+                depth: 0,
+                deferred: Vec::new(),
+            })
+            .collect();
         Engine {
             now: SimTime::ZERO,
             end,
@@ -182,10 +189,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             queue: EventQueue::new(),
             net,
             lives,
-            servers: std::array::from_fn(|_| Pausable {
-                depth: 0,
-                deferred: Vec::new(),
-            }),
+            servers,
             hosts,
             observers,
         }

@@ -23,6 +23,17 @@ pub(crate) struct WorkTimings {
     pub(crate) work_duration: Duration,
 }
 
+impl WorkTimings {
+    /// The timings `scenario` sets.
+    pub(crate) fn of(scenario: &crate::scenario::Scenario) -> Self {
+        WorkTimings {
+            heartbeat_interval: scenario.membership.heartbeat_interval,
+            write_interval: scenario.work.write_interval,
+            work_duration: scenario.work.work_duration,
+        }
+    }
+}
+
 /// One life of a node, as a sans-IO host.
 #[derive(Debug)]
 pub(crate) struct NodeProcess {

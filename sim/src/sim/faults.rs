@@ -6,15 +6,12 @@ use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
 
-use super::Simulation;
+use super::{Core, SimHosts};
 use crate::engine::{Control, Touched};
-use crate::hosts::messages::Timer;
-use crate::network::{BRIDGE, DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
+use crate::network::BRIDGE;
 use crate::observation::{Observation, Skipped};
 use crate::rng::{exponential, uniform_inclusive, SeedDeriver};
-use crate::scenario::{
-    DurationRange, FaultSpec, RecurringKind, ScenarioError, DOWNSTREAM, LEASE_STORE,
-};
+use crate::scenario::{DurationRange, FaultSpec, RecurringKind, ScenarioError};
 use crate::time::{span_nanos, SimTime};
 
 /// A fault in effect, to undo when it ends.
@@ -95,7 +92,7 @@ impl Faults {
     }
 }
 
-impl Simulation {
+impl<H: SimHosts> Core<H> {
     /// Schedules the scenario's fault `index`: its start, or its recurring
     /// generators' first occurrences.
     pub(super) fn schedule_fault(&mut self, index: usize) -> Result<(), ScenarioError> {
@@ -176,7 +173,7 @@ impl Simulation {
             FaultSpec::Partition {
                 groups, duration, ..
             } => {
-                let endpoints = usize::from(FIRST_NODE_ENDPOINT) + lives.node_count();
+                let endpoints = lives.endpoint_count();
                 // Hosts named in no group bridge the split: they reach everyone.
                 let mut group_of = vec![BRIDGE; endpoints];
                 for (g, group) in groups.iter().enumerate() {
@@ -218,7 +215,7 @@ impl Simulation {
             } => {
                 if let Some(n) = lives.node_index(&node) {
                     let now = self.engine.now;
-                    if self.engine.signal_node(n, now, Timer::Stop) == 0 {
+                    if self.engine.signal_node(n, now, H::stop_signal()) == 0 {
                         self.engine.skipped(n, Skipped::StopOfDownNode);
                     } else if let Some(after) = restart_after {
                         let at = now + after;
@@ -227,9 +224,10 @@ impl Simulation {
                 }
             }
             FaultSpec::Abdicate { node, .. } => {
-                if let Some(n) = lives.node_index(&node) {
+                // Validation refuses `abdicate` for a protocol without it.
+                if let (Some(n), Some(signal)) = (lives.node_index(&node), H::work_fails_signal()) {
                     let now = self.engine.now;
-                    self.engine.signal_node(n, now, Timer::WorkFails);
+                    self.engine.signal_node(n, now, signal);
                 }
             }
             FaultSpec::Recurring { .. } => {}
@@ -314,20 +312,14 @@ impl Simulation {
     }
 
     fn pause_host(&mut self, host: &str) -> Option<ActiveFault> {
-        match host {
-            LEASE_STORE => {
-                self.engine.pause_server(STORE_ENDPOINT);
-                Some(ActiveFault::PauseServer(STORE_ENDPOINT))
-            }
-            DOWNSTREAM => {
-                self.engine.pause_server(DOWNSTREAM_ENDPOINT);
-                Some(ActiveFault::PauseServer(DOWNSTREAM_ENDPOINT))
-            }
-            name => {
-                let node = self.engine.lives.node_index(name)?;
-                Some(ActiveFault::PauseProcesses(self.engine.pause_node(node)))
-            }
+        let lives = &self.engine.lives;
+        let endpoint = lives.endpoint_of_host(host)?;
+        if endpoint < lives.first_node_endpoint() {
+            self.engine.pause_server(endpoint);
+            return Some(ActiveFault::PauseServer(endpoint));
         }
+        let node = lives.node_index(host)?;
+        Some(ActiveFault::PauseProcesses(self.engine.pause_node(node)))
     }
 
     /// Ends the active fault in `slot` (nothing if it already ended).
@@ -396,7 +388,7 @@ impl Simulation {
                 }
             }
             RecurringKind::Isolate => {
-                let endpoint = FIRST_NODE_ENDPOINT + node as u16;
+                let endpoint = self.engine.lives.node_endpoint(node);
                 let active = self.isolate(endpoint);
                 self.schedule_end(active, duration);
             }

@@ -11,7 +11,12 @@
 //! starts a new incarnation as a follower.
 
 mod faults;
+mod protocol;
+mod public;
 mod report;
+
+pub(crate) use protocol::SimHosts;
+pub use public::Simulation;
 
 use std::io::Write;
 use std::time::Duration;
@@ -23,7 +28,7 @@ use crate::clock::HostClock;
 use crate::engine::{Control, Engine, Lives};
 use crate::hosts::{DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, WorkTimings};
 use crate::limits::{Halt, DEFAULT_MAX_EVENTS};
-use crate::network::{Network, FIRST_NODE_ENDPOINT};
+use crate::network::Network;
 use crate::observation::{Observation, Observer, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError, ValidScenario};
@@ -94,74 +99,86 @@ impl RunOptions {
     }
 }
 
-/// A deterministic simulation of one scenario and seed.
-///
-/// ```
-/// use std::time::Duration;
-/// use fenced_sim::{FaultSpec, RunOptions, Scenario, Simulation};
-///
-/// let mut scenario = Scenario::new("pause-demo", Duration::from_secs(120))
-///     .with_nodes(["node-a", "node-b"]);
-/// // node-a asks first and leads; then it stalls for 40 s inside a unit of work.
-/// scenario.nodes[1].start_at = Duration::from_secs(1);
-/// let scenario = scenario.with_fault(FaultSpec::Pause {
-///         host: "node-a".into(),
-///         at: Duration::from_millis(12_020),
-///         duration: Duration::from_secs(40),
-///     });
-/// let valid = scenario.validated()?; // every rule checked once, here
-/// let mut sim = Simulation::new(&valid, RunOptions::default())?;
-/// sim.run_to_end();
-/// let report = sim.report();
-/// assert!(report.violations.is_empty());
-/// assert_eq!(report.leader_changes, 1);
-/// assert_eq!(report.writes.rejected_stale, 1); // the paused leader's late write
-/// # Ok::<(), fenced_sim::ScenarioError>(())
-/// ```
+/// One run of a protocol's hosts `H`: the engine, the faults, and the
+/// scenario they came from. [`Simulation`] is its public face, whatever the
+/// protocol.
 #[derive(Debug)]
-pub struct Simulation {
+pub(crate) struct Core<H: SimHosts> {
     name: String,
     seed: u64,
     scenario: Scenario,
     expect: Expectations,
-    engine: Engine<FencedHosts, Observers>,
+    engine: Engine<H, Observers>,
     faults: Faults,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<PlantedBug>,
 }
 
-impl Simulation {
-    /// Sets up a run of a valid scenario at time zero. Nothing happens until
-    /// one of the `run_*` methods is called. The scenario's rules were checked
-    /// when it was [validated](Scenario::validated); only the run options can
-    /// still be refused.
+impl Core<FencedHosts> {
+    /// A run of the fenced protocol (see [`Simulation::new`]).
+    pub(crate) fn fenced(
+        valid: &ValidScenario,
+        options: &RunOptions,
+    ) -> Result<Self, ScenarioError> {
+        let scenario = valid.scenario();
+        let fencing = if scenario.fencing {
+            Fencing::Enforced
+        } else {
+            Fencing::Disabled
+        };
+        let make_hosts = |seeds: SeedDeriver| {
+            let registry = NodeRegistry::new(scenario.membership.liveness_ttl)
+                .expect("validation refuses a zero liveness_ttl");
+            let store_config = LeaseStoreConfig::new(LeaseStoreConfig::DEFAULT_MAX_TTL)
+                .expect("the default maximum TTL is valid");
+            let role = valid.role().clone();
+            #[allow(unused_mut)]
+            let mut hosts = FencedHosts {
+                store: LeaseStoreHost::new(role.clone(), LeaseStore::new(store_config), registry),
+                downstream: DownstreamHost {
+                    resource: valid.resource().clone(),
+                    store: FencedStore::new(fencing),
+                },
+                procs: Vec::new(),
+                settings: ProcessSettings {
+                    role,
+                    elector: valid.elector_timings(0),
+                    timings: WorkTimings::of(scenario),
+                    seeds,
+                    #[cfg(feature = "planted-bugs")]
+                    planted_bug: options.planted_bug,
+                },
+            };
+            #[cfg(feature = "planted-bugs")]
+            if let Some(bug) = options.planted_bug {
+                hosts.store.leases.plant(bug);
+                hosts.downstream.store.plant(bug);
+            }
+            hosts
+        };
+        Self::assemble(valid, options, Vec::new(), make_hosts)
+    }
+}
+
+impl<H: SimHosts> Core<H> {
+    /// Sets up a run at time zero of `valid` with the hosts `make_hosts`
+    /// builds from the run's seed deriver, and `servers` named (none: the
+    /// fenced protocol's lease store and downstream).
     ///
     /// # Errors
-    /// An event budget above [`MAX_EVENTS_LIMIT`](crate::limits::MAX_EVENTS_LIMIT) or zero (key `--max-events`); or a
-    /// scenario whose [`estimated_events`](crate::limits::estimated_events)
-    /// already exceed the budget (named by the key most responsible): see
-    /// [`check_budget`](crate::limits::check_budget).
-    pub fn new(valid: &ValidScenario, options: RunOptions) -> Result<Self, ScenarioError> {
+    /// The event budget: see [`Simulation::new`].
+    pub(crate) fn assemble(
+        valid: &ValidScenario,
+        options: &RunOptions,
+        servers: Vec<String>,
+        make_hosts: impl FnOnce(SeedDeriver) -> H,
+    ) -> Result<Self, ScenarioError> {
         let scenario = valid.scenario();
         let max_events = options.event_budget();
         crate::limits::check_budget(scenario, max_events)?;
         let seed = options.seed.unwrap_or(scenario.seed);
         let seeds = SeedDeriver::new(seed, "fenced-sim");
-        let role = valid.role().clone();
-        let resource = valid.resource().clone();
-        let registry = NodeRegistry::new(scenario.membership.liveness_ttl)
-            .expect("validation refuses a zero liveness_ttl");
-        let store_config = LeaseStoreConfig::new(LeaseStoreConfig::DEFAULT_MAX_TTL)
-            .expect("the default maximum TTL is valid");
-        let endpoints = usize::from(FIRST_NODE_ENDPOINT) + scenario.nodes.len();
-        let net = Network::new(
-            endpoints,
-            scenario.network.latency,
-            scenario.network.loss,
-            scenario.network.duplicate,
-            seeds.str("network").rng(),
-        );
-        let nodes: Vec<_> = valid
+        let nodes = valid
             .node_ids()
             .iter()
             .zip(&scenario.nodes)
@@ -170,39 +187,15 @@ impl Simulation {
                     id.clone(),
                     HostClock::new(spec.clock_offset.0, spec.clock_drift),
                 )
-            })
-            .collect();
-        let fencing = if scenario.fencing {
-            Fencing::Enforced
-        } else {
-            Fencing::Disabled
-        };
-        #[allow(unused_mut)]
-        let mut hosts = FencedHosts {
-            store: LeaseStoreHost::new(role.clone(), LeaseStore::new(store_config), registry),
-            downstream: DownstreamHost {
-                resource,
-                store: FencedStore::new(fencing),
-            },
-            procs: Vec::new(),
-            settings: ProcessSettings {
-                role,
-                elector: valid.elector_timings(0),
-                timings: WorkTimings {
-                    heartbeat_interval: scenario.membership.heartbeat_interval,
-                    write_interval: scenario.work.write_interval,
-                    work_duration: scenario.work.work_duration,
-                },
-                seeds,
-                #[cfg(feature = "planted-bugs")]
-                planted_bug: options.planted_bug,
-            },
-        };
-        #[cfg(feature = "planted-bugs")]
-        if let Some(bug) = options.planted_bug {
-            hosts.store.leases.plant(bug);
-            hosts.downstream.store.plant(bug);
-        }
+            });
+        let lives = Lives::with_servers(servers, nodes);
+        let net = Network::new(
+            lives.endpoint_count(),
+            scenario.network.latency,
+            scenario.network.loss,
+            scenario.network.duplicate,
+            seeds.str("network").rng(),
+        );
         let observers = Observers {
             tracer: Tracer::new(),
             checker: Checker::new(CheckerSettings::of(scenario)),
@@ -212,11 +205,11 @@ impl Simulation {
             SimTime::from_duration(scenario.duration),
             max_events,
             net,
-            Lives::new(nodes),
-            hosts,
+            lives,
+            make_hosts(seeds),
             observers,
         );
-        let mut sim = Simulation {
+        let mut core = Core {
             name: scenario.name.clone(),
             seed,
             scenario: scenario.clone(),
@@ -227,28 +220,19 @@ impl Simulation {
             planted_bug: options.planted_bug,
         };
         for (i, spec) in scenario.nodes.iter().enumerate() {
-            sim.engine.schedule(
+            core.engine.schedule(
                 SimTime::from_duration(spec.start_at),
                 Control::StartNode(i as u32),
             );
         }
         for i in 0..scenario.faults.len() {
-            sim.schedule_fault(i)?;
+            core.schedule_fault(i)?;
         }
         if let Some(heal_at) = scenario.heal_at {
-            sim.engine
+            core.engine
                 .schedule(SimTime::from_duration(heal_at), Control::Heal);
         }
-        Ok(sim)
-    }
-
-    /// Validates `scenario` and sets up a run of it: [`Scenario::validated`]
-    /// then [`new`](Self::new).
-    ///
-    /// # Errors
-    /// The first rule the scenario breaks, or what [`new`](Self::new) refuses.
-    pub fn from_scenario(scenario: &Scenario, options: RunOptions) -> Result<Self, ScenarioError> {
-        Self::new(&scenario.validated()?, options)
+        Ok(core)
     }
 
     /// Adds a fault to a simulation in progress (scripting). Its times are
@@ -358,11 +342,6 @@ impl Simulation {
     /// simulated, and tools treat the run as bad input.
     pub fn halted(&self) -> Option<&Halt> {
         self.engine.halted()
-    }
-
-    /// Runs to the scenario's duration.
-    pub fn run_to_end(&mut self) {
-        self.run_until(self.engine.end().since_start());
     }
 
     /// Runs until the cluster is quiescent — no fault active right now (one

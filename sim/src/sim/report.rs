@@ -1,18 +1,13 @@
 //! The run's report: the checker's verdict plus what only the engine knows
 //! (events, the trace hash, writes still in flight, the store's highest token).
 
-use fenced::FencingToken;
-
-use super::Simulation;
+use super::{Core, SimHosts};
 use crate::checker::BeliefTerm;
-use crate::clock::server_local;
-use crate::engine::{Address, Event};
 use crate::expect::evaluate;
-use crate::hosts::messages::{Message, Timer, ToDownstream};
-use crate::report::{Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::report::{Report, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::units::ms;
 
-impl Simulation {
+impl<H: SimHosts> Core<H> {
     // ----- the report -----
 
     /// The report as of now (normally called after [`run_to_end`](Self::run_to_end)).
@@ -21,12 +16,8 @@ impl Simulation {
         // a report can be taken at any time and the run continued.
         let now = self.engine.now;
         let verdict = self.engine.observers.checker.verdict(now);
-        let store = &self.engine.hosts.store;
-        let max_token = store
-            .leases
-            .highest_token(&store.role)
-            .map_or(0, FencingToken::get);
-        let live_at_end = store.registry.live_count(server_local(now)) as u64;
+        let max_token = self.engine.hosts.max_token();
+        let live_at_end = self.engine.hosts.live_members(now);
         let mut report = Report {
             scenario: self.name.clone(),
             seed: self.seed,
@@ -70,43 +61,9 @@ impl Simulation {
     /// at a paused downstream.
     pub(super) fn unjudged_writes(&self) -> UnjudgedWrites {
         let mut writes = Vec::new();
-        let lives = &self.engine.lives;
+        let (hosts, lives) = (&self.engine.hosts, &self.engine.lives);
         for (event, deferred) in self.engine.pending() {
-            match event {
-                Event::Timer {
-                    to: Address::Process { pid, incarnation },
-                    timer: Timer::WorkDone { token, unit },
-                } => {
-                    let believes = self.engine.hosts.believed(*pid) == Some(*token);
-                    if lives.is_alive(*pid, *incarnation) && believes {
-                        let state = if lives.is_paused(*pid) {
-                            "in-progress (paused)"
-                        } else {
-                            "in-progress"
-                        };
-                        writes.push(UnjudgedWrite {
-                            owner: lives.owner_of(*pid).to_string(),
-                            token: token.get(),
-                            unit: *unit,
-                            state: state.to_string(),
-                        });
-                    }
-                }
-                Event::Deliver {
-                    msg:
-                        Message::Downstream(ToDownstream::Write {
-                            owner, token, unit, ..
-                        }),
-                    ..
-                } => writes.push(UnjudgedWrite {
-                    owner: owner.to_string(),
-                    token: token.get(),
-                    unit: *unit,
-                    // Writes queue only at a paused downstream.
-                    state: if deferred { "queued" } else { "in-flight" }.to_string(),
-                }),
-                _ => {}
-            }
+            writes.extend(hosts.pending_write(lives, event, deferred));
         }
         writes.sort();
         let total = writes.len() as u64;

@@ -1,0 +1,114 @@
+//! What a [`Core`](super::Core) needs of a protocol's hosts beyond the
+//! engine's [`Hosts`]: the inputs faults deliver to processes, and the few
+//! figures of the report that only the hosts know.
+//!
+//! The fenced protocol ([`FencedHosts`]) and every modelled lock protocol of
+//! the zoo ([`ZooHosts`](crate::zoo::ZooHosts)) implement it; the engine, the
+//! faults and the checker stay the same for all of them.
+
+use fenced::FencingToken;
+
+use crate::engine::{Address, Event, Hosts, Lives};
+use crate::hosts::messages::{Message, Timer, ToDownstream};
+use crate::hosts::FencedHosts;
+use crate::report::UnjudgedWrite;
+use crate::time::SimTime;
+
+/// An event of the engine's queue, for hosts `H`.
+pub(crate) type HostEvent<H> = Event<<H as Hosts>::Message, <H as Hosts>::Timer>;
+
+/// A protocol's hosts, as a simulation runs them.
+pub(crate) trait SimHosts:
+    Hosts<Message: Send, Timer: Send> + std::fmt::Debug + Send + 'static
+{
+    /// The input a `stop` fault delivers to a node's processes: a graceful
+    /// stop (release if the protocol does, then exit).
+    fn stop_signal() -> Self::Timer;
+
+    /// The input an `abdicate` fault delivers (the leader's work fails and it
+    /// gives the role up), for a protocol that has such a call; validation
+    /// refuses `abdicate` for the others.
+    fn work_fails_signal() -> Option<Self::Timer>;
+
+    /// The highest token the protocol's servers ever handed out (0: none, or
+    /// a protocol without tokens): the report's `max_token`.
+    fn max_token(&self) -> u64;
+
+    /// Nodes in the membership at `now`, for protocols with a registry (the
+    /// report's `membership.live_at_end`); 0 otherwise.
+    fn live_members(&self, now: SimTime) -> u64;
+
+    /// `event` as a write on its way — a unit in progress whose term is
+    /// still believed, or a write in flight to (or queued at, when
+    /// `deferred`) the downstream — for the report's `unjudged_writes`.
+    fn pending_write(
+        &self,
+        lives: &Lives<HostEvent<Self>>,
+        event: &HostEvent<Self>,
+        deferred: bool,
+    ) -> Option<UnjudgedWrite>;
+}
+
+impl SimHosts for FencedHosts {
+    fn stop_signal() -> Timer {
+        Timer::Stop
+    }
+
+    fn work_fails_signal() -> Option<Timer> {
+        Some(Timer::WorkFails)
+    }
+
+    fn max_token(&self) -> u64 {
+        self.store
+            .leases
+            .highest_token(&self.store.role)
+            .map_or(0, FencingToken::get)
+    }
+
+    fn live_members(&self, now: SimTime) -> u64 {
+        self.store
+            .registry
+            .live_count(crate::clock::server_local(now)) as u64
+    }
+
+    fn pending_write(
+        &self,
+        lives: &Lives<HostEvent<Self>>,
+        event: &HostEvent<Self>,
+        deferred: bool,
+    ) -> Option<UnjudgedWrite> {
+        match event {
+            Event::Timer {
+                to: Address::Process { pid, incarnation },
+                timer: Timer::WorkDone { token, unit },
+            } => {
+                let believes = self.believed(*pid) == Some(*token);
+                (lives.is_alive(*pid, *incarnation) && believes).then(|| UnjudgedWrite {
+                    owner: lives.owner_of(*pid).to_string(),
+                    token: token.get(),
+                    unit: *unit,
+                    state: if lives.is_paused(*pid) {
+                        "in-progress (paused)"
+                    } else {
+                        "in-progress"
+                    }
+                    .to_string(),
+                })
+            }
+            Event::Deliver {
+                msg:
+                    Message::Downstream(ToDownstream::Write {
+                        owner, token, unit, ..
+                    }),
+                ..
+            } => Some(UnjudgedWrite {
+                owner: owner.to_string(),
+                token: token.get(),
+                unit: *unit,
+                // Writes queue only at a paused downstream.
+                state: if deferred { "queued" } else { "in-flight" }.to_string(),
+            }),
+            _ => None,
+        }
+    }
+}
