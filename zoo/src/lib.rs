@@ -12,6 +12,8 @@
 //! | [`client_go`] | Kubernetes client-go `tools/leaderelection` on a `Lease` | `leaseTransitions` |
 //! | [`etcd`] | etcd `client/v3/concurrency` `Session` + `Election` | leader key's create revision |
 //! | [`redlock`] | Redlock as redlock-rb implements it, N Redis instances | none |
+//! | [`dynamodb`] | awslabs amazon-dynamodb-lock-client on one lock item | none |
+//! | [`zookeeper`] | Apache Curator `LeaderLatch` on a ZooKeeper session | leader node's `czxid` |
 //!
 //! # The drive loop
 //!
@@ -68,8 +70,10 @@ use std::time::Duration;
 
 pub mod client_go;
 pub mod connection_lock;
+pub mod dynamodb;
 pub mod etcd;
 pub mod redlock;
+pub mod zookeeper;
 
 mod util;
 

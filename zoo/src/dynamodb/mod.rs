@@ -1,0 +1,236 @@
+//! The DynamoDB lock client: awslabs/amazon-dynamodb-lock-client on one lock
+//! item.
+//!
+//! # What it mirrors
+//!
+//! awslabs/amazon-dynamodb-lock-client at 601eab1,
+//! `src/main/java/com/amazonaws/services/dynamodbv2/`:
+//!
+//! * `AmazonDynamoDBLockClient.acquireLock`: a loop of a consistent
+//!   `GetItem` (`getLockFromDynamoDB`); no item → `PutItem` if
+//!   `attribute_not_exists` (`upsertAndMonitorNewLock`); a released item →
+//!   `PutItem` if `isReleased` (`upsertAndMonitorReleasedLock`,
+//!   `acquireReleasedLocksConsistently` off); a held item, first seen →
+//!   remembered as `lockTryingToBeAcquired` and the call's budget grows by the
+//!   **item's** `leaseDuration` (once); seen again with the same record
+//!   version number (RVN) and `isExpired()` — more than `leaseDuration` since
+//!   its `lookupTime`, **the contender's own clock** — → `PutItem` if the RVN
+//!   is unchanged (`upsertAndMonitorExpiredLock`); a changed RVN restarts the
+//!   wait. Between reads it sleeps `refreshPeriod`; once more than
+//!   `additionalTimeToWaitForLock` (+ the lease) has passed since the call
+//!   began it throws `LockNotGrantedException`. A failed conditional write
+//!   also counts as not granted. Every write carries a new RVN
+//!   (`generateRecordVersionNumber`: a random UUID).
+//! * `sendHeartbeat` and `run()` (the background thread): every
+//!   `heartbeatPeriod` (less the time the work took) each held lock is
+//!   checked — locally expired → dropped — then `UpdateItem SET
+//!   leaseDuration, recordVersionNumber = <new>` if owner and RVN are
+//!   unchanged; success sets `lookupTime` to the time **before** the call;
+//!   `ConditionalCheckFailedException` drops the lock.
+//! * `LockItem.isExpired()` / `hasLock`: the holder believes while no more
+//!   than `leaseDuration` has passed since its last successful write began.
+//! * `releaseLock`: `DeleteItem` (`deleteLockOnRelease`, the default) or
+//!   `UpdateItem SET isReleased`, if owner and RVN are unchanged; `close()`
+//!   releases every held lock.
+//! * The table: one item per key with conditional writes; DynamoDB has no
+//!   lease semantics of its own (TTL deletion is not used by the library).
+//!
+//! No token: the RVN is random, and nothing the client exposes is monotonic
+//! (`HAS_TOKEN` is false).
+//!
+//! # Defaults and the application loop
+//!
+//! `AmazonDynamoDBLockClientOptions`: `leaseDuration` 20 s,
+//! `heartbeatPeriod` 5 s, heartbeat thread on. `AcquireLockOptions`:
+//! `refreshPeriod` and `additionalTimeToWaitForLock` 1 s (`DEFAULT_BUFFER_MS`),
+//! `deleteLockOnRelease` on. The model's application calls `acquireLock`
+//! again at once whenever it throws, and leads while `hasLock`; a request
+//! unanswered after [`DynamoDbSettings::request_timeout`] (model: 5 s) fails
+//! like an SDK client exception (the acquire loop goes on; the heartbeat
+//! thread skips to its next period).
+//!
+//! # Left out
+//!
+//! Sort keys, lock data and additional attributes, `SessionMonitor`,
+//! `holdLockOnServiceUnavailable`, `shouldSkipBlockingWait` and the
+//! `notMyLocks` cache, `updateExistingLockRecord`, reentrancy, SDK retries,
+//! throttling, DynamoDB's own replication (a consistent read of one item is
+//! linearizable).
+//!
+//! # Known failure mode
+//!
+//! Expiry is judged on each contender's clock from when *it* first saw the
+//! RVN: a contender with a fast clock takes over a silent (paused or cut off)
+//! holder before the holder's own `leaseDuration` has passed on its clock —
+//! two holders, and no token to tell them apart. A slow contender clock
+//! waits longer in real time.
+
+mod client;
+mod server;
+
+use std::time::Duration;
+
+pub use client::DynamoDbClient;
+pub use server::DynamoDbServer;
+
+use crate::util::nonzero;
+use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+
+/// The DynamoDB lock client protocol.
+#[derive(Clone, Copy, Debug)]
+pub enum DynamoDb {}
+
+/// A record version number (upstream: a random UUID string).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rvn(pub u64);
+
+/// Settings; `Default` = the library's defaults plus the model's timeout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DynamoDbSettings {
+    /// `leaseDuration` (20 s), written into the item.
+    pub lease_duration: Duration,
+    /// `heartbeatPeriod` (5 s).
+    pub heartbeat_period: Duration,
+    /// `AcquireLockOptions.refreshPeriod` (1 s).
+    pub refresh_period: Duration,
+    /// `AcquireLockOptions.additionalTimeToWaitForLock` (1 s).
+    pub additional_time_to_wait: Duration,
+    /// `deleteLockOnRelease` (on): release deletes the item, else marks it
+    /// released.
+    pub delete_lock_on_release: bool,
+    /// A request unanswered this long fails (model: 5 s).
+    pub request_timeout: Duration,
+}
+
+impl Default for DynamoDbSettings {
+    fn default() -> Self {
+        DynamoDbSettings {
+            lease_duration: Duration::from_secs(20),
+            heartbeat_period: Duration::from_secs(5),
+            refresh_period: Duration::from_secs(1),
+            additional_time_to_wait: Duration::from_secs(1),
+            delete_lock_on_release: true,
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The lock item as a read returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockItem {
+    /// `ownerName`.
+    pub owner: ClientId,
+    /// `recordVersionNumber`.
+    pub rvn: Rvn,
+    /// `leaseDuration` as the writer set it.
+    pub lease_duration: Duration,
+    /// `isReleased`.
+    pub released: bool,
+}
+
+/// The write's condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// `attribute_not_exists(key)`.
+    Absent,
+    /// `attribute_exists(key) AND isReleased = 1`.
+    Released,
+    /// `attribute_exists(key) AND recordVersionNumber = rvn`.
+    Rvn(Rvn),
+    /// `... AND recordVersionNumber = rvn AND ownerName = me`.
+    OwnerAndRvn(Rvn),
+}
+
+/// A client's request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DynamoDbRequest {
+    /// Consistent `GetItem`.
+    Get {
+        /// Matches the answer.
+        id: u64,
+    },
+    /// `PutItem` (acquire) or `UpdateItem` (heartbeat): the item becomes
+    /// ours with `rvn`, if `condition` holds.
+    Put {
+        /// Matches the answer.
+        id: u64,
+        /// The condition.
+        condition: Condition,
+        /// The new RVN.
+        rvn: Rvn,
+        /// The lease duration written.
+        lease_duration: Duration,
+    },
+    /// `releaseLock`: delete, or mark released, if owner and RVN hold.
+    Release {
+        /// Matches the answer.
+        id: u64,
+        /// The RVN we hold.
+        rvn: Rvn,
+        /// Delete the item (`deleteLockOnRelease`).
+        delete: bool,
+    },
+}
+
+/// The table's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DynamoDbResponse {
+    /// The item, if any.
+    Item {
+        /// The request.
+        id: u64,
+        /// The item.
+        item: Option<LockItem>,
+    },
+    /// A conditional write: applied, or `ConditionalCheckFailedException`.
+    Written {
+        /// The request.
+        id: u64,
+        /// Whether the condition held.
+        applied: bool,
+    },
+}
+
+impl Protocol for DynamoDb {
+    const NAME: &'static str = "dynamodb";
+    type Settings = DynamoDbSettings;
+    type Request = DynamoDbRequest;
+    type Response = DynamoDbResponse;
+    type Client = DynamoDbClient;
+    type Server = DynamoDbServer;
+    const HAS_TOKEN: bool = false;
+
+    /// Upstream's constructor rejects `leaseDuration < 2 × heartbeatPeriod`
+    /// ("Heartbeat period must be no more than half the length of the Lease
+    /// Duration"); the model also rejects zero durations.
+    fn validate(settings: &DynamoDbSettings) -> Result<(), SettingsError> {
+        nonzero("lease_duration", settings.lease_duration)?;
+        nonzero("heartbeat_period", settings.heartbeat_period)?;
+        nonzero("refresh_period", settings.refresh_period)?;
+        nonzero("request_timeout", settings.request_timeout)?;
+        if settings.lease_duration < settings.heartbeat_period * 2 {
+            return Err(SettingsError::Invalid {
+                setting: "heartbeat_period",
+                reason: "must be no more than half of lease_duration",
+            });
+        }
+        Ok(())
+    }
+
+    fn servers(_settings: &DynamoDbSettings) -> u16 {
+        1
+    }
+
+    fn new_server(_settings: &DynamoDbSettings, _index: ServerIndex) -> DynamoDbServer {
+        DynamoDbServer::default()
+    }
+
+    fn new_client(
+        settings: &DynamoDbSettings,
+        id: ClientId,
+        _name: &str,
+        seed: u64,
+    ) -> DynamoDbClient {
+        DynamoDbClient::new(settings.clone(), id, seed)
+    }
+}

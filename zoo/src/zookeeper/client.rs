@@ -1,0 +1,576 @@
+//! The ZooKeeper client: `ClientCnxn`'s connection and session, Curator's
+//! connection states, and the `LeaderLatch` recipe on top.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+use super::{
+    ErrorPolicy, SessionId, ZooKeeper, ZooKeeperRequest, ZooKeeperResponse, ZooKeeperSettings,
+};
+use crate::util::{earliest_of, LatestNow};
+use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
+
+/// `hostProvider.next(1000)`: the pause before reconnecting to the one host.
+const SPIN_DELAY: Duration = Duration::from_secs(1);
+/// `MAX_SEND_PING_INTERVAL`: a wake-up with more idle send time pings.
+const MAX_SEND_PING_INTERVAL: Duration = Duration::from_secs(10);
+
+/// `SendThread`'s socket.
+#[derive(Clone, Copy, Debug)]
+enum Link {
+    /// No socket; the next attempt at `at`.
+    Down { at: Instant },
+    /// `ConnectRequest` sent; `connectTimeout` runs out at `deadline`.
+    Connecting { connection: u64, deadline: Instant },
+    /// Connected; `last_send` drives the ping.
+    Up { connection: u64, last_send: Instant },
+}
+
+/// The latch's operation in flight (or waiting for a connection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    None,
+    Create {
+        xid: u64,
+        protection: u64,
+    },
+    GetChildren {
+        xid: u64,
+    },
+    /// `getData(ourPath)`: the ephemeral-owner check before leading.
+    GetOwnData {
+        xid: u64,
+        node: u64,
+    },
+    /// `getData(predecessor)` with a watch.
+    GetPredecessor {
+        xid: u64,
+        node: u64,
+    },
+    /// Waiting for the predecessor's `NodeDeleted`.
+    Watching {
+        node: u64,
+    },
+}
+
+/// A ZooKeeper client running a `LeaderLatch`. See the [module docs](super).
+#[derive(Clone, Debug)]
+pub struct ZooKeeperClient {
+    settings: ZooKeeperSettings,
+    id: ClientId,
+    rng: Box<ChaCha8Rng>,
+    /// `LeaderLatch.State.STARTED`.
+    started: bool,
+    link: Link,
+    last_connection: u64,
+    /// The handle's session and its (negotiated, else requested) timeout.
+    session: Option<SessionId>,
+    timeout: Duration,
+    /// `lastHeard`: the last byte from the server.
+    last_heard: Instant,
+    /// Curator has posted `CONNECTED` once.
+    connected_once: bool,
+    /// Curator's `SUSPENDED` began (`startOfSuspendedEpoch`).
+    suspended_since: Option<Instant>,
+    /// `ourPath`.
+    our_node: Option<u64>,
+    op: Op,
+    /// `hasLeadership`, with the czxid read by the owner check.
+    leadership: Option<u64>,
+    /// A guaranteed delete not yet acknowledged.
+    pending_delete: Option<u64>,
+    last_xid: u64,
+    latest_now: LatestNow,
+    outputs: VecDeque<ClientOutput<ZooKeeper>>,
+}
+
+impl ZooKeeperClient {
+    /// An idle client.
+    pub fn new(settings: ZooKeeperSettings, id: ClientId, seed: u64) -> Self {
+        let timeout = settings.session_timeout;
+        ZooKeeperClient {
+            settings,
+            id,
+            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            started: false,
+            link: Link::Down {
+                at: Instant::from_nanos(0),
+            },
+            last_connection: 0,
+            session: None,
+            timeout,
+            last_heard: Instant::from_nanos(0),
+            connected_once: false,
+            suspended_since: None,
+            our_node: None,
+            op: Op::None,
+            leadership: None,
+            pending_delete: None,
+            last_xid: 0,
+            latest_now: LatestNow::default(),
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// The process identity.
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// The session the client believes it has.
+    pub fn session(&self) -> Option<SessionId> {
+        self.session
+    }
+
+    /// Whether Curator's connection state is `SUSPENDED`.
+    pub fn is_suspended(&self) -> bool {
+        self.suspended_since.is_some()
+    }
+
+    /// `readTimeout` = 2/3 of the session timeout.
+    fn read_timeout(&self) -> Duration {
+        self.timeout * 2 / 3
+    }
+
+    /// When `timeToNextPing` reaches zero: `readTimeout / 2 - idleSend - (idleSend
+    /// > 1 s ? 1 s : 0) <= 0`, solved for `idleSend`.
+    fn ping_after(&self) -> Duration {
+        let half = self.read_timeout() / 2;
+        let second = Duration::from_secs(1);
+        if half <= second {
+            half
+        } else {
+            (half - second).max(second + Duration::from_millis(1))
+        }
+    }
+
+    /// ZOOKEEPER-4508: nothing heard for 4/3 of the timeout.
+    fn client_expiry_at(&self) -> Option<Instant> {
+        (self.settings.client_session_expiry && self.session.is_some())
+            .then(|| self.last_heard + self.timeout * 4 / 3)
+    }
+
+    /// Curator's simulated expiration while `SUSPENDED`.
+    fn simulated_expiry_at(&self) -> Option<Instant> {
+        let percent = self.settings.simulated_session_expiration_percent;
+        self.suspended_since
+            .map(|since| since + self.timeout * percent / 100)
+    }
+
+    /// When the read timeout drops the socket (`SUSPENDED`).
+    fn read_deadline(&self) -> Option<Instant> {
+        match self.link {
+            Link::Up { .. } => Some(self.last_heard + self.read_timeout()),
+            _ => None,
+        }
+    }
+
+    fn send(&mut self, request: ZooKeeperRequest) {
+        self.outputs
+            .push_back(ClientOutput::Send { to: 0, request });
+    }
+
+    /// Sends the latch's operation if a socket is up; otherwise it waits for
+    /// `RECONNECTED`.
+    fn send_op(&mut self, now: Instant, op: Op) {
+        self.op = op;
+        let Link::Up { connection, .. } = self.link else {
+            return;
+        };
+        let request = match op {
+            Op::None | Op::Watching { .. } => return,
+            Op::Create { xid, protection } => ZooKeeperRequest::Create {
+                connection,
+                xid,
+                protection,
+            },
+            Op::GetChildren { xid } => ZooKeeperRequest::GetChildren { connection, xid },
+            Op::GetOwnData { xid, node } => ZooKeeperRequest::GetData {
+                connection,
+                xid,
+                node,
+                watch: false,
+            },
+            Op::GetPredecessor { xid, node } => ZooKeeperRequest::GetData {
+                connection,
+                xid,
+                node,
+                watch: true,
+            },
+        };
+        self.link = Link::Up {
+            connection,
+            last_send: now,
+        };
+        self.send(request);
+    }
+
+    fn next_xid(&mut self) -> u64 {
+        self.last_xid += 1;
+        self.last_xid
+    }
+
+    fn set_leadership(&mut self, leadership: Option<u64>, reason: &'static str) {
+        match (self.leadership, leadership) {
+            (None, Some(czxid)) => self
+                .outputs
+                .push_back(ClientOutput::BecameLeader { token: Some(czxid) }),
+            (Some(_), None) => self
+                .outputs
+                .push_back(ClientOutput::LostLeadership { reason }),
+            _ => {}
+        }
+        self.leadership = leadership;
+    }
+
+    /// `setNode(null)`: a guaranteed delete of the old node.
+    fn drop_node(&mut self, now: Instant) {
+        if let Some(node) = self.our_node.take() {
+            self.pending_delete = Some(node);
+            self.send_delete(now);
+        }
+    }
+
+    fn send_delete(&mut self, now: Instant) {
+        if let (Some(node), Link::Up { connection, .. }) = (self.pending_delete, self.link) {
+            self.link = Link::Up {
+                connection,
+                last_send: now,
+            };
+            self.send(ZooKeeperRequest::Delete { connection, node });
+        }
+    }
+
+    /// `LeaderLatch.reset()`.
+    fn reset(&mut self, now: Instant) {
+        self.set_leadership(None, "node gone");
+        self.drop_node(now);
+        let xid = self.next_xid();
+        let protection = self.rng.next_u64();
+        self.send_op(now, Op::Create { xid, protection });
+    }
+
+    fn get_children(&mut self, now: Instant) {
+        let xid = self.next_xid();
+        self.send_op(now, Op::GetChildren { xid });
+    }
+
+    /// `checkLeadership(children)`.
+    fn check_leadership(&mut self, mut children: Vec<u64>, now: Instant) {
+        children.sort_unstable();
+        let ours = self
+            .our_node
+            .and_then(|node| children.iter().position(|child| *child == node));
+        match ours {
+            None => self.reset(now),
+            Some(0) => {
+                let node = children[0];
+                let xid = self.next_xid();
+                self.send_op(now, Op::GetOwnData { xid, node });
+            }
+            Some(index) => {
+                self.set_leadership(None, "not the lowest node");
+                let xid = self.next_xid();
+                let node = children[index - 1];
+                self.send_op(now, Op::GetPredecessor { xid, node });
+            }
+        }
+    }
+
+    /// The socket is gone (`Disconnected`): Curator posts `SUSPENDED`.
+    fn disconnected(&mut self, now: Instant) {
+        self.link = Link::Down {
+            at: now + SPIN_DELAY,
+        };
+        if self.suspended_since.is_none() {
+            self.suspended_since = Some(now);
+            if self.started && self.settings.error_policy == ErrorPolicy::Standard {
+                self.set_leadership(None, "connection suspended");
+            }
+        }
+    }
+
+    /// `Expired` (from the server, ZOOKEEPER-4508, or Curator's injection):
+    /// Curator posts `LOST` and makes a new handle, which connects at once.
+    fn expired(&mut self, now: Instant) {
+        self.session = None;
+        self.timeout = self.settings.session_timeout;
+        self.suspended_since = None;
+        self.link = Link::Down { at: now };
+        if self.started {
+            self.set_leadership(None, "session lost");
+        }
+    }
+
+    fn connect(&mut self, now: Instant) {
+        self.last_connection += 1;
+        let connection = self.last_connection;
+        self.link = Link::Connecting {
+            connection,
+            deadline: now + self.timeout,
+        };
+        self.send(ZooKeeperRequest::Connect {
+            connection,
+            session: self.session,
+            timeout: self.settings.session_timeout,
+        });
+    }
+
+    /// `onConnected`: `CONNECTED` the first time, `RECONNECTED` after.
+    fn on_connected(
+        &mut self,
+        connection: u64,
+        session: SessionId,
+        timeout: Duration,
+        now: Instant,
+    ) {
+        if timeout.is_zero() {
+            return self.expired(now);
+        }
+        self.session = Some(session);
+        self.timeout = timeout;
+        self.last_heard = now;
+        self.link = Link::Up {
+            connection,
+            last_send: now,
+        };
+        self.suspended_since = None;
+        self.send_delete(now);
+        let first = !self.connected_once;
+        self.connected_once = true;
+        if !self.started {
+            return;
+        }
+        match self.op {
+            // `AfterConnectionEstablished` → `internalStart` → `reset`.
+            _ if first => self.reset(now),
+            // A create lost with the socket is retried (protected mode).
+            Op::Create { .. } => self.send_op(now, self.op),
+            _ => self.get_children(now),
+        }
+    }
+
+    fn on_answer(&mut self, response: ZooKeeperResponse, now: Instant) {
+        match (self.op, response) {
+            (
+                Op::Create { xid, .. },
+                ZooKeeperResponse::Created {
+                    xid: answer, node, ..
+                },
+            ) if xid == answer => {
+                self.our_node = Some(node);
+                self.get_children(now);
+            }
+            (
+                Op::GetChildren { xid },
+                ZooKeeperResponse::Children {
+                    xid: answer, nodes, ..
+                },
+            ) if xid == answer => {
+                self.check_leadership(nodes, now);
+            }
+            (
+                Op::GetOwnData { xid, .. },
+                ZooKeeperResponse::Data {
+                    xid: answer, stat, ..
+                },
+            ) if xid == answer => {
+                self.op = Op::None;
+                match stat {
+                    Some(stat) if Some(stat.ephemeral_owner) == self.session => {
+                        self.set_leadership(Some(stat.czxid), "");
+                    }
+                    _ => self.reset(now),
+                }
+            }
+            (
+                Op::GetPredecessor { xid, node },
+                ZooKeeperResponse::Data {
+                    xid: answer, stat, ..
+                },
+            ) if xid == answer => match stat {
+                Some(_) => self.op = Op::Watching { node },
+                None => self.get_children(now),
+            },
+            (Op::Watching { node }, ZooKeeperResponse::NodeDeleted { node: deleted, .. })
+                if node == deleted =>
+            {
+                self.get_children(now);
+            }
+            (_, ZooKeeperResponse::DeleteDone { node, .. })
+                if self.pending_delete == Some(node) =>
+            {
+                self.pending_delete = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+impl LockClient<ZooKeeper> for ZooKeeperClient {
+    /// `CuratorFramework.start()` + `LeaderLatch.start()`.
+    fn start(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.connected_once = false;
+        if let Link::Down { .. } = self.link {
+            self.connect(now);
+        }
+    }
+
+    fn handle_response(&mut self, _from: ServerIndex, response: ZooKeeperResponse, now: Instant) {
+        let now = self.latest_now.observe(now);
+        match (self.link, response) {
+            (
+                Link::Connecting { connection, .. },
+                ZooKeeperResponse::Connected {
+                    connection: answer,
+                    session,
+                    timeout,
+                },
+            ) if connection == answer => self.on_connected(connection, session, timeout, now),
+            (
+                Link::Up {
+                    connection,
+                    last_send,
+                },
+                response,
+            ) => {
+                let on = match &response {
+                    ZooKeeperResponse::Connected { connection, .. }
+                    | ZooKeeperResponse::Closed { connection }
+                    | ZooKeeperResponse::Pong { connection }
+                    | ZooKeeperResponse::Created { connection, .. }
+                    | ZooKeeperResponse::Children { connection, .. }
+                    | ZooKeeperResponse::Data { connection, .. }
+                    | ZooKeeperResponse::DeleteDone { connection, .. }
+                    | ZooKeeperResponse::NodeDeleted { connection, .. } => *connection,
+                };
+                if on != connection {
+                    return;
+                }
+                if let ZooKeeperResponse::Closed { .. } = response {
+                    return self.disconnected(now);
+                }
+                self.last_heard = now;
+                if now.saturating_duration_since(last_send) > MAX_SEND_PING_INTERVAL {
+                    self.link = Link::Up {
+                        connection,
+                        last_send: now,
+                    };
+                    self.send(ZooKeeperRequest::Ping { connection });
+                }
+                if self.started {
+                    self.on_answer(response, now);
+                } else if let ZooKeeperResponse::DeleteDone { .. } = response {
+                    self.on_answer(response, now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        if !self.started && self.session.is_none() {
+            return;
+        }
+        let expiry = earliest_of([self.client_expiry_at(), self.simulated_expiry_at()]);
+        if expiry.is_some_and(|at| now >= at) {
+            self.expired(now);
+        }
+        match self.link {
+            Link::Up { .. } if self.read_deadline().is_some_and(|at| now >= at) => {
+                self.disconnected(now);
+            }
+            Link::Up {
+                connection,
+                last_send,
+            } if now >= last_send + self.ping_after() => {
+                self.link = Link::Up {
+                    connection,
+                    last_send: now,
+                };
+                self.send(ZooKeeperRequest::Ping { connection });
+            }
+            Link::Connecting { deadline, .. } if now >= deadline => self.disconnected(now),
+            _ => {}
+        }
+        if let Link::Down { at } = self.link {
+            if now >= at && self.started {
+                self.connect(now);
+            }
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Instant> {
+        if !self.started {
+            return None;
+        }
+        let link = match self.link {
+            Link::Down { at } => Some(at),
+            Link::Connecting { deadline, .. } => Some(deadline),
+            Link::Up { last_send, .. } => {
+                earliest_of([self.read_deadline(), Some(last_send + self.ping_after())])
+            }
+        };
+        earliest_of([link, self.client_expiry_at(), self.simulated_expiry_at()])
+    }
+
+    fn poll_output(&mut self) -> Option<ClientOutput<ZooKeeper>> {
+        self.outputs.pop_front()
+    }
+
+    /// `LeaderLatch.close()` (the node is deleted) and `CuratorFramework.close()`
+    /// (`closeSession`), fire and forget.
+    fn stop(&mut self, now: Instant) {
+        let now = self.latest_now.observe(now);
+        if !self.started {
+            return;
+        }
+        self.set_leadership(None, "stopped");
+        self.drop_node(now);
+        if let Link::Up { connection, .. } = self.link {
+            self.send(ZooKeeperRequest::CloseSession { connection });
+        }
+        self.started = false;
+        self.op = Op::None;
+        self.session = None;
+        self.suspended_since = None;
+        self.pending_delete = None;
+        self.link = Link::Down { at: now };
+    }
+
+    /// `hasLeadership`, ending where the connection-state event that clears
+    /// it would have fired even if no timer ran yet (a paused process):
+    /// Standard — the read timeout (`SUSPENDED`); Session — the client's own
+    /// expiry or Curator's simulated one (`LOST`).
+    fn leadership(&self, now: Instant) -> Option<Leadership> {
+        let now = self.latest_now.at(now);
+        let czxid = self.leadership?;
+        let lost_at = match self.settings.error_policy {
+            ErrorPolicy::Standard => earliest_of([self.read_deadline(), self.client_expiry_at()]),
+            ErrorPolicy::Session => {
+                let percent = self.settings.simulated_session_expiration_percent;
+                let simulated = self
+                    .read_deadline()
+                    .map(|suspended| suspended + self.timeout * percent / 100);
+                earliest_of([
+                    simulated,
+                    self.simulated_expiry_at(),
+                    self.client_expiry_at(),
+                ])
+            }
+        };
+        match lost_at {
+            Some(at) if now >= at => None,
+            _ => Some(Leadership { token: Some(czxid) }),
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! ZooKeeper leader election: Apache Curator's `LeaderLatch` on a ZooKeeper
+//! session.
+//!
+//! # What it mirrors
+//!
+//! apache/curator at 88dee99 (which builds against ZooKeeper 3.9.4), and
+//! apache/zookeeper at `release-3.9.4` (7246445):
+//!
+//! * `curator-recipes/.../recipes/leader/LeaderLatch.java`: `reset()`
+//!   (`setLeadership(false)`, `setNode(null)` = guaranteed delete of the old
+//!   node, then `create().creatingParentContainersIfNeeded().withProtection()
+//!   .withMode(EPHEMERAL_SEQUENTIAL)` of `latchPath/latch-`, then
+//!   `getChildren()`); `checkLeadership(children)`: our node missing →
+//!   `reset()`; lowest sequence → `getData(ourPath)` and lead only if its
+//!   `ephemeralOwner` is our session id; otherwise `setLeadership(false)` and
+//!   `getData().usingWatcher(..)` on the **predecessor**, whose `NodeDeleted`
+//!   (or a `NONODE` answer) calls `getChildren()` again;
+//!   `handleStateChange`: `RECONNECTED` → `getChildren()`, `SUSPENDED` →
+//!   `setLeadership(false)` only if the error policy says so, `LOST` →
+//!   `setLeadership(false)`. `close()` = `setNode(null)` + leadership off.
+//! * `curator-framework/.../state/StandardConnectionStateErrorPolicy.java`
+//!   (`SUSPENDED` and `LOST` are errors; the default of
+//!   `CuratorFrameworkFactory.Builder.connectionStateErrorPolicy`) and
+//!   `SessionConnectionStateErrorPolicy.java` (only `LOST`):
+//!   [`ErrorPolicy`].
+//! * `curator-framework/.../imps/CuratorFrameworkImpl.java`
+//!   `validateConnection`: ZooKeeper `Disconnected` → `SUSPENDED`, `Expired` →
+//!   `LOST`, `SyncConnected` → `RECONNECTED`; `curator-client/.../
+//!   ConnectionState.java` `handleExpiredSession`: `Expired` → a new
+//!   ZooKeeper handle (a new session).
+//! * `curator-framework/.../state/ConnectionStateManager.java`
+//!   `processEvents`/`checkSessionExpiration`: the "simulated session
+//!   expiration" — once `SUSPENDED` has lasted the (negotiated) session timeout
+//!   × `simulatedSessionExpirationPercent` / 100 on the **client's** clock,
+//!   Curator injects a session expiration (→ `LOST`).
+//! * `zookeeper-server/.../ClientCnxn.java` `SendThread.run`: `readTimeout` =
+//!   2/3 of the negotiated timeout (no byte heard for that long → the
+//!   connection is dropped, `Disconnected`); a ping once `idleSend` reaches
+//!   `readTimeout / 2 - 1 s` (or at a wake-up with `idleSend` > 10 s,
+//!   `MAX_SEND_PING_INTERVAL`); `connectTimeout` = session timeout / hosts;
+//!   `hostProvider.next(1000)`: 1 s before each reconnect to the one host;
+//!   ZOOKEEPER-4508 (in 3.9.3+): nothing heard for `expirationTimeout` = 4/3
+//!   of the timeout → the client itself declares the session `Expired`;
+//!   `onConnected`: a negotiated timeout of 0 (the server no longer knows the
+//!   session) → `Expired`. The client learns of a server-side expiry only
+//!   when it reconnects.
+//! * The server (`ZooKeeperServer.processConnectRequest`,
+//!   `SessionTrackerImpl`, `ExpiryQueue`, `DataTree`): the requested timeout
+//!   is clamped to `[2, 20] × tickTime`; every packet of a session touches it;
+//!   a session expires at `roundToNextInterval(now + timeout)` (next tick
+//!   boundary) on **the server's clock**, and its `closeSession` txn deletes
+//!   its ephemeral nodes and fires their watches; sequential names come from
+//!   the parent's `cversion`; every txn takes the next zxid, `(epoch << 32) |
+//!   counter`, and a new epoch begins at each (re)start. A durable restart
+//!   reloads sessions and touches each (`now + timeout`); clients' sockets
+//!   are closed.
+//!
+//! The leader node's `czxid` is the token ([`Leadership::token`](crate::Leadership)).
+//!
+//! # Defaults
+//!
+//! Curator: `sessionTimeoutMs` 60 s, `connectionTimeoutMs` 15 s (Curator's
+//! wait for a connection before an operation fails; the model's latch
+//! re-drives on `RECONNECTED` instead, so it is documented, not modelled),
+//! `simulatedSessionExpirationPercent` 100, Standard error policy. ZooKeeper
+//! server: `tickTime` 3 s (`ZooKeeperServer.DEFAULT_TICK_TIME`; the sample
+//! `zoo.cfg` says 2 s), so 60 s is within `[6 s, 60 s]` and is granted.
+//! Derived: read timeout 40 s, ping every 19 s, client-side expiry 80 s,
+//! Curator's simulated `LOST` 60 s after `SUSPENDED`.
+//!
+//! # Left out
+//!
+//! The ensemble (one linearizable server: no quorum, followers or
+//! `sync`), read-only mode, ACLs and auth, the protected-name search (the
+//! server answers a re-sent create with the node already made for the same
+//! protection id), Curator's `RetryPolicy` (a failed operation is re-driven by
+//! `RECONNECTED`), watch re-registration through `SetWatches` (watches live on
+//! the session; an event fired while the session has no connection is lost —
+//! `RECONNECTED` re-reads the children anyway), container-node cleanup,
+//! ZOOKEEPER-4923's brand-new-session deadline.
+//!
+//! # Known failure mode
+//!
+//! The server expires a session on its clock; the client learns it only on
+//! reconnect, or when one of its own local deadlines passes. With the Session
+//! policy a paused or partitioned leader believes until 4/3 of the timeout
+//! while its successor leads from the timeout on; the Standard policy gives
+//! up at the read timeout (2/3), before the server can expire the session —
+//! unless the client's clock is slow. The `czxid` token tells the leaders
+//! apart.
+
+mod client;
+mod server;
+
+use std::time::Duration;
+
+pub use client::ZooKeeperClient;
+pub use server::ZooKeeperServer;
+
+use crate::util::nonzero;
+use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+
+/// The ZooKeeper + Curator `LeaderLatch` protocol.
+#[derive(Clone, Copy, Debug)]
+pub enum ZooKeeper {}
+
+/// A ZooKeeper session id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionId(pub u64);
+
+/// Which connection state Curator treats as an error (the recipe gives up
+/// leadership on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorPolicy {
+    /// `StandardConnectionStateErrorPolicy`: `SUSPENDED` and `LOST`.
+    Standard,
+    /// `SessionConnectionStateErrorPolicy`: only `LOST`.
+    Session,
+}
+
+/// Settings; `Default` = Curator's and ZooKeeper's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZooKeeperSettings {
+    /// The session timeout the client asks for (`sessionTimeoutMs`, 60 s).
+    pub session_timeout: Duration,
+    /// `connectionStateErrorPolicy` (Standard).
+    pub error_policy: ErrorPolicy,
+    /// `simulatedSessionExpirationPercent`, `1..=100` (100).
+    pub simulated_session_expiration_percent: u32,
+    /// ZOOKEEPER-4508's client-side expiry at 4/3 of the timeout (ZooKeeper
+    /// 3.9.3+; Curator 5.9 builds against 3.9.4): `true`.
+    pub client_session_expiry: bool,
+    /// The server's `tickTime` (3 s): session timeouts are clamped to
+    /// `[2, 20]` ticks and expire on tick boundaries.
+    pub tick_time: Duration,
+}
+
+impl Default for ZooKeeperSettings {
+    fn default() -> Self {
+        ZooKeeperSettings {
+            session_timeout: Duration::from_secs(60),
+            error_policy: ErrorPolicy::Standard,
+            simulated_session_expiration_percent: 100,
+            client_session_expiry: true,
+            tick_time: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Node metadata (`Stat`) the latch reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// The zxid of the txn that created the node.
+    pub czxid: u64,
+    /// The session owning the ephemeral node.
+    pub ephemeral_owner: SessionId,
+}
+
+/// A client's packet. Every packet but `Connect` names the connection (TCP
+/// socket) it travels on; a packet on a socket the server has closed is
+/// answered with [`ZooKeeperResponse::Closed`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZooKeeperRequest {
+    /// `ConnectRequest` on a new socket: `session` `None` asks for a new one.
+    Connect {
+        /// The client's socket number.
+        connection: u64,
+        /// The session to resume.
+        session: Option<SessionId>,
+        /// The requested timeout.
+        timeout: Duration,
+    },
+    /// A ping (`xid` -2).
+    Ping {
+        /// The socket.
+        connection: u64,
+    },
+    /// `create -e -s latchPath/latch-` (with a protection id).
+    Create {
+        /// The socket.
+        connection: u64,
+        /// Matches the answer.
+        xid: u64,
+        /// `withProtection`'s id: a re-sent create finds the node already made.
+        protection: u64,
+    },
+    /// `getChildren(latchPath)`.
+    GetChildren {
+        /// The socket.
+        connection: u64,
+        /// Matches the answer.
+        xid: u64,
+    },
+    /// `getData(latchPath/latch-<node>)`, leaving a data watch if `watch`.
+    GetData {
+        /// The socket.
+        connection: u64,
+        /// Matches the answer.
+        xid: u64,
+        /// The node's sequence number.
+        node: u64,
+        /// Leave a watch (only if the node exists).
+        watch: bool,
+    },
+    /// `delete(latchPath/latch-<node>)`.
+    Delete {
+        /// The socket.
+        connection: u64,
+        /// The node.
+        node: u64,
+    },
+    /// `closeSession`.
+    CloseSession {
+        /// The socket.
+        connection: u64,
+    },
+}
+
+/// The server's packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ZooKeeperResponse {
+    /// `ConnectResponse`: `timeout` zero = the session is gone (`Expired`).
+    Connected {
+        /// The socket.
+        connection: u64,
+        /// The session.
+        session: SessionId,
+        /// The negotiated timeout, or zero.
+        timeout: Duration,
+    },
+    /// The server closed the socket (restart, session closed or expired,
+    /// unknown socket): the client sees `Disconnected`.
+    Closed {
+        /// The socket.
+        connection: u64,
+    },
+    /// Ping answer.
+    Pong {
+        /// The socket.
+        connection: u64,
+    },
+    /// The created node's sequence number.
+    Created {
+        /// The socket.
+        connection: u64,
+        /// The request.
+        xid: u64,
+        /// The node.
+        node: u64,
+    },
+    /// The children's sequence numbers.
+    Children {
+        /// The socket.
+        connection: u64,
+        /// The request.
+        xid: u64,
+        /// The children.
+        nodes: Vec<u64>,
+    },
+    /// `getData`'s stat, `None` = `NONODE`.
+    Data {
+        /// The socket.
+        connection: u64,
+        /// The request.
+        xid: u64,
+        /// The node's stat.
+        stat: Option<Stat>,
+    },
+    /// A delete was applied (or the node was already gone).
+    DeleteDone {
+        /// The socket.
+        connection: u64,
+        /// The node.
+        node: u64,
+    },
+    /// A watch event: `NodeDeleted` of `node`.
+    NodeDeleted {
+        /// The socket.
+        connection: u64,
+        /// The node.
+        node: u64,
+    },
+}
+
+impl Protocol for ZooKeeper {
+    const NAME: &'static str = "zookeeper";
+    type Settings = ZooKeeperSettings;
+    type Request = ZooKeeperRequest;
+    type Response = ZooKeeperResponse;
+    type Client = ZooKeeperClient;
+    type Server = ZooKeeperServer;
+    const HAS_TOKEN: bool = true;
+
+    /// Zero durations are rejected; the percent must be in `1..=100`
+    /// (`Builder.simulatedSessionExpirationPercent`'s precondition). Upstream
+    /// passes a zero session timeout to the server, which raises it to 2
+    /// ticks; the model rejects it instead.
+    fn validate(settings: &ZooKeeperSettings) -> Result<(), SettingsError> {
+        nonzero("session_timeout", settings.session_timeout)?;
+        nonzero("tick_time", settings.tick_time)?;
+        if !(1..=100).contains(&settings.simulated_session_expiration_percent) {
+            return Err(SettingsError::Invalid {
+                setting: "simulated_session_expiration_percent",
+                reason: "must be > 0 and <= 100",
+            });
+        }
+        Ok(())
+    }
+
+    fn servers(_settings: &ZooKeeperSettings) -> u16 {
+        1
+    }
+
+    fn new_server(settings: &ZooKeeperSettings, _index: ServerIndex) -> ZooKeeperServer {
+        ZooKeeperServer::new(settings.tick_time)
+    }
+
+    fn new_client(
+        settings: &ZooKeeperSettings,
+        id: ClientId,
+        _name: &str,
+        seed: u64,
+    ) -> ZooKeeperClient {
+        ZooKeeperClient::new(settings.clone(), id, seed)
+    }
+}

@@ -1,0 +1,274 @@
+//! Contract tests of the ZooKeeper + Curator `LeaderLatch` model.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{secs, Clock, Event, Sim};
+use fenced_zoo::zookeeper::{ErrorPolicy, ZooKeeper, ZooKeeperRequest, ZooKeeperSettings};
+use fenced_zoo::{ClientId, Protocol, SettingsError};
+
+fn sim(error_policy: ErrorPolicy) -> Sim<ZooKeeper> {
+    Sim::new(ZooKeeperSettings {
+        error_policy,
+        ..ZooKeeperSettings::default()
+    })
+}
+
+fn tokens(sim: &Sim<ZooKeeper>) -> Vec<(ClientId, u64)> {
+    sim.log
+        .iter()
+        .filter_map(|(_, event)| match event {
+            Event::BecameLeader { client, token } => Some((*client, token.expect("czxid"))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn get_children_from(sim: &Sim<ZooKeeper>, client: ClientId, after: u64) -> usize {
+    sim.requests
+        .iter()
+        .filter(|(at, from, _, request)| {
+            *at > after
+                && *from == client
+                && matches!(request, ZooKeeperRequest::GetChildren { .. })
+        })
+        .count()
+}
+
+/// The lowest sequence leads; each other contender watches only its
+/// predecessor: deleting the leader's node wakes B alone (C makes no
+/// request), deleting a middle node re-points C's watch without leading, and
+/// the czxid tokens strictly increase across leaders.
+#[test]
+fn lowest_sequence_leads_and_predecessor_watch_hands_over() {
+    let mut sim = sim(ErrorPolicy::Standard);
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let c = sim.add_client(3, Clock::default());
+    let d = {
+        sim.run_for(Duration::from_secs(1));
+        sim.add_client(4, Clock::default())
+    };
+    sim.run_for(Duration::from_secs(30));
+    assert_eq!(sim.leader_ids(), vec![a]);
+
+    let stopped_at = sim.now;
+    sim.stop(a);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.leader_ids(), vec![b]);
+    assert_eq!(get_children_from(&sim, c, stopped_at), 0, "no herd");
+    assert_eq!(get_children_from(&sim, d, stopped_at), 0, "no herd");
+
+    sim.stop(c);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.leader_ids(), vec![b], "D now watches B");
+    sim.stop(b);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.leader_ids(), vec![d]);
+
+    let tokens = tokens(&sim);
+    assert_eq!(
+        tokens.iter().map(|(client, _)| *client).collect::<Vec<_>>(),
+        vec![a, b, d]
+    );
+    assert!(
+        tokens.windows(2).all(|pair| pair[0].1 < pair[1].1),
+        "{tokens:?}"
+    );
+    assert_eq!(sim.holder(0), Some((Some(d), Some(tokens[2].1))));
+}
+
+/// A connected client pings once `readTimeout / 2 - 1 s` (19 s for a 60 s
+/// session) has passed since its last send.
+#[test]
+fn ping_every_read_timeout_half_less_a_second() {
+    let mut sim = sim(ErrorPolicy::Standard);
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(100));
+    let pings: Vec<u64> = sim
+        .requests
+        .iter()
+        .filter(|(_, from, _, request)| {
+            *from == a && matches!(request, ZooKeeperRequest::Ping { .. })
+        })
+        .map(|(at, ..)| *at)
+        .collect();
+    assert_eq!(pings.len(), 5, "{pings:?}");
+    for pair in pings.windows(2) {
+        assert_eq!(pair[1] - pair[0], secs(19));
+    }
+}
+
+/// A leader paused past the session timeout loses its session on the
+/// server's clock (next tick after 60 s) and its successor leads. Under the
+/// Standard policy it stopped believing at the read timeout (40 s), before
+/// the expiry: no overlap. Under the Session policy it believes until it
+/// wakes and reconnects to learn its session expired: two leaders, told apart
+/// by the czxid.
+#[test]
+fn paused_leader_loses_its_session_overlap_only_under_session_policy() {
+    for (policy, overlap) in [(ErrorPolicy::Standard, false), (ErrorPolicy::Session, true)] {
+        let mut sim = sim(policy);
+        let a = sim.add_client(1, Clock::default());
+        sim.run_for(Duration::from_secs(1));
+        let b = sim.add_client(2, Clock::default());
+        sim.run_for(Duration::from_secs(1));
+        sim.pause(a, Duration::from_secs(70));
+        let mut both = false;
+        for _ in 0..750 {
+            sim.run_for(Duration::from_millis(100));
+            both |= sim.leader_ids().len() == 2;
+        }
+        assert_eq!(both, overlap, "{policy:?}");
+        assert_eq!(sim.leader_ids(), vec![b], "{policy:?}");
+        let took_over = sim.became_leader_at(b).expect("B leads");
+        assert!(
+            took_over >= secs(62) && took_over <= secs(66),
+            "{took_over}"
+        );
+        let (lost_at, reason) = sim.lost_leadership(a).expect("A learned");
+        match policy {
+            // SUSPENDED on waking: the socket the server closed.
+            ErrorPolicy::Standard => assert_eq!(reason, "connection suspended"),
+            // LOST after reconnecting: 1 s spin delay, then `Expired`.
+            ErrorPolicy::Session => {
+                assert_eq!(reason, "session lost");
+                assert!(lost_at > secs(73) && lost_at < secs(74), "{lost_at}");
+            }
+        }
+        let tokens = tokens(&sim);
+        assert!(tokens[0].1 < tokens[1].1);
+    }
+}
+
+/// A partitioned leader: SUSPENDED at the read timeout (Standard gives up),
+/// LOST at 4/3 of the timeout by the client's own expiry (ZOOKEEPER-4508,
+/// Session gives up); the server expires the session at the next tick after
+/// 60 s. Without the client's expiry, Curator's simulated expiration fires a
+/// full session timeout after SUSPENDED (100 s).
+#[test]
+fn partitioned_leader_suspended_then_lost() {
+    for (policy, client_session_expiry, lost_at_secs) in [
+        (ErrorPolicy::Standard, true, 40),
+        (ErrorPolicy::Session, true, 80),
+        (ErrorPolicy::Session, false, 100),
+    ] {
+        let mut sim = Sim::<ZooKeeper>::new(ZooKeeperSettings {
+            error_policy: policy,
+            client_session_expiry,
+            ..ZooKeeperSettings::default()
+        });
+        let a = sim.add_client(1, Clock::default());
+        sim.run_for(Duration::from_millis(10));
+        sim.cut(a);
+        let cut_at = sim.now;
+        sim.run_for(Duration::from_secs(120));
+        let (lost_at, _) = sim.lost_leadership(a).expect("A gave up");
+        let after = lost_at - cut_at;
+        assert!(
+            after > secs(lost_at_secs) - secs(1) && after < secs(lost_at_secs) + secs(1),
+            "{policy:?} {client_session_expiry}: {after}"
+        );
+        assert_eq!(sim.holder(0), Some((None, None)), "the server expired A");
+    }
+}
+
+/// A leader on a slow clock: its read timeout runs late, so even the
+/// Standard policy believes past the server-side expiry.
+#[test]
+fn slow_clock_leader_overlaps_even_under_standard_policy() {
+    let mut sim = sim(ErrorPolicy::Standard);
+    let a = sim.add_client(1, Clock::rate(1, 2));
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    sim.cut(a);
+    let mut both = false;
+    for _ in 0..1_000 {
+        sim.run_for(Duration::from_millis(100));
+        both |= sim.leader_ids().len() == 2;
+    }
+    assert!(both);
+    assert_eq!(sim.leader_ids(), vec![b]);
+}
+
+/// A durable restart closes every socket (SUSPENDED) but reloads sessions
+/// and touches them: the leader reconnects to the same session and keeps
+/// its node and czxid (Standard: a short gap; Session: none). A partitioned
+/// leader's session lives a full timeout from the restart.
+#[test]
+fn durable_restart_keeps_sessions_for_the_timeout() {
+    for policy in [ErrorPolicy::Standard, ErrorPolicy::Session] {
+        let mut sim = sim(policy);
+        let a = sim.add_client(1, Clock::default());
+        sim.run_for(Duration::from_secs(30));
+        sim.restart_server(0, true);
+        sim.run_for(Duration::from_secs(100));
+        assert_eq!(sim.leader_ids(), vec![a]);
+        let tokens = tokens(&sim);
+        assert!(tokens.iter().all(|(_, czxid)| *czxid == tokens[0].1));
+        assert_eq!(
+            sim.lost_leadership(a).is_some(),
+            policy == ErrorPolicy::Standard
+        );
+    }
+
+    let mut sim = sim(ErrorPolicy::Session);
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(29));
+    sim.cut(a);
+    sim.run_for(Duration::from_secs(30));
+    let restarted_at = sim.now;
+    sim.restart_server(0, true);
+    sim.run_until(restarted_at + secs(60) - 1);
+    assert_eq!(sim.holder(0).and_then(|(holder, _)| holder), Some(a));
+    sim.run_for(Duration::from_secs(5));
+    assert_eq!(sim.holder(0).and_then(|(holder, _)| holder), Some(b));
+}
+
+/// A store that lost its data does not know the session: the reconnect
+/// answers `Expired`, Curator posts LOST and the latch starts over in a new
+/// session.
+#[test]
+fn wiped_server_expires_the_session_on_reconnect() {
+    let mut sim = sim(ErrorPolicy::Session);
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let first = sim.client(a).session();
+    sim.restart_server(0, false);
+    sim.run_for(Duration::from_secs(5));
+    assert_eq!(sim.lost_leadership(a).map(|(_, r)| r), Some("session lost"));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    assert_ne!(sim.client(a).session(), first);
+    let tokens = tokens(&sim);
+    assert!(tokens[0].1 < tokens[1].1, "a new epoch: {tokens:?}");
+}
+
+/// Zero durations and a percent outside `1..=100` are rejected.
+#[test]
+fn settings_validation() {
+    let settings = ZooKeeperSettings {
+        session_timeout: Duration::ZERO,
+        ..ZooKeeperSettings::default()
+    };
+    assert_eq!(
+        ZooKeeper::validate(&settings),
+        Err(SettingsError::Zero {
+            setting: "session_timeout"
+        })
+    );
+    let settings = ZooKeeperSettings {
+        simulated_session_expiration_percent: 101,
+        ..ZooKeeperSettings::default()
+    };
+    assert_eq!(
+        ZooKeeper::validate(&settings).unwrap_err().to_string(),
+        "simulated_session_expiration_percent: must be > 0 and <= 100"
+    );
+    assert_eq!(ZooKeeper::validate(&ZooKeeperSettings::default()), Ok(()));
+}
