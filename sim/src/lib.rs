@@ -47,6 +47,7 @@ pub mod timeline;
 pub mod to_toml;
 mod trace;
 pub mod units;
+mod zoo;
 
 pub use checker::{Checker, CheckerSettings, Verdict};
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
@@ -56,6 +57,7 @@ pub use report::Report;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, DurationRange, Election, Expectations, FaultSpec, Membership, Network, NodeSpec,
-    RecurringKind, Scenario, ScenarioError, ValidScenario, Work, DOWNSTREAM, LEASE_STORE,
+    ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work, DOWNSTREAM,
+    LEASE_STORE,
 };
 pub use sim::{RunOptions, Simulation};

@@ -84,6 +84,10 @@ pub enum MessageKind {
     Heartbeat = 4,
     /// A unit of work's write.
     Write = 5,
+    /// Another protocol's client asks one of its servers.
+    ProtocolRequest = 6,
+    /// Another protocol's server answers (or pushes to) a client.
+    ProtocolResponse = 7,
 }
 
 /// Why a message never arrived.
@@ -276,8 +280,24 @@ pub enum Observation<'a> {
         process: ProcessRef<'a>,
         /// The term's token.
         token: FencingToken,
-        /// Why.
+        /// Why, as the fenced elector classifies it (another protocol maps
+        /// its own reason: `stopped` to `Stopped`, anything else to
+        /// `LocalDeadline`, its own words in `why`).
         reason: &'a StepDownReason,
+        /// Another protocol's own words for why (`renew deadline passed`,
+        /// `session expired`, ...); `None` for the fenced elector.
+        why: Option<&'a str>,
+    },
+    /// Who holds the lock, as another protocol's server sees it (`server:
+    /// Some`) or as the protocol's truth (`server: None`: the single server's
+    /// view, or the client holding a majority of Redlock's instances).
+    Holder {
+        /// The server whose view changed, or `None` for the truth.
+        server: Option<HostRef<'a>>,
+        /// The holder, if any.
+        holder: Option<ProcessRef<'a>>,
+        /// The holder's token in the protocol, where it has one.
+        token: Option<u64>,
     },
     /// A unit of work started at `local` on the worker's clock.
     WorkStarted {

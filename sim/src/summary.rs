@@ -36,14 +36,24 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
         if report.fencing { "on" } else { "OFF" }
     );
     let e = &scenario.election;
-    let _ = writeln!(
-        s,
-        "  lease_ttl {} (margin {}), renew every {}, retry every {}",
-        human(e.lease_ttl),
-        human(e.effective_safety_margin()),
-        human(e.renew_interval),
-        human(e.retry_interval)
-    );
+    if e.protocol == crate::scenario::ProtocolSpec::Fenced {
+        let _ = writeln!(
+            s,
+            "  lease_ttl {} (margin {}), renew every {}, retry every {}",
+            human(e.lease_ttl),
+            human(e.effective_safety_margin()),
+            human(e.renew_interval),
+            human(e.retry_interval)
+        );
+    } else {
+        let changed = crate::file::settings_toml(&e.protocol);
+        let settings = if changed.is_empty() {
+            "the library's defaults".to_string()
+        } else {
+            changed.join(", ")
+        };
+        let _ = writeln!(s, "  protocol {} ({settings})", e.protocol);
+    }
     if let Some(bug) = &report.planted_bug {
         let _ = writeln!(s, "  PLANTED BUG: {bug}");
     }

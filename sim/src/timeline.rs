@@ -398,6 +398,27 @@ impl Observer for Recorder {
                     split_brain,
                 });
             }
+            // Another protocol's truth (its servers' view of the holder):
+            // held until it changes. A protocol token `t` is drawn as the
+            // term's token `t + 1`; 0 marks a protocol without tokens.
+            Observation::Holder {
+                server: None,
+                holder,
+                token,
+            } => match holder {
+                Some(p) => {
+                    let token = token.map_or(0, |t| t.saturating_add(1));
+                    let (owner, node) = (p.owner.as_str(), p.node.id.as_str());
+                    if self
+                        .holding
+                        .as_ref()
+                        .is_none_or(|(h, _)| h.owner != owner || h.token != token)
+                    {
+                        self.granted(at, owner, node, token, u64::MAX);
+                    }
+                }
+                None => self.close_holding(at),
+            },
             Observation::LiveMembers(count) => self.live(at, count),
             Observation::FaultBegan { slot, spans } => {
                 for (i, (host, label)) in spans.iter().enumerate() {

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::scenario::{Election, FaultSpec, Membership, Network, Scenario, Work};
+use crate::scenario::{Election, FaultSpec, Membership, Network, ProtocolSpec, Scenario, Work};
 use crate::units::human;
 
 fn quoted(s: &str) -> String {
@@ -95,6 +95,14 @@ fn write_election(o: &mut String, e: &Election) {
     }
     if e.jitter != 0.0 {
         let _ = writeln!(o, "jitter = {}", float(e.jitter));
+    }
+    if e.protocol != ProtocolSpec::Fenced {
+        let name = e.protocol.name();
+        let _ = writeln!(o, "protocol = {}", quoted(name));
+        let lines = crate::file::settings_toml(&e.protocol);
+        if !lines.is_empty() {
+            let _ = writeln!(o, "\n[election.{name}]\n{}", lines.join("\n"));
+        }
     }
 }
 

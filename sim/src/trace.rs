@@ -13,7 +13,9 @@
 
 use std::io::{self, Write};
 
-use fenced::{FencingToken, LeaseResult, ResponseDisposition, StepDownReason, WriteOutcome};
+use fenced::{
+    FencingToken, LeaseResult, OwnerId, ResponseDisposition, StepDownReason, WriteOutcome,
+};
 
 use crate::observation::{
     DropReason, HostRef, MessageKind, Observation, Observer, SimTime, Skipped,
@@ -43,6 +45,8 @@ impl MessageKind {
             MessageKind::Release => "release",
             MessageKind::Heartbeat => "heartbeat",
             MessageKind::Write => "write",
+            MessageKind::ProtocolRequest => "request",
+            MessageKind::ProtocolResponse => "response",
         }
     }
 }
@@ -153,6 +157,12 @@ enum Record<'a> {
     TermEnded {
         token: FencingToken,
         reason: &'a StepDownReason,
+        why: Option<&'a str>,
+    },
+    Holder {
+        truth: bool,
+        holder: Option<&'a OwnerId>,
+        token: Option<u64>,
     },
     WorkStarted {
         token: FencingToken,
@@ -227,6 +237,16 @@ impl Tracer {
     #[inline]
     fn word(&mut self, w: u64) {
         self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(HASH_MULTIPLIER);
+    }
+
+    /// Folds a text into the hash: its length, then 8 bytes at a time.
+    fn bytes(&mut self, text: &[u8]) {
+        self.word(text.len() as u64);
+        for chunk in text.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.word(u64::from_le_bytes(word));
+        }
     }
 
     /// Records that `rec` happened at true time `t` on `host`.
@@ -357,7 +377,7 @@ impl Tracer {
                 self.word(16);
                 self.word(token.get());
             }
-            Record::TermEnded { token, reason } => {
+            Record::TermEnded { token, reason, why } => {
                 self.word(17);
                 self.word(token.get());
                 self.word(match reason {
@@ -367,6 +387,20 @@ impl Tracer {
                     StepDownReason::Stopped => 4,
                     StepDownReason::Abdicated => 5,
                 });
+                if let Some(why) = why {
+                    self.bytes(why.as_bytes());
+                }
+            }
+            Record::Holder {
+                truth,
+                holder,
+                token,
+            } => {
+                self.word(40 | u64::from(truth) << 8);
+                if let Some(owner) = holder {
+                    self.bytes(owner.as_str().as_bytes());
+                }
+                self.word(token.map_or(0, |t| t.wrapping_add(1)));
             }
             Record::WorkStarted { token, unit } => {
                 self.word(18);
@@ -510,8 +544,21 @@ impl Tracer {
             }
             Record::RequestFailed { request } => write!(l, "request #{request} failed"),
             Record::TermStarted { token } => write!(l, "LEADS with token {token}"),
-            Record::TermEnded { token, reason } => {
-                write!(l, "steps down from token {token}: {reason}")
+            Record::TermEnded { token, reason, why } => match why {
+                Some(why) => write!(l, "steps down from token {token}: {why}"),
+                None => write!(l, "steps down from token {token}: {reason}"),
+            },
+            Record::Holder {
+                truth,
+                holder,
+                token,
+            } => {
+                let whose = if truth { "the lock" } else { "this server" };
+                match (holder, token) {
+                    (Some(owner), Some(t)) => write!(l, "{whose} is held by {owner} (token {t})"),
+                    (Some(owner), None) => write!(l, "{whose} is held by {owner}"),
+                    (None, _) => write!(l, "{whose} is free"),
+                }
             }
             Record::WorkStarted { token, unit } => {
                 write!(l, "unit {unit} started under token {token}")
@@ -692,9 +739,22 @@ impl Observer for Tracer {
                 process,
                 token,
                 reason,
+                why,
             } => (
                 host(HostRef::Process(process)),
-                Record::TermEnded { token, reason },
+                Record::TermEnded { token, reason, why },
+            ),
+            Observation::Holder {
+                server,
+                holder,
+                token,
+            } => (
+                host(server.unwrap_or(HostRef::LeaseStore)),
+                Record::Holder {
+                    truth: server.is_none(),
+                    holder: holder.map(|p| p.owner),
+                    token,
+                },
             ),
             Observation::WorkStarted {
                 process,

@@ -366,7 +366,24 @@ fn list_shows_every_scenario_with_its_description() {
     assert_exit(&out, 0);
     let text = stdout(&out);
     let files = scenario_files();
-    assert_eq!(text.lines().count(), files.len(), "{text}");
+    let entries = text.lines().filter(|l| !l.starts_with("# ")).count();
+    assert_eq!(entries, files.len(), "{text}");
+    // Grouped by protocol: the fenced protocol's first, then the zoo's.
+    let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
+    assert_eq!(headers.first(), Some(&"# fenced"), "{text}");
+    for name in [
+        "client-go",
+        "etcd",
+        "redlock",
+        "connection-lock",
+        "zookeeper",
+        "dynamodb",
+    ] {
+        assert!(
+            headers.contains(&format!("# {name}").as_str()),
+            "{name}: {text}"
+        );
+    }
     for file in &files {
         let stem = file.file_stem().unwrap().to_str().unwrap();
         let scenario = fenced_sim::file::load(&common::workspace_root().join(file)).unwrap();

@@ -125,6 +125,13 @@ pub trait Protocol {
     /// process life); `seed` seeds its own ChaCha8 RNG for jitter and random
     /// values. Settings must have passed [`validate`](Protocol::validate).
     fn new_client(settings: &Self::Settings, id: ClientId, name: &str, seed: u64) -> Self::Client;
+    /// Whether `response` is answered by the client machine's kernel, not its
+    /// process (a TCP keepalive probe): a driver delivers it even while the
+    /// client process is paused. Default: no.
+    fn answered_by_kernel(response: &Self::Response) -> bool {
+        let _ = response;
+        false
+    }
 }
 
 /// The server side of a protocol: one database, API server, etcd cluster or

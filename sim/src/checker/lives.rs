@@ -210,7 +210,7 @@ impl Checker {
     /// A process died: its term (if any) ends with it.
     pub(super) fn on_process_crashed(&mut self, now: SimTime, p: ProcessRef<'_>) {
         if self.lives.believes(p.id).is_some() {
-            self.on_term_end(now, p.id, TermEnd::Crash);
+            self.on_term_end(now, p.id, TermEnd::Crash, None);
         }
         if let Some(life) = self.lives.life_mut(p.id) {
             life.alive = false;
@@ -293,7 +293,7 @@ impl Checker {
                 token,
                 start: now,
                 end: now,
-                end_reason: RUN_ENDED,
+                end_reason: RUN_ENDED.to_string(),
             });
             self.terms.len() - 1
         });
@@ -310,7 +310,15 @@ impl Checker {
     }
 
     /// Process `pid` stopped believing it leads, for `reason`.
-    pub(super) fn on_term_end(&mut self, now: SimTime, pid: ProcessId, reason: TermEnd<'_>) {
+    /// `why`: another protocol's own words, reported instead of the reason's
+    /// name.
+    pub(super) fn on_term_end(
+        &mut self,
+        now: SimTime,
+        pid: ProcessId,
+        reason: TermEnd<'_>,
+        why: Option<&str>,
+    ) {
         // A term given up on purpose (stopped, abdicated) is no failover of
         // a healthy leader; nor is one lost to a crash.
         let spurious = match reason {
@@ -337,7 +345,7 @@ impl Checker {
         if let Some(term) = open.index.and_then(|i| self.terms.get_mut(i)) {
             debug_assert_eq!(term.token, open.token);
             term.end = now;
-            term.end_reason = reason.name();
+            term.end_reason = why.unwrap_or(reason.name()).to_string();
         }
     }
 

@@ -146,8 +146,9 @@ pub struct BeliefTerm {
     /// while it still did.
     pub end: SimTime,
     /// Why it ended: `local-deadline`, `superseded`, `new-term`, `stopped`,
-    /// `abdicated`, `crash`, or `run-ended` (still open).
-    pub end_reason: &'static str,
+    /// `abdicated`, `crash`, or `run-ended` (still open) — or another
+    /// protocol's own words (`renew deadline passed`, `session expired`).
+    pub end_reason: String,
 }
 
 impl BeliefTerm {
@@ -159,7 +160,7 @@ impl BeliefTerm {
             token: self.token.get(),
             start_ms: ms(self.start),
             end_ms: ms(self.end),
-            end_reason: self.end_reason.to_string(),
+            end_reason: self.end_reason.clone(),
         }
     }
 }
@@ -438,8 +439,11 @@ impl Observer for Checker {
             } => self.on_response(process, request, disposition, acquired, renewal),
             Observation::TermStarted { process, token } => self.on_term_start(now, process, token),
             Observation::TermEnded {
-                process, reason, ..
-            } => self.on_term_end(now, process.id, lives::TermEnd::StepDown(reason)),
+                process,
+                reason,
+                why,
+                ..
+            } => self.on_term_end(now, process.id, lives::TermEnd::StepDown(reason), why),
             Observation::WorkStarted {
                 process,
                 token,
@@ -463,7 +467,11 @@ impl Observer for Checker {
             | Observation::RequestFailed { .. }
             | Observation::WriteSent { .. }
             | Observation::FaultBegan { .. }
-            | Observation::FaultEnded { .. } => {}
+            | Observation::FaultEnded { .. }
+            // Another protocol's view of its lock: its servers' truth is
+            // drawn, not judged (the belief overlap and the downstream's
+            // writes are what every protocol is judged by).
+            | Observation::Holder { .. } => {}
         }
     }
 }

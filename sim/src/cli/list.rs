@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use fenced_sim::file::load;
-use fenced_sim::summary;
+use fenced_sim::{summary, ProtocolSpec};
 
 use super::common::{bad_input, say, Outcome, EXIT_BAD_INPUT};
 
@@ -16,8 +16,10 @@ pub(super) struct ListArgs {
     dir: PathBuf,
 }
 
-/// Prints one line per `*.toml` file of the directory, sorted by name: its
-/// stem and the first sentence of its description (or why it is invalid).
+/// Prints one line per `*.toml` file of the directory: its stem and the
+/// first sentence of its description (or why it is invalid), grouped by the
+/// lock design it runs under `# <protocol>` headers (when there is more than
+/// one), each group sorted by name.
 pub(super) fn list(args: &ListArgs) -> Outcome {
     let dir = &args.dir;
     let entries = std::fs::read_dir(dir)
@@ -34,6 +36,25 @@ pub(super) fn list(args: &ListArgs) -> Outcome {
             dir.display()
         )));
     }
+    // Grouped by protocol (in `ProtocolSpec::NAMES` order, invalid files
+    // last), each group sorted by name; a header per group once the
+    // directory holds more than one protocol.
+    let loaded: Vec<_> = paths.iter().map(|p| (p, load(p))).collect();
+    let group_of = |r: &Result<fenced_sim::Scenario, _>| match r {
+        Ok(s) => ProtocolSpec::NAMES
+            .iter()
+            .position(|&n| n == s.election.protocol.name())
+            .unwrap_or(0),
+        Err(_) => ProtocolSpec::NAMES.len(),
+    };
+    let mut order: Vec<usize> = (0..loaded.len()).collect();
+    order.sort_by_key(|&i| (group_of(&loaded[i].1), loaded[i].0));
+    let groups = {
+        let mut g: Vec<usize> = loaded.iter().map(|(_, r)| group_of(r)).collect();
+        g.sort_unstable();
+        g.dedup();
+        g.len()
+    };
     let mut bad = 0;
     let mut out = std::io::stdout().lock();
     let width = paths
@@ -41,12 +62,25 @@ pub(super) fn list(args: &ListArgs) -> Outcome {
         .filter_map(|p| p.file_stem().map(|s| s.len()))
         .max()
         .unwrap_or(0);
-    for path in &paths {
+    let mut current = None;
+    for i in order {
+        let (path, loaded) = &loaded[i];
+        let group = group_of(loaded);
+        if groups > 1 && current != Some(group) {
+            current = Some(group);
+            let title = ProtocolSpec::NAMES
+                .get(group)
+                .copied()
+                .unwrap_or("invalid files");
+            if !say(&mut out, format_args!("# {title}")) {
+                break;
+            }
+        }
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy())
             .unwrap_or_default();
-        match load(path) {
+        match loaded {
             Ok(s) => {
                 let line = s
                     .description

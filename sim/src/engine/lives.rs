@@ -9,6 +9,21 @@ use crate::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
 use crate::observation::{HostRef, NodeRef, ProcessId, ProcessRef};
 use crate::scenario::{DOWNSTREAM, LEASE_STORE};
 
+/// The endpoint of another protocol's server `index`.
+pub(crate) fn server_endpoint(index: u16) -> u16 {
+    if index == 0 {
+        STORE_ENDPOINT
+    } else {
+        DOWNSTREAM_ENDPOINT + index
+    }
+}
+
+/// The server index of another protocol's server at `endpoint`.
+pub(crate) fn server_index(endpoint: u16) -> u16 {
+    debug_assert_ne!(endpoint, DOWNSTREAM_ENDPOINT);
+    endpoint.saturating_sub(DOWNSTREAM_ENDPOINT)
+}
+
 /// A node: its id, its endpoint, its clock, and the slots its lives used.
 #[derive(Debug)]
 struct Node {
@@ -89,21 +104,6 @@ impl<E> Lives<E> {
         self.nodes[node as usize].endpoint
     }
 
-    /// The endpoint of another protocol's server `index`.
-    pub(crate) fn server_endpoint(index: u16) -> u16 {
-        if index == 0 {
-            STORE_ENDPOINT
-        } else {
-            DOWNSTREAM_ENDPOINT + index
-        }
-    }
-
-    /// The server index of another protocol's server at `endpoint`.
-    pub(crate) fn server_index(endpoint: u16) -> u16 {
-        debug_assert_ne!(endpoint, DOWNSTREAM_ENDPOINT);
-        endpoint.saturating_sub(DOWNSTREAM_ENDPOINT)
-    }
-
     /// How many nodes.
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
@@ -120,7 +120,7 @@ impl<E> Lives<E> {
     /// The endpoint of host `name` (a node, `lease-store` or `downstream`).
     pub(crate) fn endpoint_of_host(&self, name: &str) -> Option<u16> {
         if let Some(index) = self.servers.iter().position(|s| s == name) {
-            return Some(Self::server_endpoint(index as u16));
+            return Some(server_endpoint(index as u16));
         }
         match name {
             LEASE_STORE => Some(STORE_ENDPOINT),
@@ -306,12 +306,10 @@ impl<E> Lives<E> {
     pub(crate) fn endpoint_ref(&self, endpoint: u16) -> HostRef<'_> {
         match endpoint {
             DOWNSTREAM_ENDPOINT => HostRef::Downstream,
-            e if e < self.first_node => {
-                match self.servers.get(usize::from(Self::server_index(e))) {
-                    Some(name) => HostRef::Server { endpoint: e, name },
-                    None => HostRef::LeaseStore,
-                }
-            }
+            e if e < self.first_node => match self.servers.get(usize::from(server_index(e))) {
+                Some(name) => HostRef::Server { endpoint: e, name },
+                None => HostRef::LeaseStore,
+            },
             e => HostRef::Node(self.node_ref(u32::from(e - self.first_node))),
         }
     }

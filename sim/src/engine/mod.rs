@@ -22,7 +22,7 @@ use crate::observation::{DropReason, HostRef, MessageKind, Observation, Observer
 use crate::queue::EventQueue;
 use crate::time::SimTime;
 
-pub(crate) use lives::Lives;
+pub(crate) use lives::{server_endpoint, server_index, Lives};
 pub(crate) use outbox::Outbox;
 
 /// Where a message or a timer goes: a server host (by endpoint) or one life
@@ -49,6 +49,12 @@ pub(crate) trait Envelope: Clone + Debug {
     fn sender(&self) -> Option<u32>;
     /// Whether it answers a renewal (a lost one is a renewal lost).
     fn is_renewal_answer(&self) -> bool;
+
+    /// Whether the addressee's kernel, not its process, handles it (a TCP
+    /// keepalive probe): it is handled even while the process is paused.
+    fn answered_while_paused(&self) -> bool {
+        false
+    }
 }
 
 /// The hosts of one protocol, as sans-IO machines: each input comes with an
@@ -319,6 +325,9 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                     if let Event::Deliver { from, to, ref msg } = event {
                         self.dropped(from, to, msg, DropReason::ProcessGone);
                     }
+                } else if matches!(&event, Event::Deliver { msg, .. } if msg.answered_while_paused())
+                {
+                    self.handle(event);
                 } else if let Some(deferred) = self.lives.paused_queue(pid) {
                     if let Some(event) = defer(deferred, event) {
                         self.drop_deferred(event);

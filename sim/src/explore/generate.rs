@@ -352,7 +352,9 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         }
     }
     let mut failures = SeedDeriver::new(seed, "explore-abdicate").rng();
-    if coin(&mut failures, 0.2) {
+    // Only the fenced elector has a call to give leadership up on failed work.
+    let can_abdicate = base.election.protocol == crate::scenario::ProtocolSpec::Fenced;
+    if coin(&mut failures, 0.2) && can_abdicate {
         mix.abdicate = true;
         for _ in 0..uniform_inclusive(&mut failures, 1, 3) {
             s.faults.push(FaultSpec::Abdicate {

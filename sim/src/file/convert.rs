@@ -139,6 +139,7 @@ fn convert_election(e: &RawElection, spans: &mut Spans) -> Result<Election, Conv
         rejoin_delay: opt_duration("election.rejoin_delay", &e.rejoin_delay, spans)?,
         release_on_deadline: e.release_on_deadline.unwrap_or(true),
         jitter,
+        protocol: super::protocol::protocol(e, spans)?,
     })
 }
 

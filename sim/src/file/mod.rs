@@ -24,6 +24,9 @@ mod convert;
 mod explain;
 mod fault;
 mod place;
+mod protocol;
+
+pub(crate) use protocol::settings_toml;
 mod raw;
 mod read;
 mod values;

@@ -54,6 +54,16 @@ pub(super) struct RawElection {
     pub(super) rejoin_delay: Option<Spanned<String>>,
     pub(super) release_on_deadline: Option<bool>,
     pub(super) jitter: Option<Spanned<f64>>,
+    /// The lock design (`fenced` by default) and each design's settings.
+    pub(super) protocol: Option<Spanned<String>>,
+    #[serde(rename = "connection-lock")]
+    pub(super) connection_lock: Option<Spanned<toml::Table>>,
+    #[serde(rename = "client-go")]
+    pub(super) client_go: Option<Spanned<toml::Table>>,
+    pub(super) etcd: Option<Spanned<toml::Table>>,
+    pub(super) redlock: Option<Spanned<toml::Table>>,
+    pub(super) zookeeper: Option<Spanned<toml::Table>>,
+    pub(super) dynamodb: Option<Spanned<toml::Table>>,
 }
 
 /// `[membership]`.

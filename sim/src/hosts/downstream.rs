@@ -4,8 +4,7 @@
 use fenced::{FencedStore, ResourceId};
 
 use super::messages::ToDownstream;
-use super::FencedHosts;
-use crate::engine::Outbox;
+use crate::engine::{Hosts, Outbox};
 use crate::observation::{Observation, Observer};
 
 /// The downstream store, as a sans-IO host.
@@ -16,10 +15,10 @@ pub(crate) struct DownstreamHost {
 }
 
 impl DownstreamHost {
-    pub(super) fn receive<O: Observer>(
+    pub(crate) fn receive<H: Hosts, O: Observer>(
         &mut self,
         msg: ToDownstream,
-        out: &mut Outbox<'_, FencedHosts, O>,
+        out: &mut Outbox<'_, H, O>,
     ) {
         let ToDownstream::Write {
             pid,

@@ -241,6 +241,7 @@ impl NodeProcess {
             process,
             token,
             reason,
+            why: None,
         });
     }
 

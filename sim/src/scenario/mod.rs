@@ -11,8 +11,11 @@
 //! This module holds the model's types; `validate.rs` the rules
 //! ([`Scenario::validate`]) and the warnings ([`Scenario::warnings`]).
 
+mod protocol;
 mod valid;
 mod validate;
+
+pub use protocol::ProtocolSpec;
 
 pub(crate) use valid::with_jitter_seed;
 pub use valid::ValidScenario;
@@ -89,6 +92,9 @@ pub struct Election {
     /// Jitter fraction in `[0, 1)`; each process's RNG is seeded from the run
     /// seed. Default 0 (none).
     pub jitter: f64,
+    /// The lock design every node runs. Default: the fenced protocol (which
+    /// the keys above configure); another design has its own settings.
+    pub protocol: ProtocolSpec,
 }
 
 impl Default for Election {
@@ -103,6 +109,7 @@ impl Default for Election {
             rejoin_delay: None,
             release_on_deadline: true,
             jitter: 0.0,
+            protocol: ProtocolSpec::Fenced,
         }
     }
 }

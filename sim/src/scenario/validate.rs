@@ -58,7 +58,8 @@ impl Scenario {
         self.validate_election()?;
         self.validate_membership_and_work()?;
         self.validate_network()?;
-        let hosts = self.validate_nodes()?;
+        let servers = self.election.protocol.server_names();
+        let hosts = self.validate_nodes(&servers)?;
         self.validate_faults(&hosts)?;
         Ok(())
     }
@@ -132,6 +133,19 @@ impl Scenario {
             };
             ScenarioError::new(key, err.to_string())
         })?;
+        let protocol = &e.protocol;
+        protocol
+            .validate()
+            .map_err(|err| ScenarioError::new(format!("election.{protocol}"), err.to_string()))?;
+        if self.fencing && !protocol.has_token() {
+            return Err(ScenarioError::new(
+                "downstream.fencing",
+                format!(
+                    "protocol `{protocol}` has no token a downstream could fence with; set \
+                     `fencing = false` in [downstream]"
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -230,7 +244,10 @@ impl Scenario {
     }
 
     /// Returns every valid host name (nodes, lease-store, downstream).
-    fn validate_nodes(&self) -> Result<BTreeSet<&str>, ScenarioError> {
+    fn validate_nodes<'a>(
+        &'a self,
+        servers: &'a [String],
+    ) -> Result<BTreeSet<&'a str>, ScenarioError> {
         if self.nodes.is_empty() {
             return Err(ScenarioError::new(
                 "node",
@@ -248,6 +265,8 @@ impl Scenario {
             ));
         }
         let mut hosts: BTreeSet<&str> = [LEASE_STORE, DOWNSTREAM].into_iter().collect();
+        // Another protocol's servers are hosts too (faults may name them).
+        hosts.extend(servers.iter().map(String::as_str));
         for (i, node) in self.nodes.iter().enumerate() {
             let key = format!("node[{i}]");
             NodeId::new(&node.id)
@@ -279,9 +298,14 @@ impl Scenario {
                 return Err(ScenarioError::new(
                     format!("{key}.id"),
                     format!(
-                        "duplicate node id `{}` (also node[{}]); node ids must be unique",
+                        "duplicate node id `{}` (also {}); node ids must be unique and differ \
+                         from the servers' names",
                         node.id,
-                        self.nodes.iter().position(|n| n.id == node.id).unwrap_or(i)
+                        self.nodes
+                            .iter()
+                            .position(|n| n.id == node.id)
+                            .filter(|&j| j != i)
+                            .map_or_else(|| "a server".to_string(), |j| format!("node[{j}]"))
                     ),
                 ));
             }
@@ -458,6 +482,18 @@ impl Scenario {
                         _ => "abdicate",
                     };
                     only_nodes(&key, node, format!("only nodes can {verb}, not `{node}`"))?;
+                    if matches!(fault, FaultSpec::Abdicate { .. })
+                        && self.election.protocol != super::ProtocolSpec::Fenced
+                    {
+                        return Err(ScenarioError::new(
+                            key.clone(),
+                            format!(
+                                "protocol `{}` has no call to give leadership up on failed work; \
+                                 `abdicate` is for the fenced protocol (use `stop` or `crash`)",
+                                self.election.protocol
+                            ),
+                        ));
+                    }
                     if let FaultSpec::Crash {
                         restart_after: Some(after),
                         ..

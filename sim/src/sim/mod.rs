@@ -15,7 +15,7 @@ mod protocol;
 mod public;
 mod report;
 
-pub(crate) use protocol::SimHosts;
+pub(crate) use protocol::{HostEvent, SimHosts};
 pub use public::Simulation;
 
 use std::io::Write;

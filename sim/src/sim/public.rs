@@ -116,7 +116,8 @@ impl<H: SimHosts> Run for Core<H> {
 }
 
 impl Simulation {
-    /// Sets up a run of a valid scenario at time zero. Nothing
+    /// Sets up a run of a valid scenario at time zero, with the lock design
+    /// its `[election] protocol` names (the fenced protocol by default). Nothing
     /// happens until one of the `run_*` methods is called. The scenario's
     /// rules were checked when it was [validated](Scenario::validated); only
     /// the run options can still be refused.
@@ -127,7 +128,19 @@ impl Simulation {
     /// already exceed the budget (named by the key most responsible): see
     /// [`check_budget`](crate::limits::check_budget).
     pub fn new(valid: &ValidScenario, options: RunOptions) -> Result<Self, ScenarioError> {
-        let core: Box<dyn Run> = Box::new(Core::fenced(valid, &options)?);
+        use crate::scenario::ProtocolSpec as P;
+        use crate::zoo::core;
+        use fenced_zoo::{client_go, connection_lock, dynamodb, etcd, redlock, zookeeper};
+        let o = &options;
+        let core: Box<dyn Run> = match &valid.election.protocol {
+            P::Fenced => Box::new(Core::fenced(valid, o)?),
+            P::ConnectionLock(s) => Box::new(core::<connection_lock::ConnectionLock>(valid, o, s)?),
+            P::ClientGo(s) => Box::new(core::<client_go::ClientGo>(valid, o, s)?),
+            P::Etcd(s) => Box::new(core::<etcd::Etcd>(valid, o, s)?),
+            P::Redlock(s) => Box::new(core::<redlock::Redlock>(valid, o, s)?),
+            P::ZooKeeper(s) => Box::new(core::<zookeeper::ZooKeeper>(valid, o, s)?),
+            P::DynamoDb(s) => Box::new(core::<dynamodb::DynamoDb>(valid, o, s)?),
+        };
         Ok(Simulation { core })
     }
 

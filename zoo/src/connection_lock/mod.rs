@@ -236,6 +236,13 @@ impl Protocol for ConnectionLock {
         1
     }
 
+    /// A keepalive probe is answered by the holder's kernel, even while its
+    /// process is stopped in a GC pause: that is why a paused holder keeps
+    /// its session and so its lock.
+    fn answered_by_kernel(response: &PgResponse) -> bool {
+        matches!(response, PgResponse::KeepaliveProbe { .. })
+    }
+
     fn new_server(settings: &PgSettings, _index: ServerIndex) -> PgServer {
         PgServer::new(settings.clone())
     }

@@ -64,8 +64,10 @@ pub(super) fn no_lease(timeline: &Timeline) -> Vec<(usize, u64, u64)> {
     }
     let mut out = Vec::new();
     for (i, term) in timeline.beliefs.iter().enumerate() {
+        // A protocol without tokens draws its truth with token 0.
         let held = truths
             .get(&(term.owner.as_str(), term.token))
+            .or_else(|| truths.get(&(term.owner.as_str(), 0)))
             .map_or(&[][..], Vec::as_slice);
         for (s, e) in subtract(term.start_ns, term.end_ns, held) {
             if e - s >= NS_PER_MS {

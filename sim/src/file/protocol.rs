@@ -1,0 +1,272 @@
+//! `[election] protocol` and the chosen design's own table
+//! (`[election.client-go]`, `[election.redlock]`, ...): each key one setting
+//! of the modelled library, unknown keys refused, durations in humantime
+//! syntax. The same table of keys writes a scenario back ([`settings_toml`]).
+
+use std::time::Duration;
+
+use fenced_zoo::client_go::ClientGoSettings;
+use fenced_zoo::connection_lock::PgSettings;
+use fenced_zoo::dynamodb::DynamoDbSettings;
+use fenced_zoo::etcd::EtcdSettings;
+use fenced_zoo::redlock::RedlockSettings;
+use fenced_zoo::zookeeper::{ErrorPolicy, ZooKeeperSettings};
+use toml::{Spanned, Value};
+
+use super::convert::{err, ConvertError};
+use super::place::Spans;
+use super::raw::RawElection;
+use crate::scenario::ProtocolSpec;
+use crate::units::{human, parse_duration};
+
+/// One key of a design's table: how to read it into the settings and how
+/// to print it.
+struct Key<S> {
+    name: &'static str,
+    set: fn(&mut S, &Value) -> Result<(), String>,
+    get: fn(&S) -> String,
+}
+
+fn duration(v: &Value) -> Result<Duration, String> {
+    let text = v
+        .as_str()
+        .ok_or_else(|| "must be a duration string such as \"15s\"".to_string())?;
+    parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn flag(v: &Value) -> Result<bool, String> {
+    v.as_bool()
+        .ok_or_else(|| "must be true or false".to_string())
+}
+
+fn count<T: TryFrom<i64>>(v: &Value) -> Result<T, String> {
+    let n = v
+        .as_integer()
+        .ok_or_else(|| "must be a whole number".to_string())?;
+    T::try_from(n).map_err(|_| format!("{n} is out of range"))
+}
+
+fn quoted(d: Duration) -> String {
+    format!("\"{}\"", human(d))
+}
+
+macro_rules! keys {
+    ($settings:ty { $($name:ident: $kind:ident),* $(,)? }) => {
+        &[$(Key::<$settings> {
+            name: stringify!($name),
+            set: |s, v| { s.$name = keys!(@read $kind, v)?; Ok(()) },
+            get: |s| keys!(@write $kind, s.$name),
+        }),*]
+    };
+    (@read duration, $v:expr) => { duration($v) };
+    (@read flag, $v:expr) => { flag($v) };
+    (@read count, $v:expr) => { count($v) };
+    (@write duration, $x:expr) => { quoted($x) };
+    (@write flag, $x:expr) => { $x.to_string() };
+    (@write count, $x:expr) => { $x.to_string() };
+}
+
+const PG: &[Key<PgSettings>] = keys!(PgSettings {
+    tcp_keepalives_idle: duration,
+    tcp_keepalives_interval: duration,
+    tcp_keepalives_count: count,
+    query_timeout: duration,
+    connect_timeout: duration,
+    retry_interval: duration,
+    check_interval: duration,
+});
+
+const CLIENT_GO: &[Key<ClientGoSettings>] = keys!(ClientGoSettings {
+    lease_duration: duration,
+    renew_deadline: duration,
+    retry_period: duration,
+    release_on_cancel: flag,
+    request_timeout: duration,
+    pre_114872_own_lease_duration: flag,
+    run_again: flag,
+});
+
+const ETCD: &[Key<EtcdSettings>] = keys!(EtcdSettings {
+    session_ttl_secs: count,
+    first_keepalive_timeout: duration,
+    keepalive_retry: duration,
+    request_timeout: duration,
+    restart_delay: duration,
+});
+
+const REDLOCK: &[Key<RedlockSettings>] = keys!(RedlockSettings {
+    instances: count,
+    ttl: duration,
+    retry_count: count,
+    retry_delay: duration,
+    retry_jitter: duration,
+    redis_timeout: duration,
+    extend_interval: duration,
+    extend_only_if_locked: flag,
+    reacquire_interval: duration,
+});
+
+const DYNAMODB: &[Key<DynamoDbSettings>] = keys!(DynamoDbSettings {
+    lease_duration: duration,
+    heartbeat_period: duration,
+    refresh_period: duration,
+    additional_time_to_wait: duration,
+    delete_lock_on_release: flag,
+    request_timeout: duration,
+});
+
+const ZOOKEEPER: &[Key<ZooKeeperSettings>] = &[
+    Key {
+        name: "session_timeout",
+        set: |s, v| {
+            s.session_timeout = duration(v)?;
+            Ok(())
+        },
+        get: |s| quoted(s.session_timeout),
+    },
+    Key {
+        name: "error_policy",
+        set: |s, v| {
+            s.error_policy = match v.as_str() {
+                Some("standard") => ErrorPolicy::Standard,
+                Some("session") => ErrorPolicy::Session,
+                _ => return Err("must be \"standard\" or \"session\"".to_string()),
+            };
+            Ok(())
+        },
+        get: |s| match s.error_policy {
+            ErrorPolicy::Standard => "\"standard\"".to_string(),
+            ErrorPolicy::Session => "\"session\"".to_string(),
+        },
+    },
+    Key {
+        name: "simulated_session_expiration_percent",
+        set: |s, v| {
+            s.simulated_session_expiration_percent = count(v)?;
+            Ok(())
+        },
+        get: |s| s.simulated_session_expiration_percent.to_string(),
+    },
+    Key {
+        name: "client_session_expiry",
+        set: |s, v| {
+            s.client_session_expiry = flag(v)?;
+            Ok(())
+        },
+        get: |s| s.client_session_expiry.to_string(),
+    },
+    Key {
+        name: "tick_time",
+        set: |s, v| {
+            s.tick_time = duration(v)?;
+            Ok(())
+        },
+        get: |s| quoted(s.tick_time),
+    },
+];
+
+/// Reads `table` (the design's `[election.<name>]`) into `settings`.
+fn read<S>(
+    name: &str,
+    table: &Spanned<toml::Table>,
+    keys: &[Key<S>],
+    settings: &mut S,
+    spans: &mut Spans,
+) -> Result<(), ConvertError> {
+    let section = format!("election.{name}");
+    spans.note(&section, table);
+    for (key, value) in table.get_ref() {
+        let at = format!("{section}.{key}");
+        let Some(k) = keys.iter().find(|k| k.name == key) else {
+            let known: Vec<&str> = keys.iter().map(|k| k.name).collect();
+            return err(
+                &at,
+                table.span(),
+                format!("unknown key `{key}`; {name} takes {}", known.join(", ")),
+            );
+        };
+        (k.set)(settings, value).or_else(|why| err(&at, table.span(), why))?;
+    }
+    Ok(())
+}
+
+/// The protocol `[election]` names, with its table's settings over the
+/// library's defaults. A table for another design than the one named is
+/// refused: it would silently do nothing.
+pub(super) fn protocol(e: &RawElection, spans: &mut Spans) -> Result<ProtocolSpec, ConvertError> {
+    let mut spec = match &e.protocol {
+        None => ProtocolSpec::Fenced,
+        Some(name) => {
+            spans.note("election.protocol", name);
+            ProtocolSpec::by_name(name.get_ref()).map_or_else(
+                || {
+                    err(
+                        "election.protocol",
+                        name.span(),
+                        format!(
+                            "unknown protocol `{}`; known: {}",
+                            name.get_ref(),
+                            ProtocolSpec::NAMES.join(", ")
+                        ),
+                    )
+                },
+                Ok,
+            )?
+        }
+    };
+    let tables = [
+        ("connection-lock", &e.connection_lock),
+        ("client-go", &e.client_go),
+        ("etcd", &e.etcd),
+        ("redlock", &e.redlock),
+        ("zookeeper", &e.zookeeper),
+        ("dynamodb", &e.dynamodb),
+    ];
+    for (name, table) in tables {
+        let Some(table) = table else { continue };
+        let at = format!("election.{name}");
+        match (&mut spec, name) {
+            (ProtocolSpec::ConnectionLock(s), "connection-lock") => {
+                read(name, table, PG, s, spans)?
+            }
+            (ProtocolSpec::ClientGo(s), "client-go") => read(name, table, CLIENT_GO, s, spans)?,
+            (ProtocolSpec::Etcd(s), "etcd") => read(name, table, ETCD, s, spans)?,
+            (ProtocolSpec::Redlock(s), "redlock") => read(name, table, REDLOCK, s, spans)?,
+            (ProtocolSpec::ZooKeeper(s), "zookeeper") => read(name, table, ZOOKEEPER, s, spans)?,
+            (ProtocolSpec::DynamoDb(s), "dynamodb") => read(name, table, DYNAMODB, s, spans)?,
+            _ => {
+                return err(
+                    &at,
+                    table.span(),
+                    format!(
+                        "[{at}] configures {name}, but the scenario runs protocol `{}`; set \
+                         `protocol = \"{name}\"` in [election] or remove the table",
+                        spec.name()
+                    ),
+                )
+            }
+        }
+    }
+    Ok(spec)
+}
+
+/// The lines of `spec`'s table that differ from the library's defaults, as
+/// `key = value` (empty for the fenced protocol or all-default settings).
+pub(crate) fn settings_toml(spec: &ProtocolSpec) -> Vec<String> {
+    fn diff<S: Default>(s: &S, keys: &[Key<S>]) -> Vec<String> {
+        let d = S::default();
+        keys.iter()
+            .filter(|k| (k.get)(s) != (k.get)(&d))
+            .map(|k| format!("{} = {}", k.name, (k.get)(s)))
+            .collect()
+    }
+    match spec {
+        ProtocolSpec::Fenced => Vec::new(),
+        ProtocolSpec::ConnectionLock(s) => diff(s, PG),
+        ProtocolSpec::ClientGo(s) => diff(s, CLIENT_GO),
+        ProtocolSpec::Etcd(s) => diff(s, ETCD),
+        ProtocolSpec::Redlock(s) => diff(s, REDLOCK),
+        ProtocolSpec::ZooKeeper(s) => diff(s, ZOOKEEPER),
+        ProtocolSpec::DynamoDb(s) => diff(s, DYNAMODB),
+    }
+}

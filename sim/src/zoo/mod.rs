@@ -1,0 +1,448 @@
+//! The lock zoo in the simulator: any [`fenced_zoo::Protocol`] — PostgreSQL's
+//! connection-bound advisory lock, client-go's Lease election, etcd's
+//! `concurrency.Election`, Redlock, Curator's `LeaderLatch` on ZooKeeper, the
+//! DynamoDB lock client — as hosts of the same engine, under the same faults,
+//! judged by the same checker as the fenced protocol.
+//!
+//! [`ZooHosts`] is the protocol's servers (endpoint 0 and, for Redlock's
+//! instances, the endpoints after the downstream), the downstream (the same
+//! [`FencedStore`](fenced::FencedStore), fenced by the protocol's token where
+//! it has one and the scenario asks, unfenced otherwise), and one
+//! [`ZooProcess`] per node life (the protocol's client and the worker). The
+//! engine, the faults and the checker are those of the fenced protocol:
+//! adding a protocol added this module and touched no engine code.
+//!
+//! What the checker judges for every protocol: belief overlap (two processes
+//! whose clients say they lead at once), split-brain writes (an older term's
+//! write accepted after a newer term's), single writer per token, failovers,
+//! leaderless time, liveness after heal. The lease store's own invariants
+//! (`token-monotonic`, `lease-exclusive`) are the fenced store's and are not
+//! judged here. The timeline's truth lane shows the protocol's truth as its
+//! servers report it: the single server's holder, or for Redlock the client
+//! that holds a majority of the instances (none while no one does).
+
+mod process;
+mod server;
+
+use std::fmt::Debug;
+
+use fenced::{FencedStore, Fencing, OwnerId};
+use fenced_zoo::{ClientId, Protocol, ServerIndex};
+
+use crate::engine::{server_index, Address, Envelope, Event, Hosts, Lives, Outbox};
+use crate::hosts::messages::ToDownstream;
+use crate::hosts::{DownstreamHost, WorkTimings};
+use crate::observation::{MessageKind, Observer, SimTime};
+use crate::report::UnjudgedWrite;
+use crate::rng::SeedDeriver;
+use crate::scenario::{ScenarioError, ValidScenario};
+use crate::sim::{Core, HostEvent, RunOptions, SimHosts};
+
+pub(crate) use process::ZooProcess;
+pub(crate) use server::ZooServer;
+
+type Out<'a, 'e, P, O> = &'a mut Outbox<'e, ZooHosts<P>, O>;
+
+/// A zoo protocol the simulator can run: every part printable (traces,
+/// `Debug`) and movable to a worker thread (exploration).
+pub(crate) trait ZooProtocol:
+    Protocol<
+        Client: Debug + Send,
+        Server: Debug + Send,
+        Settings: Send,
+        Request: Send,
+        Response: Send,
+    > + Debug
+    + Send
+    + 'static
+{
+}
+
+impl<P> ZooProtocol for P where
+    P: Protocol<
+            Client: Debug + Send,
+            Server: Debug + Send,
+            Settings: Send,
+            Request: Send,
+            Response: Send,
+        > + Debug
+        + Send
+        + 'static
+{
+}
+
+/// A message of a zoo run.
+#[derive(Debug)]
+pub(crate) enum ZooMessage<P: ZooProtocol> {
+    /// Client `from` (in slot `pid`) asks server `index`.
+    ToServer {
+        index: ServerIndex,
+        from: ClientId,
+        pid: u32,
+        request: P::Request,
+    },
+    /// Server `from` answers or pushes.
+    ToClient {
+        from: ServerIndex,
+        response: P::Response,
+    },
+    /// A unit of work's write.
+    Downstream(ToDownstream),
+}
+
+// Derived `Clone` would ask `P: Clone`; the messages are what must clone.
+impl<P: ZooProtocol> Clone for ZooMessage<P> {
+    fn clone(&self) -> Self {
+        match self {
+            ZooMessage::ToServer {
+                index,
+                from,
+                pid,
+                request,
+            } => ZooMessage::ToServer {
+                index: *index,
+                from: *from,
+                pid: *pid,
+                request: request.clone(),
+            },
+            ZooMessage::ToClient { from, response } => ZooMessage::ToClient {
+                from: *from,
+                response: response.clone(),
+            },
+            ZooMessage::Downstream(w) => ZooMessage::Downstream(w.clone()),
+        }
+    }
+}
+
+impl<P: ZooProtocol> Envelope for ZooMessage<P> {
+    fn kind(&self) -> MessageKind {
+        match self {
+            ZooMessage::ToServer { .. } => MessageKind::ProtocolRequest,
+            ZooMessage::ToClient { .. } => MessageKind::ProtocolResponse,
+            ZooMessage::Downstream(_) => MessageKind::Write,
+        }
+    }
+
+    fn sender(&self) -> Option<u32> {
+        match self {
+            ZooMessage::ToServer { pid, .. } => Some(*pid),
+            ZooMessage::Downstream(ToDownstream::Write { pid, .. }) => Some(*pid),
+            ZooMessage::ToClient { .. } => None,
+        }
+    }
+
+    fn is_renewal_answer(&self) -> bool {
+        false
+    }
+
+    fn answered_while_paused(&self) -> bool {
+        matches!(self, ZooMessage::ToClient { response, .. } if P::answered_by_kernel(response))
+    }
+}
+
+/// A timer of a zoo run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ZooTimer {
+    /// A client's `next_timeout`.
+    Client { generation: u32 },
+    /// A server's `next_timeout`.
+    Server { index: ServerIndex, generation: u32 },
+    /// The worker's next unit.
+    Work { generation: u32 },
+    /// A unit's write is due.
+    WorkDone {
+        token: fenced::FencingToken,
+        unit: u64,
+    },
+    /// A `stop` fault.
+    Stop,
+}
+
+/// A client's identity: the life it belongs to.
+#[derive(Clone, Debug)]
+pub(crate) struct Client {
+    pid: u32,
+    incarnation: u32,
+    owner: OwnerId,
+}
+
+/// The hosts of one run of protocol `P`.
+#[derive(Debug)]
+pub(crate) struct ZooHosts<P: ZooProtocol> {
+    settings: P::Settings,
+    servers: Vec<ZooServer<P>>,
+    downstream: DownstreamHost,
+    procs: Vec<Option<ZooProcess<P>>>,
+    /// Every client of the run, by `ClientId` (one per process life).
+    clients: Vec<Client>,
+    timings: WorkTimings,
+    seeds: SeedDeriver,
+    /// Terms begun so far: the token of a protocol without one.
+    next_term: u64,
+    /// The protocol's truth: the holder of a majority of servers.
+    truth: Option<(ClientId, Option<u64>)>,
+    /// The highest token a server reported a holder with.
+    max_token: u64,
+}
+
+impl<P: ZooProtocol> ZooHosts<P> {
+    fn process(&mut self, pid: u32) -> &mut ZooProcess<P> {
+        self.procs[pid as usize]
+            .as_mut()
+            .expect("the engine routes only to started processes")
+    }
+
+    /// Recomputes the truth after a server's holder changed.
+    fn update_truth<O: Observer>(&mut self, out: Out<'_, '_, P, O>) {
+        let needed = self.servers.len() / 2 + 1;
+        let mut truth = None;
+        for server in &self.servers {
+            let Some((client, token)) = server.holder else {
+                continue;
+            };
+            if let Some(t) = token {
+                self.max_token = self.max_token.max(t);
+            }
+            let held = self
+                .servers
+                .iter()
+                .filter(|s| s.holder.is_some_and(|(c, _)| c == client))
+                .count();
+            if held >= needed {
+                truth = Some((client, token));
+                break;
+            }
+        }
+        if truth != self.truth {
+            self.truth = truth;
+            let names = out.names;
+            let holder = truth
+                .and_then(|(c, _)| self.clients.get(c.0 as usize))
+                .map(|c| names.sender_ref(c.pid, c.incarnation, &c.owner));
+            server::observe_holder(out, None, holder, truth.and_then(|(_, t)| t));
+        }
+    }
+}
+
+impl<P: ZooProtocol> Hosts for ZooHosts<P> {
+    type Message = ZooMessage<P>;
+    type Timer = ZooTimer;
+
+    fn is_stale(&self, to: Address, timer: &ZooTimer) -> bool {
+        let process = |pid: u32| self.procs[pid as usize].as_ref();
+        match (to, *timer) {
+            (Address::Process { pid, .. }, ZooTimer::Client { generation }) => {
+                process(pid).is_some_and(|p| p.timer_generation != generation)
+            }
+            (Address::Process { pid, .. }, ZooTimer::Work { generation }) => {
+                process(pid).is_some_and(|p| p.work_generation != generation)
+            }
+            (_, ZooTimer::Server { index, generation }) => {
+                self.servers[usize::from(index)].timer_generation != generation
+            }
+            _ => false,
+        }
+    }
+
+    fn deliver<O: Observer>(&mut self, to: Address, msg: ZooMessage<P>, out: Out<'_, '_, P, O>) {
+        match (to, msg) {
+            (_, ZooMessage::Downstream(write)) => self.downstream.receive(write, out),
+            (Address::Server(endpoint), ZooMessage::ToServer { from, request, .. }) => {
+                let index = usize::from(server_index(endpoint));
+                if self.servers[index].request(from, request, &self.clients, out) {
+                    self.update_truth(out);
+                }
+            }
+            (Address::Process { pid, .. }, ZooMessage::ToClient { from, response }) => {
+                let mut next_term = self.next_term;
+                self.process(pid)
+                    .response(from, response, &mut next_term, out);
+                self.next_term = next_term;
+            }
+            (to, msg) => unreachable!("{msg:?} is never addressed to {to:?}"),
+        }
+    }
+
+    fn fire<O: Observer>(&mut self, to: Address, timer: ZooTimer, out: Out<'_, '_, P, O>) {
+        let mut next_term = self.next_term;
+        match (to, timer) {
+            (Address::Server(_), ZooTimer::Server { index, .. }) => {
+                if self.servers[usize::from(index)].timeout(&self.clients, out) {
+                    self.update_truth(out);
+                }
+            }
+            (Address::Process { pid, .. }, ZooTimer::Client { .. }) => {
+                self.process(pid).timeout(&mut next_term, out)
+            }
+            (Address::Process { pid, .. }, ZooTimer::Work { .. }) => {
+                self.process(pid).work_tick(&mut next_term, out)
+            }
+            (Address::Process { pid, .. }, ZooTimer::WorkDone { token, unit }) => {
+                self.process(pid).work_done(token, unit, out)
+            }
+            (Address::Process { pid, .. }, ZooTimer::Stop) => {
+                self.process(pid).stop(&mut next_term, out)
+            }
+            (to, timer) => unreachable!("{timer:?} is never set for {to:?}"),
+        }
+        self.next_term = next_term;
+    }
+
+    fn start_process<O: Observer>(
+        &mut self,
+        pid: u32,
+        node: u32,
+        incarnation: u32,
+        owner: &OwnerId,
+        out: Out<'_, '_, P, O>,
+    ) {
+        let id = ClientId(self.clients.len() as u32);
+        self.clients.push(Client {
+            pid,
+            incarnation,
+            owner: owner.clone(),
+        });
+        let seed = self
+            .seeds
+            .str("zoo-client")
+            .str(out.names.node_id(node).as_str())
+            .num(u64::from(incarnation))
+            .seed();
+        let client = P::new_client(&self.settings, id, owner.as_str(), seed);
+        let process = ZooProcess::new(pid, incarnation, id, owner.clone(), client, self.timings);
+        let i = pid as usize;
+        if self.procs.len() <= i {
+            self.procs.resize_with(i + 1, || None);
+        }
+        self.procs[i] = Some(process);
+        let mut next_term = self.next_term;
+        self.process(pid).start(&mut next_term, out);
+        self.next_term = next_term;
+    }
+
+    fn crash_process(&mut self, pid: u32) {
+        if let Some(p) = self.procs.get_mut(pid as usize).and_then(Option::as_mut) {
+            p.crash();
+        }
+    }
+}
+
+impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
+    fn stop_signal() -> ZooTimer {
+        ZooTimer::Stop
+    }
+
+    fn work_fails_signal() -> Option<ZooTimer> {
+        None
+    }
+
+    fn max_token(&self) -> u64 {
+        self.max_token
+    }
+
+    fn live_members(&self, _now: SimTime) -> u64 {
+        0
+    }
+
+    fn pending_write(
+        &self,
+        lives: &Lives<HostEvent<Self>>,
+        event: &HostEvent<Self>,
+        deferred: bool,
+    ) -> Option<UnjudgedWrite> {
+        match event {
+            Event::Timer {
+                to: Address::Process { pid, incarnation },
+                timer: ZooTimer::WorkDone { token, unit },
+            } => {
+                let believes = self
+                    .procs
+                    .get(*pid as usize)
+                    .and_then(Option::as_ref)
+                    .and_then(|p| p.believed)
+                    == Some(*token);
+                (lives.is_alive(*pid, *incarnation) && believes).then(|| UnjudgedWrite {
+                    owner: lives.owner_of(*pid).to_string(),
+                    token: token.get(),
+                    unit: *unit,
+                    state: if lives.is_paused(*pid) {
+                        "in-progress (paused)"
+                    } else {
+                        "in-progress"
+                    }
+                    .to_string(),
+                })
+            }
+            Event::Deliver {
+                msg:
+                    ZooMessage::Downstream(ToDownstream::Write {
+                        owner, token, unit, ..
+                    }),
+                ..
+            } => Some(UnjudgedWrite {
+                owner: owner.to_string(),
+                token: token.get(),
+                unit: *unit,
+                state: if deferred { "queued" } else { "in-flight" }.to_string(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The names of protocol `P`'s servers: its name for a single server
+/// (`postgres`, `apiserver`, `etcd`, `zookeeper`, `dynamodb`), `redis-1` …
+/// `redis-N` for Redlock's instances. A scenario may also call the first
+/// `lease-store`.
+pub(crate) fn server_names<P: ZooProtocol>(settings: &P::Settings, single: &str) -> Vec<String> {
+    let n = P::servers(settings);
+    if n == 1 {
+        return vec![single.to_string()];
+    }
+    (1..=n).map(|i| format!("{single}-{i}")).collect()
+}
+
+/// A run of protocol `P` with `settings` (validated with the scenario).
+///
+/// # Errors
+/// The event budget, as for the fenced protocol.
+pub(crate) fn core<P>(
+    valid: &ValidScenario,
+    options: &RunOptions,
+    settings: &P::Settings,
+) -> Result<Core<ZooHosts<P>>, ScenarioError>
+where
+    P: ZooProtocol,
+{
+    let scenario = valid.scenario();
+    // Fence by the protocol's token only where it has one (validation
+    // refuses `fencing = true` otherwise).
+    let fencing = if scenario.fencing && P::HAS_TOKEN {
+        Fencing::Enforced
+    } else {
+        Fencing::Disabled
+    };
+    let make_hosts = |seeds: SeedDeriver| ZooHosts {
+        settings: settings.clone(),
+        servers: (0..P::servers(settings))
+            .map(|i| ZooServer::new(i, P::new_server(settings, i)))
+            .collect(),
+        downstream: DownstreamHost {
+            resource: valid.resource().clone(),
+            store: FencedStore::new(fencing),
+        },
+        procs: Vec::new(),
+        clients: Vec::new(),
+        timings: WorkTimings::of(scenario),
+        seeds,
+        next_term: 0,
+        truth: None,
+        max_token: 0,
+    };
+    Core::assemble(
+        valid,
+        options,
+        scenario.election.protocol.server_names(),
+        make_hosts,
+    )
+}

@@ -1,0 +1,122 @@
+//! One server of another lock protocol (an etcd cluster, the API server, a
+//! Redis instance, PostgreSQL, ZooKeeper, DynamoDB) as a sans-IO host: the
+//! zoo's [`LockServer`] behind the engine's [`Outbox`].
+
+use fenced_zoo::{ClientId, LockServer, ServerIndex, ServerOutput};
+
+use super::{Client, Out, ZooMessage, ZooProtocol, ZooTimer};
+use crate::engine::{server_endpoint, Address};
+use crate::observation::{Observation, Observer, ProcessRef, SimTime};
+
+/// A server host: the model, its armed timer, and its view of the holder.
+#[derive(Debug)]
+pub(crate) struct ZooServer<P: ZooProtocol> {
+    pub(super) index: ServerIndex,
+    pub(super) model: P::Server,
+    pub(super) timer_generation: u32,
+    timer_at: Option<SimTime>,
+    /// Who this server says holds the lock, with the protocol's token.
+    pub(super) holder: Option<(ClientId, Option<u64>)>,
+}
+
+impl<P: ZooProtocol> ZooServer<P> {
+    pub(super) fn new(index: ServerIndex, model: P::Server) -> Self {
+        ZooServer {
+            index,
+            model,
+            timer_generation: 0,
+            timer_at: None,
+            holder: None,
+        }
+    }
+
+    /// A request from `from` arrived.
+    pub(super) fn request<O: Observer>(
+        &mut self,
+        from: ClientId,
+        request: P::Request,
+        clients: &[Client],
+        out: Out<'_, '_, P, O>,
+    ) -> bool {
+        let now = out.local_now();
+        self.model.handle_request(from, request, now);
+        self.drain(clients, out)
+    }
+
+    /// The server's timer fired.
+    pub(super) fn timeout<O: Observer>(
+        &mut self,
+        clients: &[Client],
+        out: Out<'_, '_, P, O>,
+    ) -> bool {
+        self.timer_at = None;
+        let now = out.local_now();
+        self.model.handle_timeout(now);
+        self.drain(clients, out)
+    }
+
+    /// Sends the model's replies, notes holder changes, re-arms the timer.
+    /// Returns whether the holder changed.
+    fn drain<O: Observer>(&mut self, clients: &[Client], out: Out<'_, '_, P, O>) -> bool {
+        let mut changed = false;
+        while let Some(output) = self.model.poll_output() {
+            match output {
+                ServerOutput::Reply { to, response } => {
+                    let Some(client) = clients.get(to.0 as usize) else {
+                        debug_assert!(false, "a server answers only clients that asked");
+                        continue;
+                    };
+                    let (pid, incarnation) = (client.pid, client.incarnation);
+                    let msg = ZooMessage::ToClient {
+                        from: self.index,
+                        response,
+                    };
+                    out.send(Address::Process { pid, incarnation }, msg);
+                }
+                ServerOutput::Holder { holder, token } => {
+                    let new = holder.map(|c| (c, token));
+                    if new != self.holder {
+                        self.holder = new;
+                        changed = true;
+                        let names = out.names;
+                        let server = names.endpoint_ref(server_endpoint(self.index));
+                        let holder = holder
+                            .and_then(|c| clients.get(c.0 as usize))
+                            .map(|c| names.sender_ref(c.pid, c.incarnation, &c.owner));
+                        observe_holder(out, Some(server), holder, token);
+                    }
+                }
+            }
+        }
+        self.arm(out);
+        changed
+    }
+
+    fn arm<O: Observer>(&mut self, out: Out<'_, '_, P, O>) {
+        let Some(local) = self.model.next_timeout() else {
+            return;
+        };
+        let at = out.true_time(local);
+        if self.timer_at == Some(at) {
+            return;
+        }
+        self.timer_generation = self.timer_generation.wrapping_add(1);
+        self.timer_at = Some(at);
+        let (index, generation) = (self.index, self.timer_generation);
+        out.set_timer_at(at.max(out.now), ZooTimer::Server { index, generation });
+    }
+}
+
+/// Observes a holder change.
+pub(super) fn observe_holder<P: ZooProtocol, O: Observer>(
+    out: Out<'_, '_, P, O>,
+    server: Option<crate::observation::HostRef<'_>>,
+    holder: Option<ProcessRef<'_>>,
+    token: Option<u64>,
+) {
+    out.observe(&Observation::Holder {
+        server,
+        holder,
+        token,
+    });
+}
