@@ -30,6 +30,7 @@ pub mod explore;
 pub mod file;
 mod hosts;
 pub mod limits;
+pub mod merge;
 mod network;
 pub mod observation;
 mod parallel;

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use fenced_sim::explore::{stream_campaign, CampaignSummary, SeedOutcome, SeedRange, StreamError};
+use fenced_sim::merge::{
+    CampaignIdentity, Failure, SeedLines, ShardSummary, ShardTiming, FORMAT, MAX_FAILURES_LISTED,
+};
 use fenced_sim::{RunOptions, Scenario};
 
 use super::common::{
@@ -31,9 +34,35 @@ pub(super) struct ExploreArgs {
     /// Run only shard I of N (every N-th seed, starting with the I-th; I from 0).
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
+    /// Run the shard whose index is in environment variable VAR (default
+    /// JOB_COMPLETION_INDEX, set in each pod of a Kubernetes Indexed Job) of
+    /// --shards N. Write it `--shard-from-env` or `--shard-from-env=VAR`.
+    #[arg(
+        long,
+        value_name = "VAR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = SHARD_INDEX_VAR,
+        conflicts_with = "shard",
+        requires = "shards"
+    )]
+    shard_from_env: Option<String>,
+    /// The number of shards for --shard-from-env (a Job's `completions`).
+    #[arg(long, value_name = "N", requires = "shard_from_env")]
+    shards: Option<u64>,
     /// Print one JSON object per seed (JSON lines), for merging shards.
     #[arg(long)]
     json: bool,
+    /// With --json: each seed line also carries the campaign id, the shard
+    /// and the virtual time simulated (and, if it failed, the shrink
+    /// command), and a summary line ends the output: what `fenced-sim
+    /// merge` reads.
+    #[arg(long, requires = "json")]
+    summary: bool,
+    /// With --summary: write seed lines for failing seeds only (the summary
+    /// still counts every seed): small logs for a cluster's log collection.
+    #[arg(long, requires = "summary")]
+    failures_only: bool,
     #[command(flatten)]
     plant: PlantArg,
 }
@@ -42,6 +71,7 @@ pub(super) struct ExploreArgs {
 /// is named on a command line, and the run options with any planted bug.
 pub(super) struct Exploring {
     pub(super) base: Scenario,
+    base_name: Option<String>,
     base_arg: String,
     pub(super) options: RunOptions,
     plant_flag: String,
@@ -52,6 +82,7 @@ impl Exploring {
     /// one) and applies the run flags.
     pub(super) fn set_up(path: Option<&Path>, plant: &PlantArg) -> Result<Self, ExitCode> {
         let (base, base_arg) = explore_base(path)?;
+        let base_name = path.map(|p| p.display().to_string());
         base.validate().map_err(bad_input)?;
         // A base that validates may still be unable to host the schedules
         // drawn on it (its runs plus their liveness phase would be too
@@ -67,6 +98,7 @@ impl Exploring {
         let plant_flag = plant.apply(&mut options)?;
         Ok(Exploring {
             base,
+            base_name,
             base_arg,
             options,
             plant_flag,
@@ -85,6 +117,11 @@ impl Exploring {
         format!("fenced-sim shrink {base}--seed {seed}{plant}")
     }
 
+    /// The shrink command as a failure lists it, saving to `seed-N.toml`.
+    fn shrink_to_file(&self, seed: u64) -> String {
+        format!("{} -o seed-{seed}.toml", self.shrink_command(seed))
+    }
+
     /// The flags a run of a shrunk scenario needs, as repeated on its
     /// command line (empty without any).
     pub(super) fn plant_flag(&self) -> &str {
@@ -101,6 +138,47 @@ fn explore_base(path: Option<&Path>) -> Result<(Scenario, String), ExitCode> {
         )),
         None => Ok((fenced_sim::explore::default_base(), String::new())),
     }
+}
+
+/// The variable `--shard-from-env` reads by default: a Kubernetes Indexed
+/// Job's completion index.
+const SHARD_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
+
+/// The shard `--shard-from-env=VAR --shards N` names: the index from `VAR`,
+/// validated like `--shard`.
+fn shard_from_env(var: &str, shards: Option<u64>) -> Result<(u64, u64), String> {
+    let n = shards.ok_or("--shard-from-env needs --shards N (the number of shards)")?;
+    if n == 0 {
+        return Err("--shards must be at least 1".to_string());
+    }
+    if var.is_empty() {
+        return Err("--shard-from-env= needs a variable name".to_string());
+    }
+    let text = match std::env::var(var) {
+        Ok(text) => text,
+        Err(std::env::VarError::NotPresent) => {
+            return Err(format!(
+                "--shard-from-env: environment variable {var} is not set (a Kubernetes \
+                 Indexed Job sets JOB_COMPLETION_INDEX in each pod)"
+            ))
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(format!(
+                "--shard-from-env: environment variable {var} is not valid UTF-8"
+            ))
+        }
+    };
+    let i: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard-from-env: {var} `{text}` is not a shard index (0 to N-1)"))?;
+    if i >= n {
+        return Err(format!(
+            "--shard-from-env: {var} {i} is not below --shards {n} (the index must be in 0..N: \
+             give --shards the Job's completions)"
+        ));
+    }
+    Ok((i, n))
 }
 
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {
@@ -125,13 +203,16 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 
 /// The seeds of this run of `explore`: its shard of `--start`/`--seeds`.
 fn seed_range(args: &ExploreArgs) -> Result<SeedRange, ExitCode> {
-    let (shard, shards) = args
-        .shard
-        .as_deref()
-        .map(parse_shard)
-        .transpose()
-        .map_err(bad_input)?
-        .unwrap_or((0, 1));
+    let (shard, shards) = match &args.shard_from_env {
+        Some(var) => shard_from_env(var, args.shards).map_err(bad_input)?,
+        None => args
+            .shard
+            .as_deref()
+            .map(parse_shard)
+            .transpose()
+            .map_err(bad_input)?
+            .unwrap_or((0, 1)),
+    };
     if args.seeds == 0 {
         return Err(bad_input("--seeds must be at least 1"));
     }
@@ -152,6 +233,77 @@ fn seed_range(args: &ExploreArgs) -> Result<SeedRange, ExitCode> {
     Ok(range)
 }
 
+/// What `--summary` adds to the output: the campaign and shard on every
+/// seed line, and the summary line, with the first failures.
+struct ShardOutput {
+    identity: CampaignIdentity,
+    id: String,
+    range: SeedRange,
+    failures_only: bool,
+    failures: Vec<Failure>,
+}
+
+impl ShardOutput {
+    fn new(args: &ExploreArgs, setup: &Exploring, range: SeedRange) -> Option<Self> {
+        if !args.summary {
+            return None;
+        }
+        let identity = CampaignIdentity::new(
+            setup.base_name.as_deref(),
+            &setup.base,
+            &setup.plant_flag,
+            range.start,
+            range.count,
+        );
+        Some(ShardOutput {
+            id: identity.id(),
+            identity,
+            range,
+            failures_only: args.failures_only,
+            failures: Vec::new(),
+        })
+    }
+
+    /// Keeps `o` for the summary if it is one of the first failures.
+    fn record(&mut self, o: &SeedOutcome, setup: &Exploring) {
+        if o.ok || self.failures.len() >= MAX_FAILURES_LISTED {
+            return;
+        }
+        self.failures.push(Failure {
+            seed: o.seed,
+            invariant: o.invariant.clone().unwrap_or_else(|| "unknown".to_string()),
+            at_ms: o.at_ms,
+            detail: o.detail.clone().unwrap_or_default(),
+            mix: o.mix.clone(),
+            replay: setup.replay_command(o.seed),
+            shrink: setup.shrink_to_file(o.seed),
+        });
+    }
+
+    /// The summary line of the shard, totalled in `totals`.
+    fn summary(self, totals: &CampaignSummary, wall: std::time::Duration, jobs: usize) -> String {
+        ShardSummary {
+            format: FORMAT,
+            campaign: self.id,
+            identity: self.identity,
+            shard: self.range.shard,
+            shards: self.range.shards,
+            seed_lines: if self.failures_only {
+                SeedLines::Failures
+            } else {
+                SeedLines::All
+            },
+            totals: totals.clone(),
+            failures: self.failures,
+            timing: ShardTiming {
+                wall_ms: u64::try_from(wall.as_millis()).unwrap_or(u64::MAX),
+                jobs: jobs as u64,
+            },
+        }
+        .to_line()
+    }
+}
+
 pub(super) fn explore(args: &ExploreArgs) -> Outcome {
     let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant)?;
     let range = seed_range(args)?;
@@ -161,6 +313,7 @@ pub(super) fn explore(args: &ExploreArgs) -> Outcome {
     // forgotten as soon as the seeds before it are done: memory holds the
     // totals and a window of outcomes, whatever the number of seeds.
     let mut summary = CampaignSummary::default();
+    let mut shard_output = ShardOutput::new(args, &setup, range);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let started = stopwatch();
     let streamed = stream_campaign(
@@ -171,12 +324,26 @@ pub(super) fn explore(args: &ExploreArgs) -> Outcome {
         &|| bar.inc(1),
         &mut |o| {
             summary.add(&o);
-            write_outcome(&mut out, &o, args.json, &setup)
+            if let Some(shard) = shard_output.as_mut() {
+                shard.record(&o, &setup);
+            }
+            write_outcome(&mut out, &o, args.json, &setup, shard_output.as_ref())
         },
     );
     let written = streamed.and_then(|()| out.flush().map_err(StreamError::Sink));
     let elapsed = started.elapsed();
     bar.finish_and_clear();
+    // The summary line, once every seed is written: a shard without one did
+    // not finish.
+    let written = written.and_then(|()| match shard_output {
+        Some(shard) => {
+            let line = shard.summary(&summary, elapsed, range.jobs(args.jobs));
+            writeln!(out, "{line}")
+                .and_then(|()| out.flush())
+                .map_err(StreamError::Sink)
+        }
+        None => Ok(()),
+    });
     let mut stopped_early = false;
     match written {
         Ok(()) => {}
@@ -206,16 +373,32 @@ pub(super) fn explore(args: &ExploreArgs) -> Outcome {
 
 /// Writes one seed's outcome: every seed as a JSON line (with the command
 /// that replays it) with `json`, else only a failure, as text, at once.
+/// With `shard` (`--summary`), JSON lines also carry the campaign, the
+/// shard, the virtual time and, when failed, the shrink command; with
+/// `--failures-only`, passing seeds are not written.
 fn write_outcome(
     out: &mut impl Write,
     o: &SeedOutcome,
     json: bool,
     setup: &Exploring,
+    shard: Option<&ShardOutput>,
 ) -> std::io::Result<()> {
     if json {
+        if shard.is_some_and(|s| s.failures_only) && o.ok {
+            return Ok(());
+        }
         let mut value = serde_json::to_value(o).map_err(std::io::Error::other)?;
         if let Some(map) = value.as_object_mut() {
             map.insert("replay".to_string(), setup.replay_command(o.seed).into());
+            if let Some(shard) = shard {
+                map.insert("campaign".to_string(), shard.id.clone().into());
+                map.insert("shard".to_string(), shard.range.shard.into());
+                map.insert("shards".to_string(), shard.range.shards.into());
+                map.insert("virtual_ms".to_string(), o.virtual_ms.into());
+                if !o.ok {
+                    map.insert("shrink".to_string(), setup.shrink_to_file(o.seed).into());
+                }
+            }
         }
         return writeln!(out, "{value}");
     }
@@ -228,14 +411,13 @@ fn write_outcome(
         .unwrap_or_default();
     writeln!(
         out,
-        "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {} -o seed-{}.toml",
+        "seed {}: {}{at}: {}\n  mix: {}\n  replay: {}\n  shrink: {}",
         o.seed,
         o.invariant.as_deref().unwrap_or("?"),
         o.detail.as_deref().unwrap_or(""),
         o.mix.join(", "),
         setup.replay_command(o.seed),
-        setup.shrink_command(o.seed),
-        o.seed
+        setup.shrink_to_file(o.seed),
     )?;
     // Failures are rare and worth seeing at once.
     out.flush()

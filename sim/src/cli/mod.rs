@@ -9,6 +9,7 @@ mod check;
 mod common;
 mod explore;
 mod list;
+mod merge;
 mod replay;
 mod run;
 mod shrink;
@@ -55,10 +56,21 @@ enum Command {
     /// command that replays it.
     #[command(
         after_help = "Examples:\n  fenced-sim explore --seeds 10000 --jobs 2\n  \
-                            fenced-sim explore scenarios/fleet-election.toml --seeds 1000000 --shard 3/64 --json > shard-3.jsonl\n\n\
+                            fenced-sim explore scenarios/fleet-election.toml --seeds 1000000 --shard 3/64 --json > shard-3.jsonl\n  \
+                            JOB_COMPLETION_INDEX=3 fenced-sim explore --seeds 1000000 --shard-from-env --shards 64 --json --summary > shard-3.jsonl\n\n\
                             Exit codes: 0 no seed failed, 1 some seed failed, 2 bad input."
     )]
     Explore(explore::ExploreArgs),
+    /// Join the shards of a campaign (the output of `explore --json
+    /// --summary`, one file per shard or interleaved) into one verdict:
+    /// seeds run, failures with their replay and shrink commands,
+    /// determinism checks, coverage, seeds/s and time acceleration.
+    #[command(after_help = "Examples:\n  fenced-sim merge shard-*.jsonl\n  \
+                            cat shard-*.jsonl | fenced-sim merge --json -\n\n\
+                            Shards are checked against the campaign's plan: a missing, repeated, truncated or\n\
+                            unfinished shard, or shards of different campaigns, are bad input, naming the seeds.\n\
+                            Exit codes: 0 no seed failed, 1 some seed failed, 2 bad input (no verdict).")]
+    Merge(merge::MergeArgs),
     /// Re-run one explored seed exactly as `explore` ran it, with the full
     /// summary (and optionally its trace, or the schedule saved as a scenario).
     #[command(
@@ -94,6 +106,7 @@ impl Cli {
             Command::Check(args) => check::check(args),
             Command::List(args) => list::list(args),
             Command::Explore(args) => explore::explore(args),
+            Command::Merge(args) => merge::merge(args),
             Command::Replay(args) => replay::replay(args),
             Command::Shrink(args) => shrink::shrink(args),
             Command::Sweep(args) => sweep::sweep(args),

@@ -32,6 +32,11 @@ pub struct SeedOutcome {
     pub mix: Vec<String>,
     /// The interesting things that happened.
     pub coverage: crate::report::Coverage,
+    /// Virtual time the run simulated, ms (0 when it could not run). Not in
+    /// `explore --json`'s seed lines, which stay as they were; `explore
+    /// --json --summary` adds it to them.
+    #[serde(default, skip_serializing)]
+    pub virtual_ms: u64,
 }
 
 /// One seed in every this-many is run twice and its hashes compared.
@@ -73,6 +78,7 @@ pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> Seed
                 determinism_checked: false,
                 mix: mix.names().iter().map(|s| s.to_string()).collect(),
                 coverage: Default::default(),
+                virtual_ms: 0,
             };
         }
     };
@@ -105,6 +111,7 @@ pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> Seed
         determinism_checked,
         mix: mix.names().iter().map(|s| s.to_string()).collect(),
         coverage: report.coverage,
+        virtual_ms: report.virtual_ms,
     }
 }
 
@@ -158,8 +165,32 @@ impl SeedRange {
         }
     }
 
+    /// The `k`-th seed of this shard (from 0), if it has that many —
+    /// computed, not counted.
+    pub fn nth(&self, k: u64) -> Option<u64> {
+        if k >= self.len() {
+            return None;
+        }
+        let offset = k.checked_mul(self.shards)?.checked_add(self.shard)?;
+        self.start.checked_add(offset)
+    }
+
+    /// This shard's last seed, if it has any.
+    pub fn last(&self) -> Option<u64> {
+        self.len().checked_sub(1).and_then(|k| self.nth(k))
+    }
+
+    /// Whether `seed` is one of this shard's seeds (arithmetic: `start +
+    /// shard + k * shards` below `start + count`).
+    pub fn contains(&self, seed: u64) -> bool {
+        self.shards > 0
+            && seed >= self.start
+            && (seed - self.start) < self.count
+            && (seed - self.start) % self.shards == self.shard
+    }
+
     /// `jobs`, or fewer: no more threads than this shard has seeds.
-    fn jobs(&self, jobs: usize) -> usize {
+    pub fn jobs(&self, jobs: usize) -> usize {
         jobs.min(usize::try_from(self.len()).unwrap_or(usize::MAX))
     }
 
@@ -249,6 +280,9 @@ pub struct CampaignSummary {
     pub coverage: crate::report::Coverage,
     /// How many seeds exercised each coverage item at least once.
     pub seeds_covering: crate::report::Coverage,
+    /// Virtual time simulated in all, ms (each seed's run counted once).
+    #[serde(default)]
+    pub virtual_ms: u64,
 }
 
 impl CampaignSummary {
@@ -267,6 +301,7 @@ impl CampaignSummary {
         let s = self;
         s.seeds += 1;
         s.events += o.events;
+        s.virtual_ms += o.virtual_ms;
         s.determinism_checked += u64::from(o.determinism_checked);
         if !o.ok {
             s.failed += 1;
