@@ -7,6 +7,7 @@ mod downstream;
 mod lease_store;
 pub(crate) mod messages;
 mod node;
+pub(crate) mod worker;
 
 use fenced::{Elector, ElectorConfig, ElectorTimings, OwnerId, Role};
 
@@ -59,7 +60,7 @@ impl FencedHosts {
         self.procs
             .get(pid as usize)
             .and_then(Option::as_ref)
-            .and_then(|p| p.believed)
+            .and_then(|p| p.worker.believed)
     }
 }
 
@@ -74,7 +75,7 @@ impl Hosts for FencedHosts {
                 process(pid).is_some_and(|p| p.timer_generation != generation)
             }
             (Address::Process { pid, .. }, Timer::Work { generation }) => {
-                process(pid).is_some_and(|p| p.work_generation != generation)
+                process(pid).is_some_and(|p| p.worker.generation != generation)
             }
             (_, Timer::Registry { generation }) => self.store.registry_generation != generation,
             _ => false,
@@ -151,5 +152,37 @@ impl Hosts for FencedHosts {
         if let Some(p) = self.procs.get_mut(pid as usize).and_then(Option::as_mut) {
             p.crash();
         }
+    }
+}
+
+impl worker::WorkerHosts for FencedHosts {
+    fn work_timer(generation: u32) -> Timer {
+        Timer::Work { generation }
+    }
+
+    fn work_done_timer(token: fenced::FencingToken, unit: u64) -> Timer {
+        Timer::WorkDone { token, unit }
+    }
+
+    fn as_work_done(timer: &Timer) -> Option<(fenced::FencingToken, u64)> {
+        match *timer {
+            Timer::WorkDone { token, unit } => Some((token, unit)),
+            _ => None,
+        }
+    }
+
+    fn write_message(write: messages::ToDownstream) -> Message {
+        Message::Downstream(write)
+    }
+
+    fn as_write(msg: &Message) -> Option<&messages::ToDownstream> {
+        match msg {
+            Message::Downstream(write) => Some(write),
+            _ => None,
+        }
+    }
+
+    fn believed(&self, pid: u32) -> Option<fenced::FencingToken> {
+        FencedHosts::believed(self, pid)
     }
 }

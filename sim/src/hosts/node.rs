@@ -7,12 +7,13 @@
 
 use std::time::Duration;
 
-use fenced::{Elector, ElectorOutput, FencingToken, LeaseResult, OwnerId, StepDownReason};
+use fenced::{Elector, ElectorOutput, FencingToken, LeaseResult, OwnerId};
 
-use super::messages::{Message, Timer, ToDownstream, ToProcess, ToStore};
+use super::messages::{Message, Timer, ToProcess, ToStore};
+use super::worker::Worker;
 use super::FencedHosts;
 use crate::engine::{Address, Outbox};
-use crate::network::{DOWNSTREAM_ENDPOINT, STORE_ENDPOINT};
+use crate::network::STORE_ENDPOINT;
 use crate::observation::{Observation, Observer, SimTime};
 
 /// The work loop's timings, shared by every process.
@@ -46,11 +47,9 @@ pub(crate) struct NodeProcess {
     /// The true time the elector's timer is armed for.
     timer_at: Option<SimTime>,
     pub(super) timer_generation: u32,
-    pub(super) work_generation: u32,
-    next_unit: u64,
-    /// The token of the term the process believes it holds (from StartWork
-    /// to StopWork); the worker writes with it.
-    pub(crate) believed: Option<FencingToken>,
+    /// The worker: it writes while the elector says the process leads
+    /// (from StartWork to StopWork).
+    pub(crate) worker: Worker,
 }
 
 type Out<'a, 'e, O> = &'a mut Outbox<'e, FencedHosts, O>;
@@ -64,6 +63,7 @@ impl NodeProcess {
         elector: Elector,
         timings: WorkTimings,
     ) -> Self {
+        let worker = Worker::new(pid, incarnation, owner.clone(), timings);
         NodeProcess {
             pid,
             node,
@@ -73,9 +73,7 @@ impl NodeProcess {
             timings,
             timer_at: None,
             timer_generation: 0,
-            work_generation: 0,
-            next_unit: 1,
-            believed: None,
+            worker,
         }
     }
 
@@ -105,7 +103,7 @@ impl NodeProcess {
     /// The work failed: a leader abdicates (ends the work, releases, stays
     /// quiet for `rejoin_delay`); a follower has no work to fail.
     pub(super) fn work_fails<O: Observer>(&mut self, out: Out<'_, '_, O>) {
-        let led = self.believed.is_some();
+        let led = self.worker.believed.is_some();
         let process = out.names.process_ref(self.pid);
         out.observe(&Observation::WorkFailed { process, led });
         let local = out.local_now();
@@ -115,7 +113,7 @@ impl NodeProcess {
 
     /// The process died: it believes nothing any more.
     pub(super) fn crash(&mut self) {
-        self.believed = None;
+        self.worker.crash();
     }
 
     pub(super) fn heartbeat<O: Observer>(&mut self, out: Out<'_, '_, O>) {
@@ -183,8 +181,10 @@ impl NodeProcess {
                     };
                     self.to_store(msg, out);
                 }
-                ElectorOutput::StartWork { token } => self.start_term(token, out),
-                ElectorOutput::StopWork { token, reason } => self.end_term(token, &reason, out),
+                ElectorOutput::StartWork { token } => self.worker.start_term(token, out),
+                ElectorOutput::StopWork { token, reason } => {
+                    self.worker.end_term(token, &reason, None, out)
+                }
                 ElectorOutput::Release { token } => {
                     let msg = ToStore::Release {
                         pid: self.pid,
@@ -214,37 +214,6 @@ impl NodeProcess {
         out.set_timer_at(at, Timer::Elector { generation });
     }
 
-    fn start_term<O: Observer>(&mut self, token: FencingToken, out: Out<'_, '_, O>) {
-        debug_assert!(
-            self.believed.is_none(),
-            "StopWork comes before the next StartWork"
-        );
-        self.believed = Some(token);
-        self.work_generation = self.work_generation.wrapping_add(1);
-        let generation = self.work_generation;
-        out.set_timer_at(out.now, Timer::Work { generation });
-        let process = out.names.process_ref(self.pid);
-        out.observe(&Observation::TermStarted { process, token });
-    }
-
-    fn end_term<O: Observer>(
-        &mut self,
-        token: FencingToken,
-        reason: &StepDownReason,
-        out: Out<'_, '_, O>,
-    ) {
-        debug_assert_eq!(self.believed, Some(token), "StopWork ends the term in hand");
-        self.believed = None;
-        self.work_generation = self.work_generation.wrapping_add(1);
-        let process = out.names.process_ref(self.pid);
-        out.observe(&Observation::TermEnded {
-            process,
-            token,
-            reason,
-            why: None,
-        });
-    }
-
     /// The worker's timer: start a unit if still leading.
     pub(super) fn work_tick<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         // The unit checks leadership at its start: bring the elector up to
@@ -252,32 +221,13 @@ impl NodeProcess {
         let local = out.local_now();
         self.elector.handle_timeout(local);
         self.drain_elector(out);
-        let Some(token) = self.believed else {
+        let Some(token) = self.worker.believed else {
             return;
         };
         if self.elector.token_at(local) != Some(token) {
             return;
         }
-        let unit = self.next_unit;
-        self.next_unit += 1;
-        let generation = self.work_generation;
-        out.set_timer_local(
-            local + self.timings.work_duration,
-            Timer::WorkDone { token, unit },
-        );
-        out.set_timer_local(
-            local + self.timings.write_interval,
-            Timer::Work { generation },
-        );
-        // The checker judges `local-deadline` from this and its own record
-        // of the requests sent and answered.
-        let process = out.names.process_ref(self.pid);
-        out.observe(&Observation::WorkStarted {
-            process,
-            token,
-            unit,
-            local,
-        });
+        self.worker.start_unit(token, local, out);
     }
 
     /// A unit is done: write, unless its term ended meanwhile.
@@ -287,34 +237,6 @@ impl NodeProcess {
         unit: u64,
         out: Out<'_, '_, O>,
     ) {
-        let process = out.names.process_ref(self.pid);
-        if self.believed != Some(token) {
-            // The term ended while the unit ran; the worker noticed its
-            // cancellation before writing.
-            out.observe(&Observation::WorkCancelled {
-                process,
-                token,
-                unit,
-            });
-            return;
-        }
-        // No second leadership check here: that is the check-then-act gap a
-        // pause falls into, and what fencing exists to close.
-        out.observe(&Observation::WriteSent {
-            process,
-            token,
-            unit,
-        });
-        let msg = ToDownstream::Write {
-            pid: self.pid,
-            incarnation: self.incarnation,
-            owner: self.owner.clone(),
-            token,
-            unit,
-        };
-        out.send(
-            Address::Server(DOWNSTREAM_ENDPOINT),
-            Message::Downstream(msg),
-        );
+        self.worker.work_done(token, unit, out);
     }
 }

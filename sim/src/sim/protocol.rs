@@ -8,8 +8,8 @@
 
 use fenced::FencingToken;
 
-use crate::engine::{Address, Event, Hosts, Lives};
-use crate::hosts::messages::{Message, Timer, ToDownstream};
+use crate::engine::{Event, Hosts, Lives};
+use crate::hosts::messages::Timer;
 use crate::hosts::FencedHosts;
 use crate::report::UnjudgedWrite;
 use crate::time::SimTime;
@@ -77,38 +77,6 @@ impl SimHosts for FencedHosts {
         event: &HostEvent<Self>,
         deferred: bool,
     ) -> Option<UnjudgedWrite> {
-        match event {
-            Event::Timer {
-                to: Address::Process { pid, incarnation },
-                timer: Timer::WorkDone { token, unit },
-            } => {
-                let believes = self.believed(*pid) == Some(*token);
-                (lives.is_alive(*pid, *incarnation) && believes).then(|| UnjudgedWrite {
-                    owner: lives.owner_of(*pid).to_string(),
-                    token: token.get(),
-                    unit: *unit,
-                    state: if lives.is_paused(*pid) {
-                        "in-progress (paused)"
-                    } else {
-                        "in-progress"
-                    }
-                    .to_string(),
-                })
-            }
-            Event::Deliver {
-                msg:
-                    Message::Downstream(ToDownstream::Write {
-                        owner, token, unit, ..
-                    }),
-                ..
-            } => Some(UnjudgedWrite {
-                owner: owner.to_string(),
-                token: token.get(),
-                unit: *unit,
-                // Writes queue only at a paused downstream.
-                state: if deferred { "queued" } else { "in-flight" }.to_string(),
-            }),
-            _ => None,
-        }
+        crate::hosts::worker::pending_write(self, lives, event, deferred)
     }
 }

@@ -29,8 +29,9 @@ use std::fmt::Debug;
 use fenced::{FencedStore, Fencing, OwnerId};
 use fenced_zoo::{ClientId, Protocol, ServerIndex};
 
-use crate::engine::{server_index, Address, Envelope, Event, Hosts, Lives, Outbox};
+use crate::engine::{server_index, Address, Envelope, Hosts, Lives, Outbox};
 use crate::hosts::messages::ToDownstream;
+use crate::hosts::worker::{self, WorkerHosts};
 use crate::hosts::{DownstreamHost, WorkTimings};
 use crate::observation::{MessageKind, Observer, SimTime};
 use crate::report::UnjudgedWrite;
@@ -235,7 +236,7 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                 process(pid).is_some_and(|p| p.timer_generation != generation)
             }
             (Address::Process { pid, .. }, ZooTimer::Work { generation }) => {
-                process(pid).is_some_and(|p| p.work_generation != generation)
+                process(pid).is_some_and(|p| p.worker.generation != generation)
             }
             (_, ZooTimer::Server { index, generation }) => {
                 self.servers[usize::from(index)].timer_generation != generation
@@ -278,7 +279,7 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                 self.process(pid).work_tick(&mut next_term, out)
             }
             (Address::Process { pid, .. }, ZooTimer::WorkDone { token, unit }) => {
-                self.process(pid).work_done(token, unit, out)
+                self.process(pid).worker.work_done(token, unit, out)
             }
             (Address::Process { pid, .. }, ZooTimer::Stop) => {
                 self.process(pid).stop(&mut next_term, out)
@@ -350,43 +351,42 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
         event: &HostEvent<Self>,
         deferred: bool,
     ) -> Option<UnjudgedWrite> {
-        match event {
-            Event::Timer {
-                to: Address::Process { pid, incarnation },
-                timer: ZooTimer::WorkDone { token, unit },
-            } => {
-                let believes = self
-                    .procs
-                    .get(*pid as usize)
-                    .and_then(Option::as_ref)
-                    .and_then(|p| p.believed)
-                    == Some(*token);
-                (lives.is_alive(*pid, *incarnation) && believes).then(|| UnjudgedWrite {
-                    owner: lives.owner_of(*pid).to_string(),
-                    token: token.get(),
-                    unit: *unit,
-                    state: if lives.is_paused(*pid) {
-                        "in-progress (paused)"
-                    } else {
-                        "in-progress"
-                    }
-                    .to_string(),
-                })
-            }
-            Event::Deliver {
-                msg:
-                    ZooMessage::Downstream(ToDownstream::Write {
-                        owner, token, unit, ..
-                    }),
-                ..
-            } => Some(UnjudgedWrite {
-                owner: owner.to_string(),
-                token: token.get(),
-                unit: *unit,
-                state: if deferred { "queued" } else { "in-flight" }.to_string(),
-            }),
+        worker::pending_write(self, lives, event, deferred)
+    }
+}
+
+impl<P: ZooProtocol> WorkerHosts for ZooHosts<P> {
+    fn work_timer(generation: u32) -> ZooTimer {
+        ZooTimer::Work { generation }
+    }
+
+    fn work_done_timer(token: fenced::FencingToken, unit: u64) -> ZooTimer {
+        ZooTimer::WorkDone { token, unit }
+    }
+
+    fn as_work_done(timer: &ZooTimer) -> Option<(fenced::FencingToken, u64)> {
+        match *timer {
+            ZooTimer::WorkDone { token, unit } => Some((token, unit)),
             _ => None,
         }
+    }
+
+    fn write_message(write: ToDownstream) -> ZooMessage<P> {
+        ZooMessage::Downstream(write)
+    }
+
+    fn as_write(msg: &ZooMessage<P>) -> Option<&ToDownstream> {
+        match msg {
+            ZooMessage::Downstream(write) => Some(write),
+            _ => None,
+        }
+    }
+
+    fn believed(&self, pid: u32) -> Option<fenced::FencingToken> {
+        self.procs
+            .get(pid as usize)
+            .and_then(Option::as_ref)
+            .and_then(|p| p.worker.believed)
     }
 }
 

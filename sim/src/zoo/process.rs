@@ -14,26 +14,20 @@ use fenced_zoo::{ClientId, ClientOutput, LockClient};
 
 use super::{Out, ZooMessage, ZooProtocol, ZooTimer};
 use crate::engine::{server_endpoint, Address};
-use crate::hosts::messages::ToDownstream;
+use crate::hosts::worker::Worker;
 use crate::hosts::WorkTimings;
-use crate::network::DOWNSTREAM_ENDPOINT;
-use crate::observation::{Observation, Observer, SimTime};
+use crate::observation::{Observer, SimTime};
 
 /// One life of a node, as a sans-IO host.
 #[derive(Debug)]
 pub(crate) struct ZooProcess<P: ZooProtocol> {
     pid: u32,
-    incarnation: u32,
     id: ClientId,
-    owner: OwnerId,
     client: P::Client,
-    timings: WorkTimings,
     timer_at: Option<SimTime>,
     pub(super) timer_generation: u32,
-    pub(super) work_generation: u32,
-    next_unit: u64,
-    /// The token of the term the process believes it holds.
-    pub(super) believed: Option<FencingToken>,
+    /// The worker: it writes while the client says the process leads.
+    pub(super) worker: Worker,
 }
 
 /// The downstream token for the protocol's token `t`.
@@ -52,16 +46,11 @@ impl<P: ZooProtocol> ZooProcess<P> {
     ) -> Self {
         ZooProcess {
             pid,
-            incarnation,
             id,
-            owner,
             client,
-            timings,
             timer_at: None,
             timer_generation: 0,
-            work_generation: 0,
-            next_unit: 1,
-            believed: None,
+            worker: Worker::new(pid, incarnation, owner, timings),
         }
     }
 
@@ -99,7 +88,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
         let local = out.local_now();
         self.client.stop(local);
         self.drain(next_term, out);
-        if let Some(token) = self.believed {
+        if let Some(token) = self.worker.believed {
             // A model that keeps leading through its own stop still stops
             // leading when the process exits.
             self.end_term(token, "stopped", out);
@@ -109,7 +98,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
 
     /// The process died.
     pub(super) fn crash(&mut self) {
-        self.believed = None;
+        self.worker.crash();
     }
 
     fn drain<O: Observer>(&mut self, next_term: &mut u64, out: Out<'_, '_, P, O>) {
@@ -125,7 +114,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
                     out.send(Address::Server(server_endpoint(to)), msg);
                 }
                 ClientOutput::BecameLeader { token } => {
-                    if let Some(old) = self.believed {
+                    if let Some(old) = self.worker.believed {
                         self.end_term(old, "new term", out);
                     }
                     let token = match token {
@@ -135,10 +124,10 @@ impl<P: ZooProtocol> ZooProcess<P> {
                             fencing_token(*next_term - 1)
                         }
                     };
-                    self.start_term(token, out);
+                    self.worker.start_term(token, out);
                 }
                 ClientOutput::LostLeadership { reason } => {
-                    if let Some(token) = self.believed {
+                    if let Some(token) = self.worker.believed {
                         self.end_term(token, reason, out);
                     }
                 }
@@ -161,31 +150,15 @@ impl<P: ZooProtocol> ZooProcess<P> {
         out.set_timer_at(at, ZooTimer::Client { generation });
     }
 
-    fn start_term<O: Observer>(&mut self, token: FencingToken, out: Out<'_, '_, P, O>) {
-        self.believed = Some(token);
-        self.work_generation = self.work_generation.wrapping_add(1);
-        let generation = self.work_generation;
-        out.set_timer_at(out.now, ZooTimer::Work { generation });
-        let process = out.names.process_ref(self.pid);
-        out.observe(&Observation::TermStarted { process, token });
-    }
-
+    /// The term ends for the design's own reason `why` (`stopped` is a
+    /// graceful stop; anything else a step-down of the process's own).
     fn end_term<O: Observer>(&mut self, token: FencingToken, why: &str, out: Out<'_, '_, P, O>) {
-        debug_assert_eq!(self.believed, Some(token), "a term ends once");
-        self.believed = None;
-        self.work_generation = self.work_generation.wrapping_add(1);
         let reason = if why == "stopped" {
             StepDownReason::Stopped
         } else {
             StepDownReason::LocalDeadline
         };
-        let process = out.names.process_ref(self.pid);
-        out.observe(&Observation::TermEnded {
-            process,
-            token,
-            reason: &reason,
-            why: Some(why),
-        });
+        self.worker.end_term(token, &reason, Some(why), out);
     }
 
     /// The worker's timer: start a unit if the client still says it leads.
@@ -194,63 +167,12 @@ impl<P: ZooProtocol> ZooProcess<P> {
         // Bring the client up to date first, so a deadline due now counts.
         self.client.handle_timeout(local);
         self.drain(next_term, out);
-        let Some(token) = self.believed else {
+        let Some(token) = self.worker.believed else {
             return;
         };
         if self.client.leadership(local).is_none() {
             return;
         }
-        let unit = self.next_unit;
-        self.next_unit += 1;
-        let generation = self.work_generation;
-        out.set_timer_local(
-            local + self.timings.work_duration,
-            ZooTimer::WorkDone { token, unit },
-        );
-        out.set_timer_local(
-            local + self.timings.write_interval,
-            ZooTimer::Work { generation },
-        );
-        let process = out.names.process_ref(self.pid);
-        out.observe(&Observation::WorkStarted {
-            process,
-            token,
-            unit,
-            local,
-        });
-    }
-
-    /// A unit is done: write, unless its term ended meanwhile.
-    pub(super) fn work_done<O: Observer>(
-        &mut self,
-        token: FencingToken,
-        unit: u64,
-        out: Out<'_, '_, P, O>,
-    ) {
-        let process = out.names.process_ref(self.pid);
-        if self.believed != Some(token) {
-            out.observe(&Observation::WorkCancelled {
-                process,
-                token,
-                unit,
-            });
-            return;
-        }
-        out.observe(&Observation::WriteSent {
-            process,
-            token,
-            unit,
-        });
-        let msg = ToDownstream::Write {
-            pid: self.pid,
-            incarnation: self.incarnation,
-            owner: self.owner.clone(),
-            token,
-            unit,
-        };
-        out.send(
-            Address::Server(DOWNSTREAM_ENDPOINT),
-            ZooMessage::Downstream(msg),
-        );
+        self.worker.start_unit(token, local, out);
     }
 }
