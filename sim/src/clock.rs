@@ -20,18 +20,30 @@ pub const MAX_CLOCK_OFFSET_NANOS: i64 = 24 * 3_600 * 1_000_000_000;
 /// The largest drift magnitude accepted (a clock 50% fast or slow).
 pub const MAX_CLOCK_DRIFT: f64 = 0.5;
 
-/// What a server host's clock reads at true time `t`: servers run no clock
-/// faults and no epoch, so their readings are true time's nanoseconds.
+/// What a server host's clock reads at true time `t`: true time's
+/// nanoseconds (no epoch: servers run no offset of their own), stepped by
+/// `offset` once a `clock-jump` fault moved it.
 #[inline]
-pub(crate) fn server_local(t: SimTime) -> Instant {
-    Instant::from_nanos(t.as_nanos())
+pub(crate) fn server_local(t: SimTime, offset: i64) -> Instant {
+    if offset == 0 {
+        return Instant::from_nanos(t.as_nanos());
+    }
+    let local = i128::from(t.as_nanos()) + i128::from(offset);
+    Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX))
 }
 
-/// The true time at which a server's clock reads `local` (the inverse of
-/// [`server_local`]).
+/// The earliest true time, not before `not_before`, at which a server's
+/// clock (stepped by `offset`) reads `local`: the inverse of
+/// [`server_local`].
 #[inline]
-pub(crate) fn server_true_time(local: Instant) -> SimTime {
-    SimTime::from_nanos(local.as_nanos())
+pub(crate) fn server_true_time(local: Instant, offset: i64, not_before: SimTime) -> SimTime {
+    let t = i128::from(local.as_nanos()) - i128::from(offset);
+    let t = SimTime::from_nanos(u64::try_from(t.max(0)).unwrap_or(u64::MAX));
+    if offset == 0 {
+        t
+    } else {
+        t.max(not_before)
+    }
 }
 
 /// One host's clock.
@@ -52,12 +64,19 @@ impl HostClock {
     /// `drift` is a fraction (0.01 = 1% fast); the caller has validated both
     /// against [`MAX_CLOCK_OFFSET_NANOS`] and [`MAX_CLOCK_DRIFT`].
     pub(crate) fn new(offset_nanos: i64, drift: f64) -> HostClock {
-        debug_assert!(offset_nanos.abs() <= MAX_CLOCK_OFFSET_NANOS);
+        debug_assert!(offset_nanos.abs() <= 2 * MAX_CLOCK_OFFSET_NANOS);
         debug_assert!(drift.abs() <= MAX_CLOCK_DRIFT);
         HostClock {
             offset_nanos,
             drift_ppb: (drift * 1e9).round() as i64,
         }
+    }
+
+    /// The clock stepped by `by` nanoseconds (a `clock-jump` fault), the
+    /// total offset kept within twice the validated limit.
+    pub(crate) fn jump(&mut self, by: i64) {
+        let limit = 2 * MAX_CLOCK_OFFSET_NANOS;
+        self.offset_nanos = self.offset_nanos.saturating_add(by).clamp(-limit, limit);
     }
 
     /// The host's reading at true time `t`.

@@ -288,6 +288,22 @@ pub enum Observation<'a> {
         /// `session expired`, ...); `None` for the fenced elector.
         why: Option<&'a str>,
     },
+    /// `host`'s clock stepped by `by_nanos` (a `clock-jump` fault): from now
+    /// on it reads that much more (less, when negative).
+    ClockJumped {
+        /// The host whose clock moved (a server, or a node: all its lives).
+        host: HostRef<'a>,
+        /// The step, in nanoseconds.
+        by_nanos: i64,
+    },
+    /// A server came back from a `restart` fault, with its state (`durable`)
+    /// or empty.
+    Restarted {
+        /// The server.
+        host: HostRef<'a>,
+        /// Whether its state survived.
+        durable: bool,
+    },
     /// Who holds the lock, as another protocol's server sees it (`server:
     /// Some`) or as the protocol's truth (`server: None`: the single server's
     /// view, or the client holding a majority of Redlock's instances).

@@ -174,7 +174,8 @@ impl Shrinker<'_> {
                     FaultSpec::Pause { duration, .. }
                     | FaultSpec::Isolate { duration, .. }
                     | FaultSpec::Cut { duration, .. }
-                    | FaultSpec::Partition { duration, .. } => halve(duration),
+                    | FaultSpec::Partition { duration, .. }
+                    | FaultSpec::Restart { duration, .. } => halve(duration),
                     FaultSpec::Crash {
                         restart_after: Some(after),
                         ..
@@ -202,7 +203,9 @@ impl Shrinker<'_> {
                     | FaultSpec::Crash { at, .. }
                     | FaultSpec::Replace { at, .. }
                     | FaultSpec::Stop { at, .. }
-                    | FaultSpec::Abdicate { at, .. } => halve(at),
+                    | FaultSpec::Abdicate { at, .. }
+                    | FaultSpec::Restart { at, .. }
+                    | FaultSpec::ClockJump { at, .. } => halve(at),
                     FaultSpec::Recurring { .. } => false,
                 };
                 if !earlier || !self.keep_if_fails(scenario, candidate) {
@@ -273,7 +276,10 @@ fn halve(d: &mut Duration) -> bool {
 /// Whether `fault` names host `id`.
 fn names(fault: &FaultSpec, id: &str) -> bool {
     match fault {
-        FaultSpec::Pause { host, .. } | FaultSpec::Isolate { host, .. } => host == id,
+        FaultSpec::Pause { host, .. }
+        | FaultSpec::Isolate { host, .. }
+        | FaultSpec::Restart { host, .. }
+        | FaultSpec::ClockJump { host, .. } => host == id,
         FaultSpec::Cut { from, to, .. } => from == id || to == id,
         FaultSpec::Partition { groups, .. } => groups.iter().flatten().any(|h| h == id),
         FaultSpec::Crash { node, .. }

@@ -209,6 +209,29 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 let _ = writeln!(o, "restart_after = {}", dur(*after));
             }
         }
+        FaultSpec::Restart {
+            host,
+            at,
+            duration,
+            durable,
+        } => {
+            let _ = writeln!(
+                o,
+                "node = {}\nat = {}\nduration = {}\ndurable = {durable}",
+                quoted(host),
+                dur(*at),
+                dur(*duration)
+            );
+        }
+        FaultSpec::ClockJump { host, at, by } => {
+            let _ = writeln!(
+                o,
+                "node = {}\nat = {}\nby = {}",
+                quoted(host),
+                dur(*at),
+                quoted(&by.to_string())
+            );
+        }
         FaultSpec::Replace { node, at } | FaultSpec::Abdicate { node, at } => {
             let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
         }

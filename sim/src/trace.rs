@@ -159,6 +159,12 @@ enum Record<'a> {
         reason: &'a StepDownReason,
         why: Option<&'a str>,
     },
+    ClockJumped {
+        by_nanos: i64,
+    },
+    Restarted {
+        durable: bool,
+    },
     Holder {
         truth: bool,
         holder: Option<&'a OwnerId>,
@@ -391,6 +397,11 @@ impl Tracer {
                     self.bytes(why.as_bytes());
                 }
             }
+            Record::ClockJumped { by_nanos } => {
+                self.word(41);
+                self.word(by_nanos as u64);
+            }
+            Record::Restarted { durable } => self.word(42 | u64::from(durable) << 8),
             Record::Holder {
                 truth,
                 holder,
@@ -548,6 +559,18 @@ impl Tracer {
                 Some(why) => write!(l, "steps down from token {token}: {why}"),
                 None => write!(l, "steps down from token {token}: {reason}"),
             },
+            Record::ClockJumped { by_nanos } => {
+                let step = crate::scenario::ClockOffset(by_nanos);
+                let sign = if by_nanos > 0 { "+" } else { "" };
+                write!(l, "clock jumps by {sign}{step}")
+            }
+            Record::Restarted { durable } => {
+                if durable {
+                    write!(l, "restarts with its state")
+                } else {
+                    write!(l, "restarts empty (its state is lost)")
+                }
+            }
             Record::Holder {
                 truth,
                 holder,
@@ -744,6 +767,12 @@ impl Observer for Tracer {
                 host(HostRef::Process(process)),
                 Record::TermEnded { token, reason, why },
             ),
+            Observation::ClockJumped { host: on, by_nanos } => {
+                (host(on), Record::ClockJumped { by_nanos })
+            }
+            Observation::Restarted { host: on, durable } => {
+                (host(on), Record::Restarted { durable })
+            }
             Observation::Holder {
                 server,
                 holder,

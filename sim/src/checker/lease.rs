@@ -81,7 +81,7 @@ impl Checker {
                     owner: who.owner.clone(),
                     pid: who.id,
                     token,
-                    expires_at: server_true_time(*expires_at),
+                    expires_at: server_true_time(*expires_at, self.store_offset, SimTime::ZERO),
                     granted_at: now,
                 });
             }
@@ -93,7 +93,8 @@ impl Checker {
                     .as_mut()
                     .filter(|v| v.owner == *who.owner && now < v.expires_at && v.token == token)
                 {
-                    view.expires_at = server_true_time(*expires_at);
+                    view.expires_at =
+                        server_true_time(*expires_at, self.store_offset, SimTime::ZERO);
                     return;
                 }
                 match self.lease.as_ref() {
@@ -131,7 +132,7 @@ impl Checker {
                     owner: who.owner.clone(),
                     pid: who.id,
                     token,
-                    expires_at: server_true_time(*expires_at),
+                    expires_at: server_true_time(*expires_at, self.store_offset, SimTime::ZERO),
                     granted_at,
                 });
             }

@@ -61,7 +61,7 @@ use std::time::Duration;
 
 use fenced::{FencingToken, OwnerId};
 
-use crate::observation::{Observation, Observer, SimTime};
+use crate::observation::{HostRef, Observation, Observer, SimTime};
 use crate::report::{
     Coverage, Failover, Invariant, MembershipReport, Term, Violation, Writes, MAX_VIOLATIONS_LISTED,
 };
@@ -226,6 +226,9 @@ pub struct Checker {
     /// The store's disturbances and pauses, for spurious failovers.
     store: Disturbance,
     store_pause_depth: u32,
+    /// The lease store's clock step (a `clock-jump` on it): its expiry
+    /// instants are on its own clock.
+    store_offset: i64,
 }
 
 impl Checker {
@@ -255,6 +258,7 @@ impl Checker {
             spurious_failovers: 0,
             store: Disturbance::default(),
             store_pause_depth: 0,
+            store_offset: 0,
         }
     }
 
@@ -471,7 +475,15 @@ impl Observer for Checker {
             // Another protocol's view of its lock: its servers' truth is
             // drawn, not judged (the belief overlap and the downstream's
             // writes are what every protocol is judged by).
-            | Observation::Holder { .. } => {}
+            | Observation::Holder { .. }
+            // A restart's consequences show in what the store does next (a
+            // store that lost its tokens grants token 1 again).
+            | Observation::Restarted { .. } => {}
+            Observation::ClockJumped {
+                host: HostRef::LeaseStore,
+                by_nanos,
+            } => self.store_offset = self.store_offset.saturating_add(by_nanos),
+            Observation::ClockJumped { .. } => {}
         }
     }
 }

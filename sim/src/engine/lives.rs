@@ -57,6 +57,8 @@ pub(crate) struct Lives<E> {
     /// fenced protocol: its lease store and downstream have fixed names).
     servers: Vec<String>,
     first_node: u16,
+    /// Each server endpoint's clock step (`clock-jump` faults), in ns.
+    server_offsets: Vec<i64>,
     nodes: Vec<Node>,
     procs: Vec<Life<E>>,
 }
@@ -85,6 +87,7 @@ impl<E> Lives<E> {
                 .collect(),
             servers,
             first_node,
+            server_offsets: vec![0; usize::from(first_node)],
             procs: Vec::new(),
         }
     }
@@ -97,6 +100,24 @@ impl<E> Lives<E> {
     /// The first node's endpoint: every endpoint below it is a server.
     pub(crate) fn first_node_endpoint(&self) -> u16 {
         self.first_node
+    }
+
+    /// The clock step of server `endpoint` (0 unless a jump moved it).
+    pub(crate) fn server_offset(&self, endpoint: u16) -> i64 {
+        self.server_offsets[usize::from(endpoint)]
+    }
+
+    /// Steps the clock of `endpoint` by `by` ns: a server's, or every
+    /// process's of a node (they share the machine's clock).
+    pub(crate) fn jump_clock(&mut self, endpoint: u16, by: i64) {
+        if endpoint < self.first_node {
+            let offset = &mut self.server_offsets[usize::from(endpoint)];
+            *offset = offset.saturating_add(by);
+        } else {
+            self.nodes[usize::from(endpoint - self.first_node)]
+                .clock
+                .jump(by);
+        }
     }
 
     /// Node `node`'s endpoint.

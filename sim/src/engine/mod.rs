@@ -93,6 +93,19 @@ pub(crate) trait Hosts: Sized {
 
     /// The process in slot `pid` died: its volatile state is gone.
     fn crash_process(&mut self, pid: u32);
+
+    /// `to`'s clock jumped: re-arm the timers it set on its clock (a host
+    /// that is paused is not told; its timers re-arm when it resumes).
+    fn clock_jumped<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>);
+
+    /// Server `endpoint` comes back from a restart, with its state
+    /// (`durable`) or empty.
+    fn restart_server<O: Observer>(
+        &mut self,
+        endpoint: u16,
+        durable: bool,
+        out: &mut Outbox<'_, Self, O>,
+    );
 }
 
 /// An event the engine hands back to its owner.
@@ -391,10 +404,14 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     /// The hosts, and an outbox for effects of host `me`.
     fn outbox(&mut self, me: Address) -> (&mut H, Outbox<'_, H, O>) {
         let (from, clock) = match me {
-            Address::Server(endpoint) => (endpoint, None),
-            Address::Process { pid, .. } => {
-                (self.lives.endpoint_of(pid), Some(self.lives.clock_of(pid)))
-            }
+            Address::Server(endpoint) => (
+                endpoint,
+                outbox::Clock::Server(self.lives.server_offset(endpoint)),
+            ),
+            Address::Process { pid, .. } => (
+                self.lives.endpoint_of(pid),
+                outbox::Clock::Node(self.lives.clock_of(pid)),
+            ),
         };
         (
             &mut self.hosts,
@@ -466,6 +483,50 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let node = self.lives.node_ref(node);
         self.observers
             .observe(self.now, &Observation::Skipped { node, what });
+    }
+
+    // ----- clocks and restarts -----
+
+    /// Steps `endpoint`'s clock by `by` ns (a server's, or every process's
+    /// of a node) and has the running hosts re-arm their timers.
+    pub(crate) fn jump_clock(&mut self, endpoint: u16, by: i64) {
+        self.lives.jump_clock(endpoint, by);
+        let host = self.lives.endpoint_ref(endpoint);
+        self.observers
+            .observe(self.now, &Observation::ClockJumped { host, by_nanos: by });
+        let targets: Vec<Address> = if endpoint < self.lives.first_node_endpoint() {
+            let paused = self.servers[usize::from(endpoint)].depth > 0;
+            (!paused)
+                .then_some(Address::Server(endpoint))
+                .into_iter()
+                .collect()
+        } else {
+            let node = u32::from(endpoint - self.lives.first_node_endpoint());
+            self.lives
+                .alive_pids(node)
+                .into_iter()
+                .filter(|&pid| !self.lives.is_paused(pid))
+                .map(|pid| Address::Process {
+                    pid,
+                    incarnation: self.lives.incarnation_of(pid),
+                })
+                .collect()
+        };
+        for to in targets {
+            let (hosts, mut out) = self.outbox(to);
+            hosts.clock_jumped(to, &mut out);
+        }
+    }
+
+    /// Server `endpoint` comes back from a restart (its downtime is the
+    /// caller's: an isolation).
+    pub(crate) fn restart_server(&mut self, endpoint: u16, durable: bool) {
+        let host = self.lives.endpoint_ref(endpoint);
+        self.observers
+            .observe(self.now, &Observation::Restarted { host, durable });
+        let to = Address::Server(endpoint);
+        let (hosts, mut out) = self.outbox(to);
+        hosts.restart_server(endpoint, durable, &mut out);
     }
 
     // ----- links -----

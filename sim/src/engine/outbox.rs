@@ -9,6 +9,15 @@ use crate::network::{Network, Transit};
 use crate::observation::{DropReason, Observation, Observer, SimTime};
 use crate::queue::EventQueue;
 
+/// The clock a host reads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Clock {
+    /// A node's (offset, drift, jumps).
+    Node(HostClock),
+    /// A server's: true time stepped by this many nanoseconds.
+    Server(i64),
+}
+
 /// The effects of one input to one host, applied in the order the host
 /// produces them (so a run's order of sends, timers and observations — and
 /// with it the trace — is the host's).
@@ -24,8 +33,9 @@ pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
     pub(super) from: u16,
     /// The acting host.
     pub(super) me: Address,
-    /// The acting host's clock, for a process (servers read true time).
-    pub(super) clock: Option<HostClock>,
+    /// The acting host's clock: a process's (its node's), or a server's
+    /// step from true time.
+    pub(super) clock: Clock,
     /// Set by [`exit`](Self::exit): the acting process ends its life.
     pub(super) exit: bool,
 }
@@ -34,8 +44,8 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     /// The acting host's clock now (true time for a server).
     pub(crate) fn local_now(&self) -> fenced::Instant {
         match self.clock {
-            Some(clock) => clock.local(self.now),
-            None => server_local(self.now),
+            Clock::Node(clock) => clock.local(self.now),
+            Clock::Server(offset) => server_local(self.now, offset),
         }
     }
 
@@ -118,8 +128,8 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     /// The true time at which the acting host's clock reads `local`.
     pub(crate) fn true_time(&self, local: fenced::Instant) -> SimTime {
         match self.clock {
-            Some(clock) => clock.true_time_at(local, self.now),
-            None => server_true_time(local),
+            Clock::Node(clock) => clock.true_time_at(local, self.now),
+            Clock::Server(offset) => server_true_time(local, offset, self.now),
         }
     }
 

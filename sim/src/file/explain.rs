@@ -12,7 +12,7 @@ pub(super) const SEED_HELP: &str = "a seed is a whole number from 0 to 184467440
 
 /// The fault kinds a `[[fault]]` may have, for error messages.
 pub(super) const FAULT_KINDS: &str =
-    "pause, isolate, cut, partition, crash, replace, stop, abdicate";
+    "pause, isolate, cut, partition, crash, replace, stop, abdicate, restart, clock-jump";
 
 /// Turns a serde/TOML error into the key at fault and a message that says
 /// what is wrong and what is allowed; `path` is the key or table the error's

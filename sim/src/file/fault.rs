@@ -9,7 +9,7 @@ use super::convert::{err, ConvertError};
 use super::explain::FAULT_KINDS;
 use super::place::Spans;
 use super::raw::RawFault;
-use super::values::{duration, duration_range, opt_duration};
+use super::values::{duration, duration_range, opt_duration, signed_offset};
 use crate::scenario::{FaultSpec, RecurringKind};
 
 /// The `index`-th `[[fault]]`.
@@ -66,7 +66,15 @@ pub(super) fn convert_fault(
                 )
             }
         };
-        forbid(&["at", "from", "to", "groups", "restart_after"])?;
+        forbid(&[
+            "at",
+            "from",
+            "to",
+            "groups",
+            "restart_after",
+            "durable",
+            "by",
+        ])?;
         let every = duration(&k("every"), every, spans)?;
         let node = need_str("node", &raw.node, spans)?;
         let duration = match &raw.duration {
@@ -92,7 +100,16 @@ pub(super) fn convert_fault(
         Some(at) => duration(&k("at"), at, spans)?,
         None if matches!(
             kind,
-            "pause" | "isolate" | "cut" | "partition" | "crash" | "replace" | "stop" | "abdicate"
+            "pause"
+                | "isolate"
+                | "cut"
+                | "partition"
+                | "crash"
+                | "replace"
+                | "stop"
+                | "abdicate"
+                | "restart"
+                | "clock-jump"
         ) =>
         {
             return err(
@@ -121,7 +138,7 @@ pub(super) fn convert_fault(
     };
     match kind {
         "pause" | "isolate" => {
-            forbid(&["from", "to", "groups", "restart_after"])?;
+            forbid(&["from", "to", "groups", "restart_after", "durable", "by"])?;
             let host = need_str("node", &raw.node, spans)?;
             if host == "*" {
                 return err(
@@ -138,7 +155,7 @@ pub(super) fn convert_fault(
             })
         }
         "cut" => {
-            forbid(&["node", "groups", "restart_after"])?;
+            forbid(&["node", "groups", "restart_after", "durable", "by"])?;
             let from = need_str("from", &raw.from, spans)?;
             let to = need_str("to", &raw.to, spans)?;
             let duration = fixed_duration(spans)?;
@@ -150,7 +167,7 @@ pub(super) fn convert_fault(
             })
         }
         "partition" => {
-            forbid(&["node", "from", "to", "restart_after"])?;
+            forbid(&["node", "from", "to", "restart_after", "durable", "by"])?;
             let groups = match &raw.groups {
                 Some(g) => {
                     spans.note(&k("groups"), g);
@@ -166,7 +183,7 @@ pub(super) fn convert_fault(
             })
         }
         "crash" | "stop" => {
-            forbid(&["from", "to", "groups", "duration"])?;
+            forbid(&["from", "to", "groups", "duration", "durable", "by"])?;
             let node = need_str("node", &raw.node, spans)?;
             let restart_after = opt_duration(&k("restart_after"), &raw.restart_after, spans)?;
             Ok(if kind == "crash" {
@@ -184,13 +201,67 @@ pub(super) fn convert_fault(
             })
         }
         "replace" | "abdicate" => {
-            forbid(&["from", "to", "groups", "duration", "restart_after"])?;
+            forbid(&[
+                "from",
+                "to",
+                "groups",
+                "duration",
+                "restart_after",
+                "durable",
+                "by",
+            ])?;
             let node = need_str("node", &raw.node, spans)?;
             Ok(if kind == "replace" {
                 FaultSpec::Replace { node, at }
             } else {
                 FaultSpec::Abdicate { node, at }
             })
+        }
+        "restart" => {
+            forbid(&["from", "to", "groups", "restart_after", "by"])?;
+            let host = need_str("node", &raw.node, spans)?;
+            let duration = fixed_duration(spans)?;
+            let durable = match &raw.durable {
+                Some(d) => {
+                    spans.note(&k("durable"), d);
+                    *d.get_ref()
+                }
+                None => {
+                    return err(
+                        &k("durable"),
+                        fault.span(),
+                        "a `restart` fault needs `durable` (true: the server keeps its state; \
+                         false: it comes back empty)",
+                    )
+                }
+            };
+            Ok(FaultSpec::Restart {
+                host,
+                at,
+                duration,
+                durable,
+            })
+        }
+        "clock-jump" => {
+            forbid(&[
+                "from",
+                "to",
+                "groups",
+                "duration",
+                "restart_after",
+                "durable",
+            ])?;
+            let host = need_str("node", &raw.node, spans)?;
+            let by =
+                match &raw.by {
+                    Some(by) => signed_offset(&k("by"), by, spans)?,
+                    None => return err(
+                        &k("by"),
+                        fault.span(),
+                        "a `clock-jump` fault needs `by`, e.g. \"30s\" (ahead) or \"-5s\" (back)",
+                    ),
+                };
+            Ok(FaultSpec::ClockJump { host, at, by })
         }
         other => err(
             &k("kind"),

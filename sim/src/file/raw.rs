@@ -123,6 +123,10 @@ pub(super) struct RawFault {
     pub(super) duration: Option<Spanned<RawSpan>>,
     pub(super) every: Option<Spanned<String>>,
     pub(super) restart_after: Option<Spanned<String>>,
+    /// `restart`: whether the server's state survives.
+    pub(super) durable: Option<Spanned<bool>>,
+    /// `clock-jump`: the step, signed.
+    pub(super) by: Option<Spanned<String>>,
 }
 
 impl RawFault {
@@ -137,6 +141,8 @@ impl RawFault {
             "duration" => self.duration.is_some(),
             "every" => self.every.is_some(),
             "restart_after" => self.restart_after.is_some(),
+            "durable" => self.durable.is_some(),
+            "by" => self.by.is_some(),
             other => unreachable!("`{other}` is not a key of [[fault]]"),
         }
     }

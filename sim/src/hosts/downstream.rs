@@ -15,6 +15,17 @@ pub(crate) struct DownstreamHost {
 }
 
 impl DownstreamHost {
+    /// The downstream comes back from a restart: with what it accepted
+    /// (`durable`), or empty — forgetting the highest token it accepted, so
+    /// a stale write can land again.
+    pub(crate) fn restart(&mut self, durable: bool) {
+        if !durable {
+            self.store = FencedStore::new(self.store.fencing());
+        }
+    }
+}
+
+impl DownstreamHost {
     pub(crate) fn receive<H: Hosts, O: Observer>(
         &mut self,
         msg: ToDownstream,

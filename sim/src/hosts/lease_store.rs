@@ -103,6 +103,26 @@ impl LeaseStoreHost {
         self.drain_membership(out);
     }
 
+    /// The store's clock jumped: its registry timer is re-armed on the new
+    /// clock.
+    pub(super) fn clock_jumped<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+        self.registry_timer_at = None;
+        self.drain_membership(out);
+    }
+
+    /// The store comes back from a restart: with its leases, tokens and
+    /// registry (`durable`), or empty — its tokens start again at 1, which
+    /// the checker's `token-monotonic` invariant exists to catch.
+    pub(super) fn restart<O: Observer>(&mut self, durable: bool, out: Out<'_, '_, O>) {
+        if !durable {
+            let config = *self.leases.config();
+            self.leases = LeaseStore::new(config);
+            let ttl = self.registry.liveness_ttl();
+            self.registry = NodeRegistry::new(ttl).expect("the registry's own TTL is valid");
+        }
+        self.clock_jumped(out);
+    }
+
     fn drain_membership<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         let names = out.names;
         while let Some(change) = self.registry.poll_change() {

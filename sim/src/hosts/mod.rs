@@ -16,6 +16,7 @@ pub(crate) use lease_store::LeaseStoreHost;
 pub(crate) use node::{NodeProcess, WorkTimings};
 
 use crate::engine::{Address, Hosts, Outbox};
+use crate::network::STORE_ENDPOINT;
 use crate::observation::Observer;
 use crate::rng::SeedDeriver;
 use crate::scenario::with_jitter_seed;
@@ -151,6 +152,27 @@ impl Hosts for FencedHosts {
     fn crash_process(&mut self, pid: u32) {
         if let Some(p) = self.procs.get_mut(pid as usize).and_then(Option::as_mut) {
             p.crash();
+        }
+    }
+
+    fn clock_jumped<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>) {
+        match to {
+            Address::Server(STORE_ENDPOINT) => self.store.clock_jumped(out),
+            Address::Server(_) => {}
+            Address::Process { pid, .. } => self.process(pid).clock_jumped(out),
+        }
+    }
+
+    fn restart_server<O: Observer>(
+        &mut self,
+        endpoint: u16,
+        durable: bool,
+        out: &mut Outbox<'_, Self, O>,
+    ) {
+        if endpoint == STORE_ENDPOINT {
+            self.store.restart(durable, out);
+        } else {
+            self.downstream.restart(durable);
         }
     }
 }

@@ -380,6 +380,32 @@ pub enum FaultSpec {
         /// When its work fails.
         at: Duration,
     },
+    /// A server restarts: it is down (no message reaches it or leaves it)
+    /// for `duration`, then comes back — with its state when `durable`,
+    /// empty otherwise (a Redis instance without persistence, a lease store
+    /// that loses its tokens).
+    Restart {
+        /// The server (`lease-store`, `downstream`, or another design's
+        /// server: `etcd`, `redis-3`, ...).
+        host: String,
+        /// When it goes down.
+        at: Duration,
+        /// How long it stays down.
+        duration: Duration,
+        /// Whether its state survives.
+        durable: bool,
+    },
+    /// A host's clock jumps by `by` (an NTP step, a VM migration): it reads
+    /// `by` more (or less, when negative) from then on. Timers the host set
+    /// on its clock fire when its clock reaches them.
+    ClockJump {
+        /// The host: a node (every process on it) or a server.
+        host: String,
+        /// When.
+        at: Duration,
+        /// The step.
+        by: ClockOffset,
+    },
     /// A fault that recurs as a Poisson process with mean interval `every`,
     /// on one node or independently on each (`node = "*"`).
     Recurring {
@@ -406,6 +432,8 @@ impl FaultSpec {
             FaultSpec::Replace { .. } => "replace",
             FaultSpec::Stop { .. } => "stop",
             FaultSpec::Abdicate { .. } => "abdicate",
+            FaultSpec::Restart { .. } => "restart",
+            FaultSpec::ClockJump { .. } => "clock-jump",
             FaultSpec::Recurring { kind, .. } => kind.name(),
         }
     }
@@ -416,9 +444,9 @@ impl FaultSpec {
             FaultSpec::Pause { at, duration, .. }
             | FaultSpec::Isolate { at, duration, .. }
             | FaultSpec::Cut { at, duration, .. }
-            | FaultSpec::Partition { at, duration, .. } => {
-                Some((*at, at.saturating_add(*duration)))
-            }
+            | FaultSpec::Partition { at, duration, .. }
+            | FaultSpec::Restart { at, duration, .. } => Some((*at, at.saturating_add(*duration))),
+            FaultSpec::ClockJump { at, .. } => Some((*at, *at)),
             FaultSpec::Crash {
                 at, restart_after, ..
             } => Some((

@@ -378,9 +378,11 @@ impl Scenario {
                 FaultSpec::Pause { duration, .. }
                 | FaultSpec::Isolate { duration, .. }
                 | FaultSpec::Cut { duration, .. }
-                | FaultSpec::Partition { duration, .. } => {
+                | FaultSpec::Partition { duration, .. }
+                | FaultSpec::Restart { duration, .. } => {
                     at_most_a_year(&format!("{key}.duration"), *duration)?;
                 }
+                FaultSpec::ClockJump { .. } => {}
                 FaultSpec::Crash {
                     restart_after: Some(after),
                     ..
@@ -470,6 +472,44 @@ impl Scenario {
                         ));
                     }
                     partitions.push((i, *at, end));
+                }
+                FaultSpec::Restart { host, duration, .. } => {
+                    let servers: Vec<String> = std::iter::once(LEASE_STORE.to_string())
+                        .chain(std::iter::once(DOWNSTREAM.to_string()))
+                        .chain(self.election.protocol.server_names())
+                        .collect();
+                    if !servers.iter().any(|s| s == host) {
+                        return Err(ScenarioError::new(
+                            format!("{key}.node"),
+                            format!(
+                                "only servers restart ({}); a node crashes and restarts with \
+                                 `crash` and `restart_after`",
+                                servers.join(", ")
+                            ),
+                        ));
+                    }
+                    more_than_zero(&format!("{key}.duration"), *duration)?;
+                }
+                FaultSpec::ClockJump { host, by, .. } => {
+                    if !hosts.contains(host.as_str()) {
+                        return Err(unknown(format!("{key}.node"), host));
+                    }
+                    if host == DOWNSTREAM {
+                        return Err(ScenarioError::new(
+                            format!("{key}.node"),
+                            "the downstream reads no clock (it judges writes by token); jump a \
+                             node's or a lock server's clock",
+                        ));
+                    }
+                    if by.0 == 0 {
+                        return Err(ScenarioError::new(format!("{key}.by"), "must not be zero"));
+                    }
+                    if by.0.unsigned_abs() > MAX_CLOCK_OFFSET_NANOS.unsigned_abs() {
+                        return Err(ScenarioError::new(
+                            format!("{key}.by"),
+                            format!("{by} is beyond the limit of one day either way"),
+                        ));
+                    }
                 }
                 FaultSpec::Crash { node, .. }
                 | FaultSpec::Replace { node, .. }

@@ -27,6 +27,12 @@ enum ActiveFault {
         text: String,
         members: Vec<u16>,
     },
+    /// A server down for a restart (isolated), back with or without its
+    /// state when the fault ends.
+    Restart {
+        endpoint: u16,
+        durable: bool,
+    },
 }
 
 /// A recurring fault on one node, with its own RNG stream.
@@ -230,6 +236,23 @@ impl<H: SimHosts> Core<H> {
                     self.engine.signal_node(n, now, signal);
                 }
             }
+            FaultSpec::Restart {
+                host,
+                duration,
+                durable,
+                ..
+            } => {
+                if let Some(endpoint) = lives.endpoint_of_host(&host) {
+                    // Down: nothing reaches it or leaves it until it is back.
+                    self.engine.isolate(endpoint, true);
+                    self.schedule_end(ActiveFault::Restart { endpoint, durable }, duration);
+                }
+            }
+            FaultSpec::ClockJump { host, by, .. } => {
+                if let Some(endpoint) = lives.endpoint_of_host(&host) {
+                    self.engine.jump_clock(endpoint, by.0);
+                }
+            }
             FaultSpec::Recurring { .. } => {}
         }
     }
@@ -247,6 +270,13 @@ impl<H: SimHosts> Core<H> {
                     .collect(),
                 ActiveFault::PauseServer(e) => vec![(Touched::Endpoint(*e), "pause".to_string())],
                 ActiveFault::Isolate(e) => vec![(Touched::Endpoint(*e), "isolated".to_string())],
+                ActiveFault::Restart { endpoint, durable } => vec![(
+                    Touched::Endpoint(*endpoint),
+                    format!(
+                        "restart ({})",
+                        if *durable { "durable" } else { "state lost" }
+                    ),
+                )],
                 ActiveFault::Cut(a, b) => {
                     let lives = &self.engine.lives;
                     let (an, bn) = (lives.endpoint_ref(*a).name(), lives.endpoint_ref(*b).name());
@@ -342,6 +372,10 @@ impl<H: SimHosts> Core<H> {
             }
             ActiveFault::PauseServer(endpoint) => self.engine.resume_server(endpoint),
             ActiveFault::Isolate(endpoint) => self.engine.isolate(endpoint, false),
+            ActiveFault::Restart { endpoint, durable } => {
+                self.engine.isolate(endpoint, false);
+                self.engine.restart_server(endpoint, durable);
+            }
             ActiveFault::Cut(a, b) => self.engine.cut(a, b, false),
             ActiveFault::Partition { text, members } => {
                 self.engine.partition(None, &text, &members)

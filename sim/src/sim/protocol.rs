@@ -12,7 +12,6 @@ use crate::engine::{Event, Hosts, Lives};
 use crate::hosts::messages::Timer;
 use crate::hosts::FencedHosts;
 use crate::report::UnjudgedWrite;
-use crate::time::SimTime;
 
 /// An event of the engine's queue, for hosts `H`.
 pub(crate) type HostEvent<H> = Event<<H as Hosts>::Message, <H as Hosts>::Timer>;
@@ -34,9 +33,10 @@ pub(crate) trait SimHosts:
     /// a protocol without tokens): the report's `max_token`.
     fn max_token(&self) -> u64;
 
-    /// Nodes in the membership at `now`, for protocols with a registry (the
-    /// report's `membership.live_at_end`); 0 otherwise.
-    fn live_members(&self, now: SimTime) -> u64;
+    /// Nodes in the membership when the first server's clock reads
+    /// `store_now`, for protocols with a registry (the report's
+    /// `membership.live_at_end`); 0 otherwise.
+    fn live_members(&self, store_now: fenced::Instant) -> u64;
 
     /// `event` as a write on its way — a unit in progress whose term is
     /// still believed, or a write in flight to (or queued at, when
@@ -65,10 +65,8 @@ impl SimHosts for FencedHosts {
             .map_or(0, FencingToken::get)
     }
 
-    fn live_members(&self, now: SimTime) -> u64 {
-        self.store
-            .registry
-            .live_count(crate::clock::server_local(now)) as u64
+    fn live_members(&self, store_now: fenced::Instant) -> u64 {
+        self.store.registry.live_count(store_now) as u64
     }
 
     fn pending_write(

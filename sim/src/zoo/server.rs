@@ -55,6 +55,19 @@ impl<P: ZooProtocol> ZooServer<P> {
         self.drain(clients, out)
     }
 
+    /// The server comes back from a restart (durable: its state survives).
+    pub(super) fn restart<O: Observer>(
+        &mut self,
+        durable: bool,
+        clients: &[Client],
+        out: Out<'_, '_, P, O>,
+    ) -> bool {
+        self.timer_at = None;
+        let now = out.local_now();
+        self.model.restart(now, durable);
+        self.drain(clients, out)
+    }
+
     /// Sends the model's replies, notes holder changes, re-arms the timer.
     /// Returns whether the holder changed.
     fn drain<O: Observer>(&mut self, clients: &[Client], out: Out<'_, '_, P, O>) -> bool {
