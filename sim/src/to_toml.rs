@@ -68,6 +68,15 @@ pub fn to_toml(s: &Scenario) -> String {
         if !node.start_at.is_zero() {
             let _ = writeln!(o, "start_at = {}", dur(node.start_at));
         }
+        if let Some(own) = &node.protocol {
+            // Read back over the [election] settings: written as the keys
+            // that differ from those.
+            let lines = crate::file::settings_diff(own, &s.election.protocol);
+            let _ = writeln!(o, "\n[node.{}]", own.name());
+            for line in lines {
+                let _ = writeln!(o, "{line}");
+            }
+        }
     }
     for fault in &s.faults {
         write_fault(o, fault);

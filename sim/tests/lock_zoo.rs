@@ -240,3 +240,34 @@ fn faults_reach_the_protocols_servers_by_name() {
     let err = named.validate().expect_err("no ninth instance");
     assert!(err.to_string().contains("redis-9"), "{err}");
 }
+
+/// A node's own settings of the design (kubernetes PR #114872's mixed
+/// lease durations) are read, validated, written back, and used by that
+/// node's client only.
+#[test]
+fn a_node_may_run_its_own_settings_of_the_design() {
+    let text = "name = \"mixed\"\nduration = \"1m\"\n[election]\nprotocol = \"client-go\"\n\
+                [election.client-go]\nlease_duration = \"60s\"\nrenew_deadline = \"40s\"\n\
+                [downstream]\nfencing = false\n[[node]]\nid = \"a\"\n[[node]]\nid = \"b\"\n\
+                [node.client-go]\nlease_duration = \"15s\"\nrenew_deadline = \"10s\"\n";
+    let scenario = fenced_sim::file::parse(text, std::path::Path::new("m.toml")).expect("valid");
+    let Some(ProtocolSpec::ClientGo(own)) = &scenario.nodes[1].protocol else {
+        panic!("{:?}", scenario.nodes[1].protocol);
+    };
+    assert_eq!(
+        (own.lease_duration, own.renew_deadline),
+        (secs(15), secs(10))
+    );
+    assert!(scenario.nodes[0].protocol.is_none());
+    let written = fenced_sim::to_toml::to_toml(&scenario);
+    let again = fenced_sim::file::parse(&written, std::path::Path::new("m.toml")).expect("valid");
+    assert_eq!(again, scenario, "{written}");
+    // The library's own rule applies to a node's settings too.
+    let bad = text.replace("renew_deadline = \"10s\"\n", "renew_deadline = \"20s\"\n");
+    let err = fenced_sim::file::parse(&bad, std::path::Path::new("m.toml")).expect_err("refused");
+    assert!(err.to_string().contains("node[1].client-go"), "{err}");
+    // Another design's table on a node is refused.
+    let other = text.replace("[node.client-go]", "[node.etcd]");
+    let err = fenced_sim::file::parse(&other, std::path::Path::new("m.toml")).expect_err("refused");
+    assert!(err.to_string().contains("node[1].etcd"), "{err}");
+}

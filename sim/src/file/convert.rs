@@ -167,6 +167,19 @@ fn convert_node(
     if let Some(start) = &raw.start_at {
         spec.start_at = duration(&format!("{key}.start_at"), start, spans)?;
     }
+    let tables = super::protocol::DesignTables {
+        connection_lock: &raw.connection_lock,
+        client_go: &raw.client_go,
+        etcd: &raw.etcd,
+        redlock: &raw.redlock,
+        zookeeper: &raw.zookeeper,
+        dynamodb: &raw.dynamodb,
+    };
+    if tables.any() {
+        let mut own = scenario.election.protocol.clone();
+        super::protocol::apply_tables(&key, &tables, &mut own, spans)?;
+        spec.protocol = Some(own);
+    }
     let copies = match &raw.count {
         None => None,
         Some(c) => {

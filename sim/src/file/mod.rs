@@ -26,7 +26,7 @@ mod fault;
 mod place;
 mod protocol;
 
-pub(crate) use protocol::settings_toml;
+pub(crate) use protocol::{settings_diff, settings_toml};
 mod raw;
 mod read;
 mod values;

@@ -167,14 +167,14 @@ const ZOOKEEPER: &[Key<ZooKeeperSettings>] = &[
 
 /// Reads `table` (the design's `[election.<name>]`) into `settings`.
 fn read<S>(
-    name: &str,
+    section: &str,
     table: &Spanned<toml::Table>,
     keys: &[Key<S>],
     settings: &mut S,
     spans: &mut Spans,
 ) -> Result<(), ConvertError> {
-    let section = format!("election.{name}");
-    spans.note(&section, table);
+    spans.note(section, table);
+    let name = section.rsplit('.').next().unwrap_or(section);
     for (key, value) in table.get_ref() {
         let at = format!("{section}.{key}");
         let Some(k) = keys.iter().find(|k| k.name == key) else {
@@ -214,32 +214,74 @@ pub(super) fn protocol(e: &RawElection, spans: &mut Spans) -> Result<ProtocolSpe
             )?
         }
     };
-    let tables = [
-        ("connection-lock", &e.connection_lock),
-        ("client-go", &e.client_go),
-        ("etcd", &e.etcd),
-        ("redlock", &e.redlock),
-        ("zookeeper", &e.zookeeper),
-        ("dynamodb", &e.dynamodb),
-    ];
-    for (name, table) in tables {
+    let tables = DesignTables {
+        connection_lock: &e.connection_lock,
+        client_go: &e.client_go,
+        etcd: &e.etcd,
+        redlock: &e.redlock,
+        zookeeper: &e.zookeeper,
+        dynamodb: &e.dynamodb,
+    };
+    apply_tables("election", &tables, &mut spec, spans)?;
+    Ok(spec)
+}
+
+/// The designs' tables of one place (`[election]` or a `[[node]]`).
+pub(super) struct DesignTables<'a> {
+    pub(super) connection_lock: &'a Option<Spanned<toml::Table>>,
+    pub(super) client_go: &'a Option<Spanned<toml::Table>>,
+    pub(super) etcd: &'a Option<Spanned<toml::Table>>,
+    pub(super) redlock: &'a Option<Spanned<toml::Table>>,
+    pub(super) zookeeper: &'a Option<Spanned<toml::Table>>,
+    pub(super) dynamodb: &'a Option<Spanned<toml::Table>>,
+}
+
+impl DesignTables<'_> {
+    fn each(&self) -> [(&'static str, &Option<Spanned<toml::Table>>); 6] {
+        [
+            ("connection-lock", self.connection_lock),
+            ("client-go", self.client_go),
+            ("etcd", self.etcd),
+            ("redlock", self.redlock),
+            ("zookeeper", self.zookeeper),
+            ("dynamodb", self.dynamodb),
+        ]
+    }
+
+    /// Whether any design's table is there.
+    pub(super) fn any(&self) -> bool {
+        self.each().iter().any(|(_, t)| t.is_some())
+    }
+}
+
+/// Applies the tables under `place` (`election`, `node[2]`) to `spec`: only
+/// the table of `spec`'s own design is allowed.
+pub(super) fn apply_tables(
+    place: &str,
+    tables: &DesignTables<'_>,
+    spec: &mut ProtocolSpec,
+    spans: &mut Spans,
+) -> Result<(), ConvertError> {
+    for (name, table) in tables.each() {
         let Some(table) = table else { continue };
-        let at = format!("election.{name}");
-        match (&mut spec, name) {
+        let section = format!("{place}.{name}");
+        match (&mut *spec, name) {
             (ProtocolSpec::ConnectionLock(s), "connection-lock") => {
-                read(name, table, PG, s, spans)?
+                read(&section, table, PG, s, spans)?
             }
-            (ProtocolSpec::ClientGo(s), "client-go") => read(name, table, CLIENT_GO, s, spans)?,
-            (ProtocolSpec::Etcd(s), "etcd") => read(name, table, ETCD, s, spans)?,
-            (ProtocolSpec::Redlock(s), "redlock") => read(name, table, REDLOCK, s, spans)?,
-            (ProtocolSpec::ZooKeeper(s), "zookeeper") => read(name, table, ZOOKEEPER, s, spans)?,
-            (ProtocolSpec::DynamoDb(s), "dynamodb") => read(name, table, DYNAMODB, s, spans)?,
+            (ProtocolSpec::ClientGo(s), "client-go") => read(&section, table, CLIENT_GO, s, spans)?,
+            (ProtocolSpec::Etcd(s), "etcd") => read(&section, table, ETCD, s, spans)?,
+            (ProtocolSpec::Redlock(s), "redlock") => read(&section, table, REDLOCK, s, spans)?,
+            (ProtocolSpec::ZooKeeper(s), "zookeeper") => {
+                read(&section, table, ZOOKEEPER, s, spans)?
+            }
+            (ProtocolSpec::DynamoDb(s), "dynamodb") => read(&section, table, DYNAMODB, s, spans)?,
             _ => {
                 return err(
-                    &at,
+                    &section,
                     table.span(),
                     format!(
-                        "[{at}] configures {name}, but the scenario runs protocol `{}`; set \
+                        "[{section}] configures {name}, but the scenario runs protocol `{}`; set \
                          `protocol = \"{name}\"` in [election] or remove the table",
                         spec.name()
                     ),
@@ -247,26 +289,33 @@ pub(super) fn protocol(e: &RawElection, spans: &mut Spans) -> Result<ProtocolSpe
             }
         }
     }
-    Ok(spec)
+    Ok(())
 }
 
 /// The lines of `spec`'s table that differ from the library's defaults, as
 /// `key = value` (empty for the fenced protocol or all-default settings).
 pub(crate) fn settings_toml(spec: &ProtocolSpec) -> Vec<String> {
-    fn diff<S: Default>(s: &S, keys: &[Key<S>]) -> Vec<String> {
-        let d = S::default();
+    let default = ProtocolSpec::by_name(spec.name()).unwrap_or_default();
+    settings_diff(spec, &default)
+}
+
+/// The lines of `spec`'s table that differ from `base`'s (the same design),
+/// as `key = value`.
+pub(crate) fn settings_diff(spec: &ProtocolSpec, base: &ProtocolSpec) -> Vec<String> {
+    fn diff<S>(s: &S, base: &S, keys: &[Key<S>]) -> Vec<String> {
         keys.iter()
-            .filter(|k| (k.get)(s) != (k.get)(&d))
+            .filter(|k| (k.get)(s) != (k.get)(base))
             .map(|k| format!("{} = {}", k.name, (k.get)(s)))
             .collect()
     }
-    match spec {
-        ProtocolSpec::Fenced => Vec::new(),
-        ProtocolSpec::ConnectionLock(s) => diff(s, PG),
-        ProtocolSpec::ClientGo(s) => diff(s, CLIENT_GO),
-        ProtocolSpec::Etcd(s) => diff(s, ETCD),
-        ProtocolSpec::Redlock(s) => diff(s, REDLOCK),
-        ProtocolSpec::ZooKeeper(s) => diff(s, ZOOKEEPER),
-        ProtocolSpec::DynamoDb(s) => diff(s, DYNAMODB),
+    use ProtocolSpec as P;
+    match (spec, base) {
+        (P::ConnectionLock(s), P::ConnectionLock(b)) => diff(s, b, PG),
+        (P::ClientGo(s), P::ClientGo(b)) => diff(s, b, CLIENT_GO),
+        (P::Etcd(s), P::Etcd(b)) => diff(s, b, ETCD),
+        (P::Redlock(s), P::Redlock(b)) => diff(s, b, REDLOCK),
+        (P::ZooKeeper(s), P::ZooKeeper(b)) => diff(s, b, ZOOKEEPER),
+        (P::DynamoDb(s), P::DynamoDb(b)) => diff(s, b, DYNAMODB),
+        _ => Vec::new(),
     }
 }

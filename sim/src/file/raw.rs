@@ -108,6 +108,15 @@ pub(super) struct RawNode {
     pub(super) clock_offset: Option<Spanned<String>>,
     pub(super) clock_drift: Option<Spanned<f64>>,
     pub(super) start_at: Option<Spanned<String>>,
+    /// This node's own settings of the scenario's design (`[node.client-go]`).
+    #[serde(rename = "connection-lock")]
+    pub(super) connection_lock: Option<Spanned<toml::Table>>,
+    #[serde(rename = "client-go")]
+    pub(super) client_go: Option<Spanned<toml::Table>>,
+    pub(super) etcd: Option<Spanned<toml::Table>>,
+    pub(super) redlock: Option<Spanned<toml::Table>>,
+    pub(super) zookeeper: Option<Spanned<toml::Table>>,
+    pub(super) dynamodb: Option<Spanned<toml::Table>>,
 }
 
 /// One `[[fault]]`: every key any kind takes.

@@ -241,6 +241,10 @@ pub struct NodeSpec {
     pub clock_drift: f64,
     /// When its first process starts. Default 0.
     pub start_at: Duration,
+    /// This node's own settings of the scenario's design (the same design,
+    /// other settings: a candidate configured differently from the others,
+    /// as in kubernetes PR #114872). Default `None`: the `[election]` ones.
+    pub protocol: Option<ProtocolSpec>,
 }
 
 impl NodeSpec {
@@ -251,6 +255,7 @@ impl NodeSpec {
             clock_offset: ClockOffset(0),
             clock_drift: 0.0,
             start_at: Duration::ZERO,
+            protocol: None,
         }
     }
 }

@@ -294,6 +294,20 @@ impl Scenario {
                     "node ids may not be `*` or contain `#` (used for incarnations)",
                 ));
             }
+            if let Some(own) = &node.protocol {
+                if own.name() != self.election.protocol.name() {
+                    return Err(ScenarioError::new(
+                        format!("{key}.{}", own.name()),
+                        format!(
+                            "a node's own settings are for the scenario's design, `{}`",
+                            self.election.protocol
+                        ),
+                    ));
+                }
+                own.validate().map_err(|err| {
+                    ScenarioError::new(format!("{key}.{}", own.name()), err.to_string())
+                })?;
+            }
             if !hosts.insert(&node.id) {
                 return Err(ScenarioError::new(
                     format!("{key}.id"),

@@ -37,7 +37,7 @@ use crate::network::DOWNSTREAM_ENDPOINT;
 use crate::observation::{MessageKind, Observer};
 use crate::report::UnjudgedWrite;
 use crate::rng::SeedDeriver;
-use crate::scenario::{ScenarioError, ValidScenario};
+use crate::scenario::{ProtocolSpec, ScenarioError, ValidScenario};
 use crate::sim::{Core, HostEvent, RunOptions, SimHosts};
 
 pub(crate) use process::ZooProcess;
@@ -58,19 +58,30 @@ pub(crate) trait ZooProtocol:
     + Send
     + 'static
 {
+    /// This design's settings in `spec`, if `spec` is this design.
+    fn settings_in(spec: &ProtocolSpec) -> Option<&Self::Settings>;
 }
 
-impl<P> ZooProtocol for P where
-    P: Protocol<
-            Client: Debug + Send,
-            Server: Debug + Send,
-            Settings: Send,
-            Request: Send,
-            Response: Send,
-        > + Debug
-        + Send
-        + 'static
-{
+macro_rules! zoo_protocol {
+    ($($design:ty => $variant:ident),* $(,)?) => {$(
+        impl ZooProtocol for $design {
+            fn settings_in(spec: &ProtocolSpec) -> Option<&Self::Settings> {
+                match spec {
+                    ProtocolSpec::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+zoo_protocol! {
+    fenced_zoo::connection_lock::ConnectionLock => ConnectionLock,
+    fenced_zoo::client_go::ClientGo => ClientGo,
+    fenced_zoo::etcd::Etcd => Etcd,
+    fenced_zoo::redlock::Redlock => Redlock,
+    fenced_zoo::zookeeper::ZooKeeper => ZooKeeper,
+    fenced_zoo::dynamodb::DynamoDb => DynamoDb,
 }
 
 /// A message of a zoo run.
@@ -172,6 +183,8 @@ pub(crate) struct Client {
 #[derive(Debug)]
 pub(crate) struct ZooHosts<P: ZooProtocol> {
     settings: P::Settings,
+    /// A node's own settings, where it has them (by node index).
+    node_settings: Vec<Option<P::Settings>>,
     servers: Vec<ZooServer<P>>,
     downstream: DownstreamHost,
     procs: Vec<Option<ZooProcess<P>>>,
@@ -310,7 +323,10 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             .str(out.names.node_id(node).as_str())
             .num(u64::from(incarnation))
             .seed();
-        let client = P::new_client(&self.settings, id, owner.as_str(), seed);
+        let settings = self.node_settings[node as usize]
+            .as_ref()
+            .unwrap_or(&self.settings);
+        let client = P::new_client(settings, id, owner.as_str(), seed);
         let process = ZooProcess::new(pid, incarnation, id, owner.clone(), client, self.timings);
         let i = pid as usize;
         if self.procs.len() <= i {
@@ -460,6 +476,11 @@ where
     };
     let make_hosts = |seeds: SeedDeriver| ZooHosts {
         settings: settings.clone(),
+        node_settings: scenario
+            .nodes
+            .iter()
+            .map(|n| n.protocol.as_ref().and_then(P::settings_in).cloned())
+            .collect(),
         servers: (0..P::servers(settings))
             .map(|i| ZooServer::new(i, P::new_server(settings, i)))
             .collect(),
