@@ -105,6 +105,39 @@ pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
     fenced_sim::units::parse_duration(text).map_err(|e| e.to_string())
 }
 
+/// The lock design an exploration runs (`explore`, `replay`, `shrink`).
+#[derive(clap::Args, Debug, Default)]
+pub(super) struct ProtocolArg {
+    /// Explore another lock design on the base (unfenced, on the design's
+    /// own timescale): connection-lock, client-go, etcd, redlock, zookeeper,
+    /// dynamodb (or fenced, the default).
+    #[arg(long, value_name = "DESIGN")]
+    protocol: Option<String>,
+}
+
+impl ProtocolArg {
+    /// `base` running the design asked for, and the flag as replay
+    /// commands repeat it (empty without one).
+    pub(super) fn apply(
+        &self,
+        base: fenced_sim::Scenario,
+    ) -> Result<(fenced_sim::Scenario, String), ExitCode> {
+        let Some(name) = &self.protocol else {
+            return Ok((base, String::new()));
+        };
+        let spec = fenced_sim::ProtocolSpec::by_name(name).ok_or_else(|| {
+            bad_input(format!(
+                "--protocol `{name}` is not a design; known: {}",
+                fenced_sim::ProtocolSpec::NAMES.join(", ")
+            ))
+        })?;
+        Ok((
+            fenced_sim::explore::for_protocol(&base, &spec),
+            format!(" --protocol {name}"),
+        ))
+    }
+}
+
 /// Options of each run besides the scenario: the event budget and, with the
 /// `planted-bugs` feature, a deliberate bug (negative controls).
 #[derive(clap::Args, Debug, Default)]

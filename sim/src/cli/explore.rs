@@ -14,7 +14,7 @@ use fenced_sim::merge::{
 use fenced_sim::{RunOptions, Scenario};
 
 use super::common::{
-    bad_input, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome, PlantArg,
+    bad_input, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome, PlantArg, ProtocolArg,
     EXIT_FAIL,
 };
 
@@ -65,6 +65,8 @@ pub(super) struct ExploreArgs {
     failures_only: bool,
     #[command(flatten)]
     plant: PlantArg,
+    #[command(flatten)]
+    protocol: ProtocolArg,
 }
 
 /// What `explore`, `replay` and `shrink` share: the validated base, how it
@@ -80,8 +82,18 @@ pub(super) struct Exploring {
 impl Exploring {
     /// Loads and checks the base at `path` (the default fleet without
     /// one) and applies the run flags.
-    pub(super) fn set_up(path: Option<&Path>, plant: &PlantArg) -> Result<Self, ExitCode> {
-        let (base, base_arg) = explore_base(path)?;
+    pub(super) fn set_up(
+        path: Option<&Path>,
+        plant: &PlantArg,
+        protocol: &ProtocolArg,
+    ) -> Result<Self, ExitCode> {
+        let (base, mut base_arg) = explore_base(path)?;
+        let (base, protocol_flag) = protocol.apply(base)?;
+        // Replay commands repeat the design before the seed.
+        if !protocol_flag.is_empty() {
+            base_arg.push_str(protocol_flag.trim_start());
+            base_arg.push(' ');
+        }
         let base_name = path.map(|p| p.display().to_string());
         base.validate().map_err(bad_input)?;
         // A base that validates may still be unable to host the schedules
@@ -305,7 +317,7 @@ impl ShardOutput {
 }
 
 pub(super) fn explore(args: &ExploreArgs) -> Outcome {
-    let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant)?;
+    let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant, &args.protocol)?;
     let range = seed_range(args)?;
     let total = range.len();
     let bar = progress_bar(total, "{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}");

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{bad_input, Outcome, PlantArg, SvgArgs};
+use super::common::{bad_input, Outcome, PlantArg, ProtocolArg, SvgArgs};
 use super::explore::Exploring;
 use super::run::{execute, Outputs};
 
@@ -28,10 +28,12 @@ pub(super) struct ReplayArgs {
     svg: SvgArgs,
     #[command(flatten)]
     plant: PlantArg,
+    #[command(flatten)]
+    protocol: ProtocolArg,
 }
 
 pub(super) fn replay(args: &ReplayArgs) -> Outcome {
-    let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant)?;
+    let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant, &args.protocol)?;
     let (scenario, _) = fenced_sim::explore::generate(&setup.base, args.seed);
     let picture = args.svg.picture(scenario.duration)?;
     if let Some(path) = &args.save {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use fenced_sim::shrink::{ShrinkError, Shrunk};
 
-use super::common::{bad_input, Outcome, PlantArg, EXIT_FAIL};
+use super::common::{bad_input, Outcome, PlantArg, ProtocolArg, EXIT_FAIL};
 use super::explore::Exploring;
 
 #[derive(clap::Args, Debug)]
@@ -27,10 +27,12 @@ pub(super) struct ShrinkArgs {
     budget: u64,
     #[command(flatten)]
     plant: PlantArg,
+    #[command(flatten)]
+    protocol: ProtocolArg,
 }
 
 pub(super) fn shrink(args: &ShrinkArgs) -> Outcome {
-    let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant)?;
+    let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant, &args.protocol)?;
     let (scenario, _) = fenced_sim::explore::generate(&setup.base, args.seed);
     let shrunk = match fenced_sim::shrink::shrink(&scenario, &setup.options, args.budget) {
         Ok(shrunk) => shrunk,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::scenario::Scenario;
+use crate::scenario::{ProtocolSpec, Scenario};
 
 /// Why a base scenario cannot host generated schedules, though it is valid
 /// on its own.
@@ -165,6 +165,30 @@ fn liveness_bound_checked(s: &Scenario) -> Option<Duration> {
     let slowest = s.nodes.iter().map(|n| n.clock_drift).fold(0.0f64, f64::min);
     // `base.mul_f64(1.0 / (1.0 + slowest))`, without its panic on overflow.
     Duration::try_from_secs_f64((1.0 / (1.0 + slowest)) * base.as_secs_f64()).ok()
+}
+
+/// `base` running `protocol` instead, for `explore --protocol`: unfenced
+/// (the campaign looks for what the design lets happen), client-go's
+/// application looping (`run_again`, as a Deployment restarts a pod), and the
+/// generator's timescale — the `[election]` lease, renewal and retry the fault
+/// lengths and the liveness bound are drawn from — set to the design's own
+/// (its expiry, a third of it, its retry).
+pub fn for_protocol(base: &Scenario, protocol: &ProtocolSpec) -> Scenario {
+    let mut s = base.clone();
+    let mut protocol = protocol.clone();
+    if let ProtocolSpec::ClientGo(settings) = &mut protocol {
+        settings.run_again = true;
+    }
+    if let Some((expiry, retry)) = protocol.timescale() {
+        s.election.lease_ttl = expiry;
+        s.election.renew_interval = expiry / 3;
+        s.election.retry_interval = retry;
+        s.election.safety_margin = None;
+        s.election.rejoin_delay = None;
+        s.fencing = false;
+    }
+    s.election.protocol = protocol;
+    s
 }
 
 #[cfg(test)]

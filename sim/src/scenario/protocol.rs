@@ -86,6 +86,26 @@ impl ProtocolSpec {
         }
     }
 
+    /// How long the design takes to give a silent holder's lock to another
+    /// (its lease, session or TTL; PostgreSQL's keepalive verdict), and how
+    /// often its clients retry: the timescale exploration draws its faults
+    /// on. `None` for the fenced protocol (its `[election]` keys say).
+    pub fn timescale(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+        use std::time::Duration;
+        Some(match self {
+            ProtocolSpec::Fenced => return None,
+            ProtocolSpec::ConnectionLock(s) => (
+                s.tcp_keepalives_idle + s.tcp_keepalives_interval * s.tcp_keepalives_count,
+                s.retry_interval,
+            ),
+            ProtocolSpec::ClientGo(s) => (s.lease_duration, s.retry_period),
+            ProtocolSpec::Etcd(s) => (Duration::from_secs(s.session_ttl_secs), s.keepalive_retry),
+            ProtocolSpec::Redlock(s) => (s.ttl, s.retry_delay),
+            ProtocolSpec::ZooKeeper(s) => (s.session_timeout, s.tick_time),
+            ProtocolSpec::DynamoDb(s) => (s.lease_duration, s.refresh_period),
+        })
+    }
+
     /// Checks the settings the way the modelled library does.
     ///
     /// # Errors
