@@ -271,3 +271,38 @@ fn a_node_may_run_its_own_settings_of_the_design() {
     let err = fenced_sim::file::parse(&other, std::path::Path::new("m.toml")).expect_err("refused");
     assert!(err.to_string().contains("node[1].etcd"), "{err}");
 }
+
+/// `explore --protocol` finds each unfenced design's known weakness — a
+/// split-brain write — within 100 seeds, and prints replay and shrink
+/// commands that carry the design; the connection-bound lock gets stuck
+/// instead of splitting.
+#[test]
+fn explore_finds_each_unfenced_designs_split_brain() {
+    for design in ["client-go", "etcd", "redlock", "zookeeper", "dynamodb"] {
+        let out = fenced_sim([
+            "explore",
+            "--protocol",
+            design,
+            "--seeds",
+            "100",
+            "--jobs",
+            "2",
+        ]);
+        assert_exit(&out, 1);
+        let text = common::stdout(&out);
+        assert!(text.contains("split-brain"), "{design}: {text}");
+        assert!(
+            text.contains(&format!("fenced-sim shrink --protocol {design} --seed")),
+            "{design}: {text}"
+        );
+    }
+    let out = fenced_sim(["explore", "--protocol", "connection-lock", "--seeds", "30"]);
+    assert!(!common::stdout(&out).contains("split-brain"));
+    let out = fenced_sim(["explore", "--protocol", "chubby", "--seeds", "3"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("--protocol `chubby`"),
+        "{}",
+        stderr(&out)
+    );
+}

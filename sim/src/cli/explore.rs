@@ -14,8 +14,8 @@ use fenced_sim::merge::{
 use fenced_sim::{RunOptions, Scenario};
 
 use super::common::{
-    bad_input, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome, PlantArg, ProtocolArg,
-    EXIT_FAIL,
+    bad_input, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome, PlantArg,
+    ProtocolArg, EXIT_FAIL,
 };
 
 #[derive(clap::Args, Debug)]
