@@ -64,7 +64,12 @@ fn same_args_give_identical_output_whatever_the_threads() {
 #[test]
 fn unfenced_designs_split_brain_when_a_stalled_leader_wakes() {
     let m = matrix(
-        &["stalled-leader", "stalled-leader-40s", "heavy-loss"],
+        &[
+            "stalled-leader",
+            "stalled-leader-40s",
+            "servers-restart-empty",
+            "heavy-loss",
+        ],
         5,
         false,
     );
@@ -105,7 +110,18 @@ fn unfenced_designs_split_brain_when_a_stalled_leader_wakes() {
         .iter()
         .filter(|c| c.scenario == "heavy-loss")
         .all(|c| c.failover_due == 0 && c.stuck_rate.is_none()));
-    assert!(m.cells.iter().all(|c| c.other_violations == 0 && !c.fenced));
+    // A lease store that comes back empty grants token 1 again: the fenced
+    // protocol's tokens need a durable store.
+    let empty = m.find("servers-restart-empty", "fenced").expect("a cell");
+    assert!(
+        empty.other_invariants.contains("token-monotonic"),
+        "{empty:?}"
+    );
+    assert!(m
+        .cells
+        .iter()
+        .filter(|c| c.scenario != "servers-restart-empty")
+        .all(|c| c.other_violations == 0 && !c.fenced));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::svg::time::time_label;
 use crate::units::human;
 
 /// The CSV header: the fields of [`Cell`], in order.
-pub const CSV_HEADER: &str = "scenario,protocol,fault,expiry_s,fenced,seeds,split_brain_rate,overlap_mean_s,overlap_p99_s,failover_rate,failovers,gap_p50_s,gap_p99_s,failover_due,stuck_rate,leaderless_fraction,other_violations,seeds_with_other_violations";
+pub const CSV_HEADER: &str = "scenario,protocol,fault,expiry_s,fenced,seeds,split_brain_rate,overlap_mean_s,overlap_p99_s,failover_rate,failovers,gap_p50_s,gap_p99_s,failover_due,stuck_rate,leaderless_fraction,other_violations,seeds_with_other_violations,other_invariants";
 
 /// How a matrix writes a cell.
 type CellText = dyn Fn(&Cell) -> String;
@@ -228,7 +228,11 @@ impl Matrix {
                 c.failover_due.to_string(),
                 opt(c.stuck_rate, &percent),
                 percent(c.leaderless_fraction),
-                c.other_violations.to_string(),
+                if c.other_violations == 0 {
+                    "0".to_string()
+                } else {
+                    format!("{} ({})", c.other_violations, c.other_invariants)
+                },
             ]);
         }
         write_aligned(out, &grid, 2);

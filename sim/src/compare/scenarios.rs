@@ -17,7 +17,9 @@ use std::time::Duration;
 use rand_core::Rng;
 
 use crate::rng::SeedDeriver;
-use crate::scenario::{FaultSpec, NodeSpec, ProtocolSpec, Scenario, DOWNSTREAM, LEASE_STORE};
+use crate::scenario::{
+    ClockOffset, FaultSpec, NodeSpec, ProtocolSpec, Scenario, DOWNSTREAM, LEASE_STORE,
+};
 
 /// The earliest start of a built-in scenario's fault.
 const FAULT_FROM: Duration = Duration::from_secs(12);
@@ -48,17 +50,10 @@ pub fn expiry(spec: &ProtocolSpec) -> Duration {
     expiry_with(spec, fenced::ElectorTimings::default().lease_ttl)
 }
 
-/// [`expiry`], with the fenced protocol's `lease_ttl` given.
+/// [`expiry`], with the fenced protocol's `lease_ttl` given: the other
+/// designs' is the first half of [`ProtocolSpec::timescale`].
 pub(super) fn expiry_with(spec: &ProtocolSpec, lease_ttl: Duration) -> Duration {
-    match spec {
-        ProtocolSpec::Fenced => lease_ttl,
-        ProtocolSpec::ConnectionLock(s) => s.keepalive_verdict_after(),
-        ProtocolSpec::ClientGo(s) => s.lease_duration,
-        ProtocolSpec::Etcd(s) => Duration::from_secs(s.session_ttl_secs),
-        ProtocolSpec::Redlock(s) => s.ttl,
-        ProtocolSpec::ZooKeeper(s) => s.session_timeout,
-        ProtocolSpec::DynamoDb(s) => s.lease_duration,
-    }
+    spec.timescale().map_or(lease_ttl, |(e, _)| e)
 }
 
 /// The setting [`expiry`] reads, for the outputs.
@@ -107,6 +102,7 @@ impl Length {
     /// `2 × E`, `0.7 × E`, `40s`.
     pub fn describe(self) -> String {
         match self {
+            Length::Expiry(1, 1) => "E".to_string(),
             Length::Expiry(num, 1) => format!("{num} × E"),
             Length::Expiry(num, den) => format!("{} × E", f64::from(num) / f64::from(den)),
             Length::Fixed(d) => crate::units::human(d),
@@ -138,6 +134,15 @@ pub enum Shape {
     CutFromServers,
     /// Every server of the design pauses.
     ServersStall,
+    /// Every server of the design restarts: down for the fault's length,
+    /// then back with its state (`durable`) or empty.
+    ServersRestart {
+        /// Whether the servers keep their state.
+        durable: bool,
+    },
+    /// Every server's clock steps ahead by the fault's length (an NTP
+    /// step): expiry judged on the server's clock comes early.
+    ServersClockJump,
     /// `node-a`'s machine dies and never comes back.
     Crash,
     /// No scheduled fault: 20% of messages lost and 20% duplicated, for
@@ -229,6 +234,24 @@ pub fn builtin() -> Vec<Neutral> {
             length: Length::Expiry(2, 1),
         },
         Neutral {
+            name: "servers-restart",
+            summary: "every lock server restarts, down 5 s, with its state",
+            shape: Shape::ServersRestart { durable: true },
+            length: Length::Fixed(Duration::from_secs(5)),
+        },
+        Neutral {
+            name: "servers-restart-empty",
+            summary: "every lock server restarts, down 5 s, and comes back empty (no persistence)",
+            shape: Shape::ServersRestart { durable: false },
+            length: Length::Fixed(Duration::from_secs(5)),
+        },
+        Neutral {
+            name: "servers-clock-jump",
+            summary: "every lock server's clock steps ahead by E (an NTP step)",
+            shape: Shape::ServersClockJump,
+            length: Length::Expiry(1, 1),
+        },
+        Neutral {
             name: "leader-crash",
             summary: "the leader's machine dies and stays down",
             shape: Shape::Crash,
@@ -304,6 +327,11 @@ impl Neutral {
             Shape::CutToServers => format!("cut node-a → servers {len}"),
             Shape::CutFromServers => format!("cut servers → node-a {len}"),
             Shape::ServersStall => format!("pause servers {len}"),
+            Shape::ServersRestart { durable: true } => format!("restart servers, down {len}"),
+            Shape::ServersRestart { durable: false } => {
+                format!("restart servers empty, down {len}")
+            }
+            Shape::ServersClockJump => format!("servers' clocks jump +{len}"),
             Shape::Crash => "crash node-a, no restart".to_string(),
             Shape::Loss => format!("loss 20%, duplicate 20% for {len}"),
         }
@@ -365,6 +393,25 @@ impl Neutral {
             Shape::ServersStall => {
                 for host in servers {
                     s.faults.push(FaultSpec::Pause { host, at, duration });
+                }
+            }
+            Shape::ServersRestart { durable } => {
+                for host in servers {
+                    s.faults.push(FaultSpec::Restart {
+                        host,
+                        at,
+                        duration,
+                        durable,
+                    });
+                }
+            }
+            Shape::ServersClockJump => {
+                for host in servers {
+                    s.faults.push(FaultSpec::ClockJump {
+                        host,
+                        at,
+                        by: ClockOffset::ahead(duration),
+                    });
                 }
             }
             Shape::Crash => s.faults.push(FaultSpec::Crash {

@@ -2,7 +2,7 @@
 //! over its seeds in bounded memory ([`CellTotals`], with a [`Sketch`] for
 //! percentiles), and the measured cell ([`Cell`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +66,7 @@ pub(super) struct SeedStats {
     due: bool,
     stuck: bool,
     other_violations: u64,
+    other_invariants: BTreeSet<String>,
     leaderless_ms: u64,
     virtual_ms: u64,
     events: u64,
@@ -119,6 +120,12 @@ impl SeedStats {
             due: hit.is_some(),
             stuck,
             other_violations: other_violations(r),
+            other_invariants: r
+                .violations
+                .iter()
+                .filter(|v| v.invariant != Invariant::SplitBrain.name())
+                .map(|v| v.invariant.clone())
+                .collect(),
             leaderless_ms: r.leaderless_ms,
             virtual_ms: r.virtual_ms,
             events: r.events,
@@ -139,6 +146,8 @@ pub(super) struct CellTotals {
     stuck: u64,
     other_violations: u64,
     with_other_violations: u64,
+    /// The invariants of those violations (at most the seven there are).
+    other_invariants: BTreeSet<String>,
     leaderless_ms: u64,
     virtual_ms: u64,
     pub(super) events: u64,
@@ -159,6 +168,7 @@ impl CellTotals {
         self.stuck += u64::from(s.stuck);
         self.other_violations = self.other_violations.saturating_add(s.other_violations);
         self.with_other_violations += u64::from(s.other_violations > 0);
+        self.other_invariants.extend(s.other_invariants);
         self.leaderless_ms = self.leaderless_ms.saturating_add(s.leaderless_ms);
         self.virtual_ms = self.virtual_ms.saturating_add(s.virtual_ms);
         self.events = self.events.saturating_add(s.events);
@@ -220,6 +230,9 @@ pub struct Cell {
     pub other_violations: u64,
     /// Seeds with such a violation.
     pub seeds_with_other_violations: u64,
+    /// Which invariants those were, space-separated (of the violations each
+    /// report lists: its first 100).
+    pub other_invariants: String,
 }
 
 /// What a cell is, besides its measures.
@@ -258,6 +271,12 @@ pub(super) fn cell(label: CellLabel<'_>, t: &CellTotals) -> Cell {
         },
         other_violations: t.other_violations,
         seeds_with_other_violations: t.with_other_violations,
+        other_invariants: t
+            .other_invariants
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 
