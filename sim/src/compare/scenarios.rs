@@ -35,8 +35,10 @@ const AFTERMATH: Duration = Duration::from_secs(60);
 /// The length of the heavy-loss scenario's run.
 const LOSS_RUN: Duration = Duration::from_secs(600);
 
-/// How long a stalled or cut-off holder keeps a design's lock before the
-/// design lets another take it — the setting its documentation names:
+/// How long a design's lock outlives a holder that has gone silent before
+/// another may take it — the setting its documentation names (a *stalled*
+/// PostgreSQL holder keeps its lock for ever: its kernel answers the
+/// keepalive probes):
 ///
 /// * `fenced`: `lease_ttl` (default 30 s);
 /// * `connection-lock`: the server's keepalive verdict, `tcp_keepalives_idle
