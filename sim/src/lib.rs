@@ -24,6 +24,7 @@
 
 pub mod checker;
 mod clock;
+pub mod compare;
 mod engine;
 mod expect;
 pub mod explore;

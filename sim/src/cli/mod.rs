@@ -7,6 +7,7 @@
 
 mod check;
 mod common;
+mod compare;
 mod explore;
 mod list;
 mod merge;
@@ -96,6 +97,19 @@ enum Command {
                             Exit codes: 0 done, 1 some run broke an invariant, 2 bad input."
     )]
     Sweep(Box<sweep::SweepArgs>),
+    /// The lock designs under the same faults: run protocol-neutral fault
+    /// scenarios (or scenario files) against every design over many seeds
+    /// and report per cell the split-brain rate, the belief overlap, the
+    /// failover gap p50/p99 and how often no failover happened (stuck).
+    #[command(
+        after_help = "Examples:\n  fenced-sim compare --seeds 50 --svg compare.svg\n  \
+                            fenced-sim compare --protocols fenced,etcd,redlock --only stalled-leader --seeds 8 --json\n  \
+                            fenced-sim compare scenarios/gc-pause-unfenced.toml --fenced --csv\n\n\
+                            E is each design's expiry (its lease, TTL or session timeout; PostgreSQL's keepalive verdict);\n\
+                            fault lengths are relative to it (2 × E) or fixed (40s). Runs last at most 8h of virtual time.\n\
+                            Exit codes: 0 done (it measures; it does not judge), 2 bad input."
+    )]
+    Compare(Box<compare::CompareArgs>),
 }
 
 impl Cli {
@@ -110,6 +124,7 @@ impl Cli {
             Command::Replay(args) => replay::replay(args),
             Command::Shrink(args) => shrink::shrink(args),
             Command::Sweep(args) => sweep::sweep(args),
+            Command::Compare(args) => compare::compare(args),
         };
         outcome.unwrap_or_else(|code| code)
     }

@@ -1,0 +1,309 @@
+//! What one run contributes to its cell ([`SeedStats`]), a cell's totals
+//! over its seeds in bounded memory ([`CellTotals`], with a [`Sketch`] for
+//! percentiles), and the measured cell ([`Cell`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::scenarios::CutOff;
+use crate::report::Invariant;
+use crate::Report;
+
+/// Values counted per bucket of three significant digits, for percentiles
+/// in memory bounded by the range of the values (at most about 16 000
+/// buckets for any `u64`), not by how many there are. A percentile is exact
+/// below 1000 and within 0.05% above.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Sketch {
+    counts: BTreeMap<u64, u64>,
+    n: u64,
+}
+
+/// `v` rounded to three significant digits (half up).
+fn bucket(v: u64) -> u64 {
+    let mut m = 1u64;
+    while v / m >= 1000 {
+        m *= 10;
+    }
+    (v.saturating_add(m / 2) / m).saturating_mul(m)
+}
+
+impl Sketch {
+    /// Counts `v`.
+    pub(super) fn add(&mut self, v: u64) {
+        *self.counts.entry(bucket(v)).or_insert(0) += 1;
+        self.n += 1;
+    }
+
+    /// How many values were counted.
+    pub(super) fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// The nearest-rank percentile `p` (0–100) of the values counted, to
+    /// three significant digits; `None` without values.
+    pub(super) fn percentile(&self, p: f64) -> Option<u64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = (((p / 100.0) * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0u64;
+        self.counts.iter().find_map(|(&value, &count)| {
+            seen += count;
+            (seen >= rank).then_some(value)
+        })
+    }
+}
+
+/// What one run of a cell measured.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SeedStats {
+    split_brain: bool,
+    overlap_ms: u64,
+    gaps_ms: Vec<u64>,
+    leader_changed: bool,
+    due: bool,
+    stuck: bool,
+    other_violations: u64,
+    other_invariants: BTreeSet<String>,
+    leaderless_ms: u64,
+    virtual_ms: u64,
+    events: u64,
+}
+
+/// Violations of `r` other than split-brain writes. The report lists at
+/// most 100; when it lists them all they are counted, otherwise the count
+/// of split-brain writes comes from the expectation the compare leaves at
+/// its default ("none"), whose unmet line states it.
+fn other_violations(r: &Report) -> u64 {
+    let split = Invariant::SplitBrain.name();
+    let listed_split = r.violations.iter().filter(|v| v.invariant == split).count() as u64;
+    if r.violations.len() as u64 >= r.violations_total {
+        return r.violations_total.saturating_sub(listed_split);
+    }
+    let stated = r.expect.unmet.iter().find_map(|line| {
+        let rest = line.strip_prefix("split_brain: expected none, but ")?;
+        rest.split(' ').next()?.parse::<u64>().ok()
+    });
+    r.violations_total
+        .saturating_sub(stated.unwrap_or(listed_split))
+}
+
+impl SeedStats {
+    /// The measures of `r`, a run whose fault `cut` (if any) should have
+    /// made the design fail over.
+    ///
+    /// A failover is **due** when `cut` is given and its node held a term
+    /// when the fault began; the run is **stuck** when one was due and no
+    /// other process (another node, or another incarnation of the node)
+    /// began a term between the fault's start and its end.
+    pub(super) fn of(r: &Report, cut: Option<&CutOff>) -> Self {
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let hit = cut.and_then(|c| {
+            let at = ms(c.at);
+            r.terms
+                .iter()
+                .find(|t| t.node == c.node && t.start_ms <= at && at < t.end_ms)
+                .map(|t| (t.owner.as_str(), at, ms(c.end)))
+        });
+        let stuck = hit.is_some_and(|(owner, at, end)| {
+            !r.terms
+                .iter()
+                .any(|t| t.owner != owner && at <= t.start_ms && t.start_ms <= end)
+        });
+        SeedStats {
+            split_brain: r.split_brain,
+            overlap_ms: r.overlap_ms,
+            gaps_ms: r.failovers.iter().map(|f| f.gap_ms).collect(),
+            leader_changed: r.leader_changes > 0,
+            due: hit.is_some(),
+            stuck,
+            other_violations: other_violations(r),
+            other_invariants: r
+                .violations
+                .iter()
+                .filter(|v| v.invariant != Invariant::SplitBrain.name())
+                .map(|v| v.invariant.clone())
+                .collect(),
+            leaderless_ms: r.leaderless_ms,
+            virtual_ms: r.virtual_ms,
+            events: r.events,
+        }
+    }
+}
+
+/// Every run of one cell, folded in as it finishes and forgotten.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CellTotals {
+    seeds: u64,
+    split_brain: u64,
+    overlap_ms: u64,
+    overlap: Sketch,
+    gaps: Sketch,
+    leader_changed: u64,
+    due: u64,
+    stuck: u64,
+    other_violations: u64,
+    with_other_violations: u64,
+    /// The invariants of those violations (at most the seven there are).
+    other_invariants: BTreeSet<String>,
+    leaderless_ms: u64,
+    virtual_ms: u64,
+    pub(super) events: u64,
+}
+
+impl CellTotals {
+    /// Folds one run in.
+    pub(super) fn add(&mut self, s: SeedStats) {
+        self.seeds += 1;
+        self.split_brain += u64::from(s.split_brain);
+        self.overlap_ms = self.overlap_ms.saturating_add(s.overlap_ms);
+        self.overlap.add(s.overlap_ms);
+        for gap in s.gaps_ms {
+            self.gaps.add(gap);
+        }
+        self.leader_changed += u64::from(s.leader_changed);
+        self.due += u64::from(s.due);
+        self.stuck += u64::from(s.stuck);
+        self.other_violations = self.other_violations.saturating_add(s.other_violations);
+        self.with_other_violations += u64::from(s.other_violations > 0);
+        self.other_invariants.extend(s.other_invariants);
+        self.leaderless_ms = self.leaderless_ms.saturating_add(s.leaderless_ms);
+        self.virtual_ms = self.virtual_ms.saturating_add(s.virtual_ms);
+        self.events = self.events.saturating_add(s.events);
+    }
+}
+
+/// `x` rounded to three decimals (seconds).
+fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+/// `x` rounded to four decimals (rates and fractions).
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// One cell of the matrix: one scenario run by one design over every seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// The scenario (the matrix's row).
+    pub scenario: String,
+    /// The design (the matrix's column).
+    pub protocol: String,
+    /// The fault as this design's runs had it (lengths resolved).
+    pub fault: String,
+    /// The design's expiry E, s.
+    pub expiry_s: f64,
+    /// Whether the downstream checked the design's token.
+    pub fenced: bool,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Fraction of seeds with a split-brain write (an older term's write
+    /// accepted after a newer term's).
+    pub split_brain_rate: f64,
+    /// Mean belief overlap per seed (time two processes both believed they
+    /// led), s.
+    pub overlap_mean_s: f64,
+    /// 99th-percentile belief overlap per seed, s.
+    pub overlap_p99_s: f64,
+    /// Fraction of seeds in which the leader changed at least once.
+    pub failover_rate: f64,
+    /// Failovers over every seed (hand-overs of the writes).
+    pub failovers: u64,
+    /// Median failover gap (last accepted write of the old leader to the
+    /// first of the new) over every failover of every seed, s; `None`
+    /// without failovers.
+    pub gap_p50_s: Option<f64>,
+    /// 99th-percentile failover gap, s.
+    pub gap_p99_s: Option<f64>,
+    /// Seeds whose fault should have made the design fail over: the leader
+    /// was stalled, cut off or down for longer than E.
+    pub failover_due: u64,
+    /// Of those, the fraction in which no other process began a term while
+    /// the fault lasted; `None` when no seed had a failover due.
+    pub stuck_rate: Option<f64>,
+    /// Fraction of the simulated time nobody believed it led.
+    pub leaderless_fraction: f64,
+    /// Violations other than split-brain writes, over every seed.
+    pub other_violations: u64,
+    /// Seeds with such a violation.
+    pub seeds_with_other_violations: u64,
+    /// Which invariants those were, space-separated (of the violations each
+    /// report lists: its first 100).
+    pub other_invariants: String,
+}
+
+/// What a cell is, besides its measures.
+pub(super) struct CellLabel<'a> {
+    pub(super) scenario: &'a str,
+    pub(super) protocol: &'a str,
+    pub(super) fault: String,
+    pub(super) expiry_s: f64,
+    pub(super) fenced: bool,
+}
+
+/// The cell `label` measured over its totals `t`.
+pub(super) fn cell(label: CellLabel<'_>, t: &CellTotals) -> Cell {
+    let n = t.seeds.max(1) as f64;
+    let s = |ms: u64| round3(ms as f64 / 1000.0);
+    Cell {
+        scenario: label.scenario.to_string(),
+        protocol: label.protocol.to_string(),
+        fault: label.fault,
+        expiry_s: round3(label.expiry_s),
+        fenced: label.fenced,
+        seeds: t.seeds,
+        split_brain_rate: round4(t.split_brain as f64 / n),
+        overlap_mean_s: round3(t.overlap_ms as f64 / n / 1000.0),
+        overlap_p99_s: t.overlap.percentile(99.0).map_or(0.0, s),
+        failover_rate: round4(t.leader_changed as f64 / n),
+        failovers: t.gaps.len(),
+        gap_p50_s: t.gaps.percentile(50.0).map(s),
+        gap_p99_s: t.gaps.percentile(99.0).map(s),
+        failover_due: t.due,
+        stuck_rate: (t.due > 0).then(|| round4(t.stuck as f64 / t.due as f64)),
+        leaderless_fraction: if t.virtual_ms > 0 {
+            round4(t.leaderless_ms as f64 / t.virtual_ms as f64)
+        } else {
+            0.0
+        },
+        other_violations: t.other_violations,
+        seeds_with_other_violations: t.with_other_violations,
+        other_invariants: t
+            .other_invariants
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_keep_three_significant_digits() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(999), 999);
+        assert_eq!(bucket(1234), 1230);
+        assert_eq!(bucket(1235), 1240);
+        assert_eq!(bucket(7_875_004), 7_880_000);
+        assert_eq!(bucket(u64::MAX), 18_400_000_000_000_000_000);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut s = Sketch::default();
+        assert_eq!(s.percentile(50.0), None);
+        for v in 1..=100 {
+            s.add(v);
+        }
+        assert_eq!(s.percentile(50.0), Some(50));
+        assert_eq!(s.percentile(99.0), Some(99));
+        assert_eq!(s.percentile(100.0), Some(100));
+        assert_eq!(s.len(), 100);
+    }
+}
