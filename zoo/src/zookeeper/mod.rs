@@ -238,6 +238,12 @@ pub enum ZooKeeperResponse {
     Pong {
         /// The socket.
         connection: u64,
+        /// How many watch events the server has pushed on this socket before
+        /// this answer. Not a ZooKeeper field: it stands for TCP's byte
+        /// order, which the model's message-dropping network lacks — a client
+        /// that has not heard them all holds the pong as TCP would (see
+        /// "The transport" in the module docs).
+        notifications: u64,
     },
     /// The created node's sequence number.
     Created {
@@ -279,6 +285,9 @@ pub enum ZooKeeperResponse {
         connection: u64,
         /// The node.
         node: u64,
+        /// Its place among the events pushed on this socket, from 1 (TCP
+        /// order; see [`ZooKeeperResponse::Pong`]).
+        notification: u64,
     },
 }
 
