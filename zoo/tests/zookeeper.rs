@@ -4,8 +4,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{secs, Clock, Event, Sim};
-use fenced_zoo::zookeeper::{ErrorPolicy, ZooKeeper, ZooKeeperRequest, ZooKeeperSettings};
+use common::{secs, Clock, Event, Loss, Sim};
+use fenced_zoo::zookeeper::{
+    ErrorPolicy, ZooKeeper, ZooKeeperRequest, ZooKeeperResponse, ZooKeeperSettings,
+};
 use fenced_zoo::{ClientId, Protocol, SettingsError};
 
 fn sim(error_policy: ErrorPolicy) -> Sim<ZooKeeper> {
@@ -247,6 +249,137 @@ fn wiped_server_expires_the_session_on_reconnect() {
     assert_ne!(sim.client(a).session(), first);
     let tokens = tokens(&sim);
     assert!(tokens[0].1 < tokens[1].1, "a new epoch: {tokens:?}");
+}
+
+/// The harness drops exactly one message: the first one to (or from)
+/// `client` that `pick` matches.
+fn drop_first<M: 'static>(
+    client: ClientId,
+    pick: fn(&M) -> bool,
+) -> Option<Box<common::DropFilter<M>>> {
+    let mut dropped = false;
+    Some(Box::new(move |peer: ClientId, message: &M| {
+        let drop = !dropped && peer == client && pick(message);
+        dropped |= drop;
+        drop
+    }))
+}
+
+/// Over TCP a response is never silently lost: the model turns a missing
+/// answer into the broken connection it stands for. A's create is applied
+/// (A holds the lowest node; the server reports A) but its answer is
+/// dropped: the outstanding request runs out the read timeout (40 s after
+/// its send), the connection is dropped (SUSPENDED), and after the 1 s spin
+/// delay the protected create is re-sent, finds A's node, and A leads —
+/// within 42 s of its start, and B (watching A's node) never leads.
+#[test]
+fn lost_create_response_reconnects_and_one_leader() {
+    let mut sim = sim(ErrorPolicy::Standard);
+    sim.drop_response = drop_first(ClientId(1), |response| {
+        matches!(response, ZooKeeperResponse::Created { .. })
+    });
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_millis(100));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(39));
+    assert_eq!(sim.dropped, 1);
+    assert_eq!(sim.holder(0).and_then(|(holder, _)| holder), Some(a));
+    assert!(sim.leader_ids().is_empty(), "A has not heard, B waits");
+    assert!(sim.client(a).is_suspended() || sim.became_leader_at(a).is_none());
+    let mut two = false;
+    let led = sim.run_until_cond(Duration::from_secs(3), |sim| {
+        two |= sim.leader_ids().len() > 1;
+        sim.leader_ids() == vec![a]
+    });
+    assert!(led && !two, "leaders: {:?}", sim.leader_ids());
+    assert!(sim.now <= secs(42), "{}", sim.now);
+    sim.run_for(Duration::from_secs(120));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    assert_eq!(sim.became_leader_at(b), None);
+    let tokens = tokens(&sim);
+    assert_eq!(tokens.len(), 1, "one czxid: {tokens:?}");
+}
+
+/// The symmetric case: A's create never reaches the server. Its answer is
+/// outstanding for the read timeout, the connection is dropped, and the
+/// create is re-sent on the new one: A leads within 42 s of its start.
+#[test]
+fn lost_create_request_reconnects_and_leads() {
+    let mut sim = sim(ErrorPolicy::Standard);
+    sim.drop_request = drop_first(ClientId(1), |request| {
+        matches!(request, ZooKeeperRequest::Create { .. })
+    });
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(39));
+    assert_eq!(sim.dropped, 1);
+    assert_eq!(sim.holder(0), None, "the server never saw a create");
+    assert!(sim.leader_ids().is_empty());
+    let led = sim.run_until_cond(Duration::from_secs(3), |sim| sim.leader_ids() == vec![a]);
+    assert!(led, "A leads by 42 s");
+    sim.run_for(Duration::from_secs(120));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    assert_eq!(tokens(&sim).len(), 1);
+}
+
+/// A lost watch event: B watches A's node; A stops and its node's
+/// `NodeDeleted` to B is dropped. Pongs that TCP would have held behind the
+/// missing event do not count as heard, so B's read timeout drops the
+/// connection and RECONNECTED re-reads the children: B leads within 42 s.
+#[test]
+fn lost_watch_event_reconnects_and_leads() {
+    let mut sim = sim(ErrorPolicy::Standard);
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(10));
+    assert_eq!(sim.leader_ids(), vec![a]);
+    sim.drop_response = drop_first(b, |response| {
+        matches!(response, ZooKeeperResponse::NodeDeleted { .. })
+    });
+    let stopped_at = sim.now;
+    sim.stop(a);
+    sim.run_for(Duration::from_secs(30));
+    assert_eq!(sim.dropped, 1);
+    assert_eq!(sim.holder(0).and_then(|(holder, _)| holder), Some(b));
+    let led = sim.run_until_cond(Duration::from_secs(12), |sim| sim.leader_ids() == vec![b]);
+    assert!(led, "B leads by 42 s after A stopped");
+    assert!(sim.now - stopped_at <= secs(42));
+}
+
+/// 20 % of all messages, both ways, lost for five minutes among three
+/// contenders (each seed its own loss pattern): once the loss stops, exactly
+/// one of them leads within two session timeouts (a connection stalled just
+/// before is dropped 40 s after its oldest unanswered request, a session
+/// lost meanwhile is re-made at once), the one the server says holds the
+/// lowest node, and it stays the only leader.
+#[test]
+fn random_loss_converges_to_one_leader_after_it_stops() {
+    for seed in 1..=20 {
+        let mut sim = sim(ErrorPolicy::Standard);
+        sim.loss = Some(Loss::new(200, seed));
+        let ids: Vec<ClientId> = (1..=3)
+            .map(|id| sim.add_client(id, Clock::default()))
+            .collect();
+        sim.run_for(Duration::from_secs(300));
+        assert!(sim.dropped > 0);
+        sim.loss = None;
+        let stopped_at = sim.now;
+        let converged = sim.run_until_cond(Duration::from_secs(120), |sim| {
+            sim.leader_ids().len() == 1
+                && sim.holder(0).and_then(|(holder, _)| holder) == Some(sim.leader_ids()[0])
+        });
+        assert!(
+            converged,
+            "seed {seed}: leaders {:?}, holder {:?}",
+            sim.leader_ids(),
+            sim.holder(0)
+        );
+        let leader = sim.leader_ids()[0];
+        assert!(ids.contains(&leader));
+        assert!(sim.now - stopped_at <= secs(120));
+        sim.run_for(Duration::from_secs(300));
+        assert_eq!(sim.leader_ids(), vec![leader], "seed {seed}");
+    }
 }
 
 /// Zero durations and a percent outside `1..=100` are rejected.

@@ -1,7 +1,7 @@
 //! The ZooKeeper client: `ClientCnxn`'s connection and session, Curator's
 //! connection states, and the `LeaderLatch` recipe on top.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
@@ -78,6 +78,14 @@ pub struct ZooKeeperClient {
     /// `ourPath`.
     our_node: Option<u64>,
     op: Op,
+    /// When `op`'s request went out on the current socket (`None`: not sent
+    /// on it yet, or `op` awaits no answer).
+    op_sent: Option<Instant>,
+    /// When the pending delete went out on the current socket.
+    delete_sent: Option<Instant>,
+    /// The watch events heard on the current socket, by their place in its
+    /// stream.
+    notifications: BTreeSet<u64>,
     /// `hasLeadership`, with the czxid read by the owner check.
     leadership: Option<u64>,
     /// A guaranteed delete not yet acknowledged.
@@ -107,6 +115,9 @@ impl ZooKeeperClient {
             suspended_since: None,
             our_node: None,
             op: Op::None,
+            op_sent: None,
+            delete_sent: None,
+            notifications: BTreeSet::new(),
             leadership: None,
             pending_delete: None,
             last_xid: 0,
@@ -160,10 +171,29 @@ impl ZooKeeperClient {
             .map(|since| since + self.timeout * percent / 100)
     }
 
-    /// When the read timeout drops the socket (`SUSPENDED`).
+    /// The send time of the oldest request on the socket still waiting for
+    /// its answer (the head of `pendingQueue`).
+    fn oldest_unanswered(&self) -> Option<Instant> {
+        let op = match self.op {
+            Op::Create { .. }
+            | Op::GetChildren { .. }
+            | Op::GetOwnData { .. }
+            | Op::GetPredecessor { .. } => self.op_sent,
+            Op::None | Op::Watching { .. } => None,
+        };
+        earliest_of([op, self.delete_sent])
+    }
+
+    /// When the read timeout drops the socket (`SUSPENDED`): `readTimeout`
+    /// after the last byte heard, or — TCP delivers in order, so nothing
+    /// sent after a missing answer would have been heard either — after the
+    /// send of the oldest request still unanswered.
     fn read_deadline(&self) -> Option<Instant> {
         match self.link {
-            Link::Up { .. } => Some(self.last_heard + self.read_timeout()),
+            Link::Up { .. } => {
+                let heard = earliest_of([Some(self.last_heard), self.oldest_unanswered()]);
+                heard.map(|at| at + self.read_timeout())
+            }
             _ => None,
         }
     }
@@ -177,6 +207,7 @@ impl ZooKeeperClient {
     /// `RECONNECTED`.
     fn send_op(&mut self, now: Instant, op: Op) {
         self.op = op;
+        self.op_sent = None;
         let Link::Up { connection, .. } = self.link else {
             return;
         };
@@ -205,6 +236,7 @@ impl ZooKeeperClient {
             connection,
             last_send: now,
         };
+        self.op_sent = Some(now);
         self.send(request);
     }
 
@@ -240,6 +272,7 @@ impl ZooKeeperClient {
                 connection,
                 last_send: now,
             };
+            self.delete_sent = Some(now);
             self.send(ZooKeeperRequest::Delete { connection, node });
         }
     }
@@ -281,10 +314,14 @@ impl ZooKeeperClient {
     }
 
     /// The socket is gone (`Disconnected`): Curator posts `SUSPENDED`.
+    /// `ClientCnxn.SendThread.cleanup` fails every request on it with
+    /// `CONNECTIONLOSS` (`conLossPacket`); the latch's operation and the
+    /// guaranteed delete are re-driven on `RECONNECTED`.
     fn disconnected(&mut self, now: Instant) {
         self.link = Link::Down {
             at: now + SPIN_DELAY,
         };
+        self.forget_socket();
         if self.suspended_since.is_none() {
             self.suspended_since = Some(now);
             if self.started && self.settings.error_policy == ErrorPolicy::Standard {
@@ -296,6 +333,7 @@ impl ZooKeeperClient {
     /// `Expired` (from the server, ZOOKEEPER-4508, or Curator's injection):
     /// Curator posts `LOST` and makes a new handle, which connects at once.
     fn expired(&mut self, now: Instant) {
+        self.forget_socket();
         self.session = None;
         self.timeout = self.settings.session_timeout;
         self.suspended_since = None;
@@ -305,7 +343,15 @@ impl ZooKeeperClient {
         }
     }
 
+    /// What was in flight on the socket is gone with it.
+    fn forget_socket(&mut self) {
+        self.op_sent = None;
+        self.delete_sent = None;
+        self.notifications.clear();
+    }
+
     fn connect(&mut self, now: Instant) {
+        self.forget_socket();
         self.last_connection += 1;
         let connection = self.last_connection;
         self.link = Link::Connecting {
@@ -404,6 +450,7 @@ impl ZooKeeperClient {
                 if self.pending_delete == Some(node) =>
             {
                 self.pending_delete = None;
+                self.delete_sent = None;
             }
             _ => {}
         }
@@ -445,7 +492,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
                 let on = match &response {
                     ZooKeeperResponse::Connected { connection, .. }
                     | ZooKeeperResponse::Closed { connection }
-                    | ZooKeeperResponse::Pong { connection }
+                    | ZooKeeperResponse::Pong { connection, .. }
                     | ZooKeeperResponse::Created { connection, .. }
                     | ZooKeeperResponse::Children { connection, .. }
                     | ZooKeeperResponse::Data { connection, .. }
@@ -455,8 +502,20 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
                 if on != connection {
                     return;
                 }
-                if let ZooKeeperResponse::Closed { .. } = response {
-                    return self.disconnected(now);
+                match response {
+                    ZooKeeperResponse::Closed { .. } => return self.disconnected(now),
+                    // A pong behind a watch event not heard: TCP would hold
+                    // it until the event arrives, so it is not heard yet.
+                    ZooKeeperResponse::Pong { notifications, .. }
+                        if (self.notifications.range(1..=notifications).count() as u64)
+                            < notifications =>
+                    {
+                        return;
+                    }
+                    ZooKeeperResponse::NodeDeleted { notification, .. } => {
+                        self.notifications.insert(notification);
+                    }
+                    _ => {}
                 }
                 self.last_heard = now;
                 if now.saturating_duration_since(last_send) > MAX_SEND_PING_INTERVAL {
@@ -544,6 +603,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
         self.session = None;
         self.suspended_since = None;
         self.pending_delete = None;
+        self.forget_socket();
         self.link = Link::Down { at: now };
     }
 

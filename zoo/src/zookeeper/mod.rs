@@ -68,6 +68,55 @@
 //! Derived: read timeout 40 s, ping every 19 s, client-side expiry 80 s,
 //! Curator's simulated `LOST` 60 s after `SUSPENDED`.
 //!
+//! # The transport
+//!
+//! ZooKeeper runs over TCP: one ordered, reliable byte stream per socket. A
+//! single packet is never silently lost — TCP retransmits it, or, if the path
+//! stays broken, nothing behind it is delivered either until the connection
+//! fails. The driver's network may drop single messages, which TCP never
+//! does, so the model reads a dropped message as what it stands for, a
+//! connection that stopped delivering, and ends it the way `ClientCnxn`
+//! does: the read timeout (`readTimeout` = 2/3 of the negotiated timeout,
+//! `ClientCnxn` constructor and `onConnected`; `SendThread.run`: `to =
+//! readTimeout - getIdleRecv()`, then "Client connection timed out"), the
+//! socket is closed, `SendThread.cleanup` fails every pending request with
+//! `CONNECTIONLOSS` (`conLossPacket`), Curator posts `SUSPENDED`, reconnects
+//! after the 1 s spin delay and posts `RECONNECTED`; the latch's
+//! `handleStateChange` then calls `getChildren()` (at 88dee99; older Curator
+//! called `reset()` when not leader), whose `checkLeadership` resets if our
+//! node is missing, and a create that failed with `CONNECTIONLOSS` is
+//! re-sent with the same protection id (Curator's background retry,
+//! `CreateBuilderImpl.pathInBackground`: a retried protected create first
+//! runs `findProtectedNodeInForeground`), so it finds a node the server
+//! already made. Concretely:
+//!
+//! * **A request unanswered for `readTimeout` since its send** (the latch's
+//!   operation or the guaranteed delete; a lost request or a lost answer
+//!   alike) drops the socket. Pongs heard after the send do not keep it
+//!   alive: on one TCP stream the server answers in order (a ping goes
+//!   through the same request pipeline, and `ClientCnxn.readResponse` closes
+//!   the socket on "Xid out of order"), so a pong behind a missing answer
+//!   would have been held by TCP, not heard. The bound is the stack's own:
+//!   40 s for the default 60 s session, below the server's expiry (60 s), so
+//!   the session survives and the latch re-drives within about
+//!   `readTimeout + 1 s` of the lost message's send.
+//! * **A lost watch event**: each `NodeDeleted` carries its place on the
+//!   socket and each `Pong` the number pushed before it (stand-ins for TCP's
+//!   sequence numbers, not ZooKeeper fields); a pong behind an event not yet
+//!   heard is held, not heard, so the read timeout drops the socket and
+//!   `RECONNECTED` re-reads the children.
+//! * **A lost ping or pong** breaks nothing TCP would have delivered: it
+//!   carries no state, the next ping 19 s later stands in for it, and only
+//!   `readTimeout` with nothing heard (two pongs in a row lost) drops the
+//!   socket. A lost `ConnectResponse` leaves the attempt to `connectTimeout`.
+//!
+//! A model socket that loses one message is thus broken, where real TCP
+//! would often have recovered within a retransmission: the model is
+//! pessimistic about availability, never about what a client learns. The
+//! server still reads (and is touched by) packets sent after a lost one,
+//! which TCP would hold; the client's read timeout (2/3 T) ends such a socket
+//! before the session could expire (T).
+//!
 //! # Left out
 //!
 //! The ensemble (one linearizable server: no quorum, followers or
@@ -238,6 +287,12 @@ pub enum ZooKeeperResponse {
     Pong {
         /// The socket.
         connection: u64,
+        /// How many watch events the server has pushed on this socket before
+        /// this answer. Not a ZooKeeper field: it stands for TCP's byte
+        /// order, which the model's message-dropping network lacks — a client
+        /// that has not heard them all holds the pong as TCP would (see
+        /// "The transport" in the module docs).
+        notifications: u64,
     },
     /// The created node's sequence number.
     Created {
@@ -279,6 +334,9 @@ pub enum ZooKeeperResponse {
         connection: u64,
         /// The node.
         node: u64,
+        /// Its place among the events pushed on this socket, from 1 (TCP
+        /// order; see [`ZooKeeperResponse::Pong`]).
+        notification: u64,
     },
 }
 

@@ -40,6 +40,9 @@ pub struct ZooKeeperServer {
     sessions: BTreeMap<SessionId, Session>,
     /// Open sockets: client → (its socket number, the session on it).
     connections: BTreeMap<ClientId, (u64, SessionId)>,
+    /// Watch events pushed on each open socket so far (the stream position
+    /// TCP would keep; see [`ZooKeeperResponse::Pong`]).
+    notified: BTreeMap<ClientId, u64>,
     /// Children of the latch path, by sequence number.
     nodes: BTreeMap<u64, Node>,
     /// Data watches: node → sessions watching it.
@@ -61,6 +64,7 @@ impl ZooKeeperServer {
             last_session: 0,
             sessions: BTreeMap::new(),
             connections: BTreeMap::new(),
+            notified: BTreeMap::new(),
             nodes: BTreeMap::new(),
             watches: BTreeMap::new(),
             reported: None,
@@ -140,7 +144,17 @@ impl ZooKeeperServer {
                 .map(|(client, (connection, _))| (*client, *connection))
                 .collect();
             for (client, connection) in sockets {
-                self.reply(client, ZooKeeperResponse::NodeDeleted { connection, node });
+                let notification = self.notified.entry(client).or_default();
+                *notification += 1;
+                let notification = *notification;
+                self.reply(
+                    client,
+                    ZooKeeperResponse::NodeDeleted {
+                        connection,
+                        node,
+                        notification,
+                    },
+                );
             }
         }
     }
@@ -172,6 +186,7 @@ impl ZooKeeperServer {
             .collect();
         for (client, connection) in closed {
             self.connections.remove(&client);
+            self.notified.remove(&client);
             self.reply(client, ZooKeeperResponse::Closed { connection });
         }
     }
@@ -206,6 +221,7 @@ impl ZooKeeperServer {
                 (session, timeout)
             }
         };
+        self.notified.remove(&from);
         if timeout.is_zero() {
             self.connections.remove(&from);
         } else {
@@ -249,7 +265,14 @@ impl ZooKeeperServer {
         match request {
             ZooKeeperRequest::Connect { .. } => unreachable!("handled above"),
             ZooKeeperRequest::Ping { .. } => {
-                self.reply(from, ZooKeeperResponse::Pong { connection });
+                let notifications = self.notified.get(&from).copied().unwrap_or(0);
+                self.reply(
+                    from,
+                    ZooKeeperResponse::Pong {
+                        connection,
+                        notifications,
+                    },
+                );
             }
             ZooKeeperRequest::Create {
                 xid, protection, ..
@@ -369,6 +392,7 @@ impl LockServer<ZooKeeper> for ZooKeeperServer {
     /// would start over at epoch 1).
     fn restart(&mut self, now: Instant, durable: bool) {
         let now = self.latest_now.observe(now);
+        self.notified.clear();
         for (client, (connection, _)) in std::mem::take(&mut self.connections) {
             self.reply(client, ZooKeeperResponse::Closed { connection });
         }

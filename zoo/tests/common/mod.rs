@@ -112,6 +112,47 @@ pub struct Sim<P: Protocol> {
     pub log: Vec<(u64, Event)>,
     /// Requests delivered to servers, for assertions on what was sent.
     pub requests: Vec<(u64, ClientId, ServerIndex, P::Request)>,
+    /// Drops a request when it returns true (checked once per send).
+    pub drop_request: Option<Box<DropFilter<P::Request>>>,
+    /// Drops a response when it returns true (checked once per send).
+    pub drop_response: Option<Box<DropFilter<P::Response>>>,
+    /// Random loss of single messages, both directions (seeded).
+    pub loss: Option<Loss>,
+    /// Messages dropped by `drop_request`, `drop_response` or `loss`.
+    pub dropped: u64,
+}
+
+/// Decides whether to drop one message to or from a client.
+pub type DropFilter<M> = dyn FnMut(ClientId, &M) -> bool;
+
+/// Seeded random loss: each message is dropped with probability
+/// `permille / 1000` (SplitMix64, no global randomness).
+#[derive(Clone, Copy, Debug)]
+pub struct Loss {
+    pub permille: u64,
+    pub state: u64,
+}
+
+impl Loss {
+    pub fn new(permille: u64, seed: u64) -> Loss {
+        Loss {
+            permille,
+            state: seed,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Whether to drop the next message.
+    pub fn drop_next(&mut self) -> bool {
+        self.next() % 1000 < self.permille
+    }
 }
 
 pub fn secs(s: u64) -> u64 {
@@ -145,7 +186,18 @@ impl<P: Protocol> Sim<P> {
             duplicate_requests: false,
             log: Vec::new(),
             requests: Vec::new(),
+            drop_request: None,
+            drop_response: None,
+            loss: None,
+            dropped: 0,
         }
+    }
+
+    /// Whether the random loss (if any) drops the next message.
+    fn lost(&mut self) -> bool {
+        let lost = self.loss.as_mut().is_some_and(Loss::drop_next);
+        self.dropped += u64::from(lost);
+        lost
     }
 
     /// Adds a client with a clock and starts it now.
@@ -280,6 +332,15 @@ impl<P: Protocol> Sim<P> {
                     if self.cut_links.contains(&(id, to)) {
                         continue;
                     }
+                    if let Some(filter) = self.drop_request.as_mut() {
+                        if filter(id, &request) {
+                            self.dropped += 1;
+                            continue;
+                        }
+                    }
+                    if self.lost() {
+                        continue;
+                    }
                     if self.duplicate_requests {
                         self.push(
                             self.now + latency,
@@ -314,6 +375,15 @@ impl<P: Protocol> Sim<P> {
             match output {
                 ServerOutput::Reply { to, response } => {
                     if self.cut_links.contains(&(to, index)) {
+                        continue;
+                    }
+                    if let Some(filter) = self.drop_response.as_mut() {
+                        if filter(to, &response) {
+                            self.dropped += 1;
+                            continue;
+                        }
+                    }
+                    if self.lost() {
                         continue;
                     }
                     let at = self.now + self.latency_of(to);
