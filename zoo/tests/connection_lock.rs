@@ -183,3 +183,52 @@ fn settings_validation() {
     );
     assert_eq!(ConnectionLock::validate(&PgSettings::default()), Ok(()));
 }
+
+/// A keepalive probe is the kernel's business: answering it makes the client
+/// process do nothing else — no query, no verdict — so a holder paused for
+/// hours keeps its lock (found by `fenced-sim compare`: a probe used to run
+/// the client's timer, a paused holder queried at the first probe and gave
+/// up at the second, 4 h in).
+#[test]
+fn answering_a_keepalive_probe_makes_the_client_do_nothing_else() {
+    use fenced_zoo::connection_lock::{ConnectionLock, PgRequest, PgResponse};
+    use fenced_zoo::{ClientId, ClientOutput, LockClient, LockServer, Protocol, ServerOutput};
+    let settings = <ConnectionLock as Protocol>::Settings::default();
+    let mut server = ConnectionLock::new_server(&settings, 0);
+    let mut client = ConnectionLock::new_client(&settings, ClientId(0), "a", 1);
+    let t0 = fenced_zoo::Instant::from_secs(1);
+    client.start(t0);
+    // Deliver everything at once until the client holds the lock.
+    let mut session = None;
+    for _ in 0..20 {
+        while let Some(out) = client.poll_output() {
+            if let ClientOutput::Send { request, .. } = out {
+                server.handle_request(ClientId(0), request, t0);
+            }
+        }
+        while let Some(out) = server.poll_output() {
+            if let ServerOutput::Reply { response, .. } = out {
+                if let PgResponse::Connected { session: s, .. } = &response {
+                    session = Some(*s);
+                }
+                client.handle_response(0, response, t0);
+            }
+        }
+    }
+    let session = session.expect("connected");
+    assert!(client.leadership(t0).is_some(), "holds the lock");
+    // Hours later, while the process is stalled, a probe arrives: only the
+    // kernel's ack goes out.
+    let later = fenced_zoo::Instant::from_secs(7_300);
+    client.handle_response(0, PgResponse::KeepaliveProbe { session }, later);
+    let mut sent = Vec::new();
+    while let Some(out) = client.poll_output() {
+        if let ClientOutput::Send { request, .. } = out {
+            sent.push(request);
+        }
+    }
+    assert!(
+        matches!(sent.as_slice(), [PgRequest::KeepaliveAck { .. }]),
+        "{sent:?}"
+    );
+}

@@ -4,7 +4,7 @@
 use fenced::{FencingToken, LeaseResult, OwnerId};
 
 use super::Checker;
-use crate::clock::server_true_time;
+use crate::clock::{server_local, server_true_time};
 use crate::observation::{ProcessId, ProcessRef, SimTime};
 use crate::report::Invariant;
 use crate::units::secs;
@@ -15,11 +15,22 @@ pub(super) struct LeaseView {
     owner: OwnerId,
     pid: ProcessId,
     token: u64,
-    expires_at: SimTime,
+    /// On the store's own clock: a jump of that clock moves expiry with it.
+    expires_at: fenced::Instant,
     granted_at: SimTime,
 }
 
 impl Checker {
+    /// What the lease store's clock reads at true time `now`.
+    fn store_now(&self, now: SimTime) -> fenced::Instant {
+        server_local(now, self.store_offset)
+    }
+
+    /// When the store's clock reads `local`, in true time (for messages).
+    fn true_time(&self, local: fenced::Instant) -> SimTime {
+        server_true_time(local, self.store_offset, SimTime::ZERO)
+    }
+
     fn lease_evidence(&self) -> Vec<String> {
         self.lease
             .iter()
@@ -29,7 +40,7 @@ impl Checker {
                     secs(l.granted_at),
                     l.token,
                     l.owner,
-                    secs(l.expires_at)
+                    secs(self.true_time(l.expires_at))
                 )
             })
             .collect()
@@ -63,7 +74,8 @@ impl Checker {
                         events,
                     );
                 }
-                if let Some(prev) = self.lease.as_ref().filter(|l| now < l.expires_at) {
+                let store_now = self.store_now(now);
+                if let Some(prev) = self.lease.as_ref().filter(|l| store_now < l.expires_at) {
                     if prev.owner != *who.owner {
                         let events = self.lease_evidence();
                         let detail = format!(
@@ -71,7 +83,7 @@ impl Checker {
                             who.owner,
                             prev.owner,
                             prev.token,
-                            secs(prev.expires_at)
+                            secs(self.true_time(prev.expires_at))
                         );
                         self.violate(Invariant::LeaseExclusive, now, detail, events);
                     }
@@ -81,24 +93,22 @@ impl Checker {
                     owner: who.owner.clone(),
                     pid: who.id,
                     token,
-                    expires_at: server_true_time(*expires_at, self.store_offset, SimTime::ZERO),
+                    expires_at: *expires_at,
                     granted_at: now,
                 });
             }
             LeaseResult::Renewed { token, expires_at } => {
                 let token = token.get();
+                let store_now = self.store_now(now);
                 // The common case: the live holder renews its own term.
-                if let Some(view) = self
-                    .lease
-                    .as_mut()
-                    .filter(|v| v.owner == *who.owner && now < v.expires_at && v.token == token)
-                {
-                    view.expires_at =
-                        server_true_time(*expires_at, self.store_offset, SimTime::ZERO);
+                if let Some(view) = self.lease.as_mut().filter(|v| {
+                    v.owner == *who.owner && store_now < v.expires_at && v.token == token
+                }) {
+                    view.expires_at = *expires_at;
                     return;
                 }
                 match self.lease.as_ref() {
-                    Some(view) if view.owner == *who.owner && now < view.expires_at => {
+                    Some(view) if view.owner == *who.owner && store_now < view.expires_at => {
                         let detail = format!(
                             "a renewal by {} changed token {} to {token}",
                             who.owner, view.token
@@ -107,13 +117,13 @@ impl Checker {
                         self.violate(Invariant::TokenMonotonic, now, detail, events);
                         self.highest_granted = self.highest_granted.max(token);
                     }
-                    Some(view) if now < view.expires_at => {
+                    Some(view) if store_now < view.expires_at => {
                         let detail = format!(
                             "lease-store renewed token {token} for {} while {} held token {} live until {}",
                             who.owner,
                             view.owner,
                             view.token,
-                            secs(view.expires_at)
+                            secs(self.true_time(view.expires_at))
                         );
                         let events = self.lease_evidence();
                         self.violate(Invariant::LeaseExclusive, now, detail, events);
@@ -132,7 +142,7 @@ impl Checker {
                     owner: who.owner.clone(),
                     pid: who.id,
                     token,
-                    expires_at: server_true_time(*expires_at, self.store_offset, SimTime::ZERO),
+                    expires_at: *expires_at,
                     granted_at,
                 });
             }

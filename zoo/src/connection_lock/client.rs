@@ -167,7 +167,10 @@ impl LockClient<ConnectionLock> for PgClient {
             (State::Open { session, .. }, PgResponse::KeepaliveProbe { session: probed })
                 if probed == session =>
             {
+                // The kernel answers the probe; the process does nothing
+                // else (it may be paused): no query is due because of it.
                 self.send(PgRequest::KeepaliveAck { session });
+                return;
             }
             (
                 State::Open {
