@@ -87,7 +87,7 @@ impl Network {
 
     /// Draws the fate of one message sent at `now`: loss, latency,
     /// duplication.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn transit(&mut self, now: SimTime) -> Transit {
         if self.loss > 0.0 && unit_f64(&mut self.rng) < self.loss {
             return Transit::Lost;

@@ -62,6 +62,7 @@ impl Worker {
 
     /// The process began to believe it leads with `token`: the first unit
     /// starts now.
+    #[inline]
     pub(crate) fn start_term<H: WorkerHosts, O: Observer>(
         &mut self,
         token: FencingToken,
@@ -80,6 +81,7 @@ impl Worker {
 
     /// The process stopped believing it leads with `token`, for `reason`
     /// (and another design's own words `why`).
+    #[inline]
     pub(crate) fn end_term<H: WorkerHosts, O: Observer>(
         &mut self,
         token: FencingToken,
@@ -106,6 +108,7 @@ impl Worker {
 
     /// Starts a unit under `token` at `local` on the worker's clock (the
     /// caller has just checked leadership), and the next tick.
+    #[inline]
     pub(crate) fn start_unit<H: WorkerHosts, O: Observer>(
         &mut self,
         token: FencingToken,
@@ -134,6 +137,7 @@ impl Worker {
     }
 
     /// A unit is done: write, unless its term ended meanwhile.
+    #[inline]
     pub(crate) fn work_done<H: WorkerHosts, O: Observer>(
         &mut self,
         token: FencingToken,
