@@ -83,6 +83,7 @@ impl Hosts for FencedHosts {
         }
     }
 
+    #[inline]
     fn deliver<O: Observer>(&mut self, to: Address, msg: Message, out: &mut Outbox<'_, Self, O>) {
         match (to, msg) {
             (_, Message::Store(msg)) => self.store.receive(msg, out),
@@ -96,6 +97,7 @@ impl Hosts for FencedHosts {
         }
     }
 
+    #[inline]
     fn fire<O: Observer>(&mut self, to: Address, timer: Timer, out: &mut Outbox<'_, Self, O>) {
         match (to, timer) {
             (Address::Server(_), Timer::Registry { .. }) => self.store.registry_due(out),
