@@ -58,8 +58,8 @@ pub use observation::{HostRef, NodeRef, Observation, Observer, ProcessId, Proces
 pub use report::Report;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
-    ClockOffset, DurationRange, Election, Expectations, FaultSpec, Membership, Network, NodeSpec,
-    ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work, DOWNSTREAM,
-    LEASE_STORE,
+    ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,
+    NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work,
+    DOWNSTREAM, LEASE_STORE,
 };
 pub use sim::{RunOptions, Simulation};

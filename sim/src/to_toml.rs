@@ -50,8 +50,14 @@ pub fn to_toml(s: &Scenario) -> String {
     write_membership(o, &s.membership);
     write_work(o, &s.work);
     write_network(o, &s.network);
-    if !s.fencing {
-        let _ = writeln!(o, "\n[downstream]\nfencing = false");
+    if !s.fencing || s.durability.downstream.is_some() {
+        let _ = writeln!(o, "\n[downstream]\nfencing = {}", s.fencing);
+        if let Some(durable) = s.durability.downstream {
+            let _ = writeln!(o, "durable = {durable}");
+        }
+    }
+    if let Some(durable) = s.durability.store {
+        let _ = writeln!(o, "\n[store]\ndurable = {durable}");
     }
     for node in &s.nodes {
         let _ = writeln!(o, "\n[[node]]\nid = {}", quoted(&node.id));
@@ -226,11 +232,14 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
         } => {
             let _ = writeln!(
                 o,
-                "node = {}\nat = {}\nduration = {}\ndurable = {durable}",
+                "node = {}\nat = {}\nduration = {}",
                 quoted(host),
                 dur(*at),
                 dur(*duration)
             );
+            if let Some(durable) = durable {
+                let _ = writeln!(o, "durable = {durable}");
+            }
         }
         FaultSpec::ClockJump { host, at, by } => {
             let _ = writeln!(

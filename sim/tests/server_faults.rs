@@ -13,7 +13,7 @@ fn restart(host: &str, durable: bool) -> FaultSpec {
         host: host.into(),
         at: secs(20),
         duration: secs(2),
-        durable,
+        durable: Some(durable),
     }
 }
 
@@ -53,7 +53,7 @@ fn a_downstream_restarted_empty_lets_a_stale_write_through() {
         host: "downstream".into(),
         at: common::ms(51_500),
         duration: common::ms(500),
-        durable: false,
+        durable: Some(false),
     });
     let report = run_seed(&s, 1);
     assert!(report.split_brain, "{:#?}", report.violations);
@@ -63,7 +63,7 @@ fn a_downstream_restarted_empty_lets_a_stale_write_through() {
         host: "downstream".into(),
         at: common::ms(51_500),
         duration: common::ms(500),
-        durable: true,
+        durable: Some(true),
     });
     let report = run_seed(&durable, 1);
     assert!(!report.split_brain);
@@ -119,9 +119,14 @@ fn bad_server_faults_are_refused() {
             &["fault[0].node", "only servers restart", "crash"],
         ),
         (
-            "restart-without-durable",
-            "[[fault]]\nkind = \"restart\"\nnode = \"lease-store\"\nat = \"1s\"\nduration = \"1s\"\n",
-            &["fault[0].durable", "needs `durable`"],
+            "durable-on-a-pause",
+            "[[fault]]\nkind = \"pause\"\nnode = \"a\"\nat = \"1s\"\nduration = \"1s\"\ndurable = true\n",
+            &["fault[0].durable", "does not take `durable`"],
+        ),
+        (
+            "store-durable-not-a-bool",
+            "[store]\ndurable = \"yes\"\n",
+            &["store.durable"],
         ),
         (
             "jump-without-by",
@@ -174,4 +179,48 @@ fn server_faults_round_trip_and_replay() {
     let again = fenced_sim::file::parse(&text, std::path::Path::new("rt.toml")).expect("valid");
     assert_eq!(again, s);
     assert_eq!(run_seed(&s, 4).trace_hash, run_seed(&again, 4).trace_hash);
+}
+
+/// Exploration restarts a server whose durability the base declares: a
+/// volatile lease store is found out (its tokens go backwards), a durable one
+/// passes; an undeclared base draws no restart (its seeds are unchanged).
+#[test]
+fn explore_restarts_declared_stores() {
+    use fenced_sim::explore::generate;
+    let mut base = fenced_sim::explore::default_base();
+    base.durability.store = Some(false);
+    let mut found = None;
+    for seed in 0..200 {
+        let (s, mix) = generate(&base, seed);
+        if !mix.restart {
+            continue;
+        }
+        let report = run_seed(&s, seed);
+        if report
+            .violations
+            .iter()
+            .any(|v| v.invariant == "token-monotonic")
+        {
+            found = Some(seed);
+            break;
+        }
+    }
+    assert!(found.is_some(), "no volatile restart found in 200 seeds");
+    base.durability.store = Some(true);
+    let mut restarted = 0;
+    for seed in 0..40 {
+        let (s, mix) = generate(&base, seed);
+        if mix.restart {
+            restarted += 1;
+            let report = run_seed(&s, seed);
+            assert!(
+                report.violations.is_empty(),
+                "seed {seed}: {:#?}",
+                report.violations
+            );
+        }
+    }
+    assert!(restarted > 0);
+    let undeclared = fenced_sim::explore::default_base();
+    assert!((0..200).all(|seed| !generate(&undeclared, seed).1.restart));
 }

@@ -403,7 +403,7 @@ impl Neutral {
                         host,
                         at,
                         duration,
-                        durable,
+                        durable: Some(durable),
                     });
                 }
             }

@@ -60,6 +60,10 @@ pub struct Mix {
     pub stop: bool,
     /// Failing work: the leader abdicates. From its own stream.
     pub abdicate: bool,
+    /// Restarts of the lease store or the downstream, with the durability
+    /// the base declares (`[store]`/`[downstream] durable`); drawn only when
+    /// it declares one. From its own stream.
+    pub restart: bool,
 }
 
 impl Mix {
@@ -78,6 +82,7 @@ impl Mix {
             (self.slow_network, "slow-network"),
             (self.stop, "stop"),
             (self.abdicate, "abdicate"),
+            (self.restart, "restart"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -155,6 +160,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         slow_network: false,
         stop: false,
         abdicate: false,
+        restart: false,
     };
     let at = |rng: &mut ChaCha8Rng| {
         span(
@@ -365,6 +371,39 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
             s.faults.push(FaultSpec::Abdicate {
                 node: target(&mut failures),
                 at: at(&mut failures),
+            });
+        }
+    }
+    // Restarts of a server whose durability the base declares: a durable
+    // one must be harmless, a volatile one found out. Their own stream.
+    let declared: Vec<&str> = [
+        (
+            base.durability.store.is_some(),
+            crate::scenario::LEASE_STORE,
+        ),
+        (
+            base.durability.downstream.is_some(),
+            crate::scenario::DOWNSTREAM,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(declared, host)| declared.then_some(host))
+    .collect();
+    let mut restarts = SeedDeriver::new(seed, "explore-restart").rng();
+    if !declared.is_empty() && coin(&mut restarts, 0.3) {
+        mix.restart = true;
+        for _ in 0..uniform_inclusive(&mut restarts, 1, 2) {
+            let host = (*pick(&mut restarts, &declared)).to_string();
+            let duration = span(
+                &mut restarts,
+                Duration::from_millis(100),
+                base.election.retry_interval * 2,
+            );
+            s.faults.push(FaultSpec::Restart {
+                host,
+                at: at(&mut restarts),
+                duration,
+                durable: None,
             });
         }
     }

@@ -93,6 +93,10 @@ pub(super) fn convert(raw: RawScenario, spans: &mut Spans) -> Result<Scenario, C
     }
     if let Some(ds) = &raw.downstream {
         scenario.fencing = ds.fencing.unwrap_or(true);
+        scenario.durability.downstream = ds.durable;
+    }
+    if let Some(store) = &raw.store {
+        scenario.durability.store = store.durable;
     }
     for (i, node) in raw.node.iter().enumerate() {
         convert_node(i, node, &mut scenario, spans)?;

@@ -221,20 +221,10 @@ pub(super) fn convert_fault(
             forbid(&["from", "to", "groups", "restart_after", "by"])?;
             let host = need_str("node", &raw.node, spans)?;
             let duration = fixed_duration(spans)?;
-            let durable = match &raw.durable {
-                Some(d) => {
-                    spans.note(&k("durable"), d);
-                    *d.get_ref()
-                }
-                None => {
-                    return err(
-                        &k("durable"),
-                        fault.span(),
-                        "a `restart` fault needs `durable` (true: the server keeps its state; \
-                         false: it comes back empty)",
-                    )
-                }
-            };
+            let durable = raw.durable.as_ref().map(|d| {
+                spans.note(&k("durable"), d);
+                *d.get_ref()
+            });
             Ok(FaultSpec::Restart {
                 host,
                 at,

@@ -35,6 +35,7 @@ pub(super) struct RawScenario {
     pub(super) work: Option<RawWork>,
     pub(super) network: Option<RawNetwork>,
     pub(super) downstream: Option<RawDownstream>,
+    pub(super) store: Option<RawStore>,
     #[serde(default)]
     pub(super) node: Vec<Spanned<RawNode>>,
     #[serde(default)]
@@ -97,6 +98,14 @@ pub(super) struct RawNetwork {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDownstream {
     pub(super) fencing: Option<bool>,
+    pub(super) durable: Option<bool>,
+}
+
+/// `[store]`: the lease store.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStore {
+    pub(super) durable: Option<bool>,
 }
 
 /// One `[[node]]`.

@@ -58,6 +58,9 @@ pub struct Scenario {
     pub network: Network,
     /// Whether the downstream store checks fencing tokens.
     pub fencing: bool,
+    /// Whether the lease store and the downstream keep their state across
+    /// a `restart` (`[store] durable`, `[downstream] durable`).
+    pub durability: Durability,
     /// The nodes (at least one).
     pub nodes: Vec<NodeSpec>,
     /// Scheduled and recurring faults.
@@ -200,6 +203,31 @@ impl Default for Network {
             latency: (Duration::from_millis(1), Duration::from_millis(5)),
             loss: 0.0,
             duplicate: 0.0,
+        }
+    }
+}
+
+/// Declared durability of the fenced protocol's servers: what a `restart`
+/// fault keeps. `None` is undeclared: a restart keeps the state (the store
+/// is assumed durable), and exploration draws no restarts of that server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Durability {
+    /// `[store] durable`: the lease store keeps its leases and token
+    /// counters (a durable database) or loses them (an in-memory store).
+    pub store: Option<bool>,
+    /// `[downstream] durable`: the downstream keeps the highest token it
+    /// accepted, or forgets it (and fencing with it).
+    pub downstream: Option<bool>,
+}
+
+impl Durability {
+    /// Whether `host`'s state survives a restart that does not say: the
+    /// declaration, else durable.
+    pub fn of(&self, host: &str) -> bool {
+        match host {
+            LEASE_STORE => self.store.unwrap_or(true),
+            DOWNSTREAM => self.downstream.unwrap_or(true),
+            _ => true,
         }
     }
 }
@@ -397,8 +425,9 @@ pub enum FaultSpec {
         at: Duration,
         /// How long it stays down.
         duration: Duration,
-        /// Whether its state survives.
-        durable: bool,
+        /// Whether its state survives; `None`: as the scenario declares
+        /// (`[store]`/`[downstream] durable`), durable otherwise.
+        durable: Option<bool>,
     },
     /// A host's clock jumps by `by` (an NTP step, a VM migration): it reads
     /// `by` more (or less, when negative) from then on. Timers the host set
@@ -543,6 +572,7 @@ impl Scenario {
             work: Work::default(),
             network: Network::default(),
             fencing: true,
+            durability: Durability::default(),
             nodes: Vec::new(),
             faults: Vec::new(),
             expect: Expectations::default(),

@@ -243,6 +243,7 @@ impl<H: SimHosts> Core<H> {
                 ..
             } => {
                 if let Some(endpoint) = lives.endpoint_of_host(&host) {
+                    let durable = durable.unwrap_or(self.scenario.durability.of(&host));
                     // Down: nothing reaches it or leaves it until it is back.
                     self.engine.isolate(endpoint, true);
                     self.schedule_end(ActiveFault::Restart { endpoint, durable }, duration);
