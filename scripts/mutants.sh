@@ -35,7 +35,10 @@ case "$oracle" in
             --cargo-test-arg=--all-features --timeout 600 -o mutants-suite ${MUTANTS_EXTRA:-}
         ;;
     sim)
-        exec cargo mutants --package fenced "${args[@]}" --test-package fenced-sim \
+        # The oracle lives in fenced-sim: test the whole workspace, but only
+        # that target (cargo-mutants 27's --test-package kept the mutated
+        # package's tests).
+        exec cargo mutants --package fenced "${args[@]}" --test-workspace true \
             --timeout 600 -o mutants-sim ${MUTANTS_EXTRA:-} \
             -- --test mutation_oracle -- --ignored --nocapture
         ;;
