@@ -4,7 +4,7 @@
 #
 #   scripts/mutants.sh suite [FILE...]   oracle (a): the whole test suite
 #   scripts/mutants.sh sim   [FILE...]   oracle (b): the simulator alone —
-#                                        sim/tests/mutation_oracle.rs: every
+#                                        tests/mutation_oracle.rs: every
 #                                        shipped fenced scenario's expectations
 #                                        and FENCED_ORACLE_SEEDS (default 2000)
 #                                        seeds of explore's default mix
@@ -17,14 +17,7 @@
 # the oracle), so the ~270 mutants of the default files take hours; use
 # --shard or a FILE to split the work. Needs `cargo install cargo-mutants
 # --locked` (27.1 was used).
-#
-# KNOWN PROBLEM (2026-11-30): cargo-mutants 27.1 ran the baseline's tests
-# with `--package=fenced` although --test-workspace=true (and, before,
-# --test-package fenced-sim) was given, so the `sim` oracle's target is not
-# found ("no test target named `mutation_oracle` in `fenced`") and no mutant
-# is tested. Next step: read cargo-mutants' test-package selection (its
-# mutants.toml `test_workspace`/`test_package` keys), or move the oracle into
-# a test of `fenced` that dev-depends on fenced-sim.
+
 set -euo pipefail
 cd "$(dirname "$0")/.."
 oracle=${1:-}
@@ -43,10 +36,11 @@ case "$oracle" in
             --cargo-test-arg=--all-features --timeout 600 -o mutants-suite ${MUTANTS_EXTRA:-}
         ;;
     sim)
-        # The oracle lives in fenced-sim: test the whole workspace, but only
-        # that target (cargo-mutants 27's --test-package kept the mutated
-        # package's tests).
-        exec cargo mutants "${args[@]}" --test-workspace=true \
+        # The oracle is a test of the mutated package itself (cargo-mutants
+        # 27.1 runs the mutated package's tests whatever --test-workspace or
+        # --test-package say): tests/mutation_oracle.rs, dev-depending on
+        # fenced-sim.
+        exec cargo mutants --package fenced "${args[@]}" \
             --timeout 600 -o mutants-sim ${MUTANTS_EXTRA:-} \
             -- --test mutation_oracle -- --ignored --nocapture
         ;;

@@ -4,15 +4,30 @@
 //!
 //! Ignored in the normal suite (`cargo test` already runs the shipped
 //! scenarios with their snapshots, and explore's own tests); run by
-//! `scripts/mutants.sh sim` as cargo-mutants' test command. It fails with
+//! `scripts/mutants.sh sim` as cargo-mutants' test command. It lives in the
+//! `fenced` package (dev-depending on `fenced-sim`) because cargo-mutants
+//! runs the mutated package's tests. It fails with
 //! the first thing the simulation catches and prints, on standard error,
 //! `oracle: caught by <what> at seed <n>` so the report can say how many
 //! seeds a mutant needed.
 
-mod common;
+use std::path::PathBuf;
 
 use fenced_sim::explore::{default_base, generate};
 use fenced_sim::{RunOptions, Simulation};
+
+/// The shipped scenario files, sorted.
+fn scenario_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("the scenarios directory")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
 
 /// Seeds of the default mix the oracle runs (`FENCED_ORACLE_SEEDS`,
 /// default 2 000: the budget).
@@ -28,9 +43,8 @@ fn seeds() -> u64 {
 fn the_simulation_alone_judges_the_core_machines() {
     // 1. Every shipped scenario of the fenced protocol meets its
     //    expectations (its invariants and measures, not its snapshot).
-    for file in common::scenario_files() {
-        let path = common::workspace_root().join(&file);
-        let scenario = fenced_sim::file::load(&path).expect("a shipped scenario loads");
+    for file in scenario_files() {
+        let scenario = fenced_sim::file::load(&file).expect("a shipped scenario loads");
         if scenario.election.protocol != fenced_sim::ProtocolSpec::Fenced {
             continue;
         }
