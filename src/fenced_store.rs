@@ -120,7 +120,10 @@ impl<V> FencedStore<V> {
             return WriteOutcome::Accepted;
         };
         if self.fencing == Fencing::Enforced {
-            if token < state.highest && !accepts_lower {
+            let host = |o: &OwnerId| o.as_str().split('#').next().map(str::to_owned);
+            let same_host = self.planted.is(PlantedBug::DownstreamTrustsSameHost)
+                && host(&state.highest_writer) == host(writer);
+            if token < state.highest && !accepts_lower && !same_host {
                 return WriteOutcome::RejectedStale {
                     stale: token,
                     highest: state.highest,

@@ -256,8 +256,24 @@ impl LeaseStore {
             Some(state) => state,
             None => self.roles.entry(role.clone()).or_default(),
         };
-        if let Some(holder) = state.holder.as_mut().filter(|h| now < h.expires_at) {
-            if holder.owner == *owner || second_owner_renews {
+        let lapsed_renews = self.planted.is(PlantedBug::StoreRenewsLapsedLease);
+        let truncates = self.planted.is(PlantedBug::StoreTruncatesExpiryToSeconds);
+        if let Some(holder) = state.holder.as_mut().filter(|h| {
+            let expires_at = if truncates {
+                Instant::from_secs(h.expires_at.as_nanos() / 1_000_000_000)
+            } else {
+                h.expires_at
+            };
+            now < expires_at || (lapsed_renews && h.owner == *owner)
+        }) {
+            let same_host = |a: &OwnerId, b: &OwnerId| {
+                a.as_str().split('#').next() == b.as_str().split('#').next()
+            };
+            if holder.owner == *owner
+                || second_owner_renews
+                || (self.planted.is(PlantedBug::StoreKeysLeaseByHost)
+                    && same_host(&holder.owner, owner))
+            {
                 if bump_on_renewal {
                     let token = holder.token.next().ok_or(LeaseError::TokensExhausted)?;
                     holder.token = token;
@@ -279,10 +295,18 @@ impl LeaseStore {
         let token = match state.highest {
             None => FencingToken::FIRST,
             Some(highest) if skip_bump => highest,
+            Some(_)
+                if self.planted.is(PlantedBug::StoreForgetsTokenOnRelease)
+                    && state.holder.is_none() =>
+            {
+                FencingToken::FIRST
+            }
             Some(highest) => highest.next().ok_or(LeaseError::TokensExhausted)?,
         };
         debug_assert!(
-            skip_bump || state.highest.is_none_or(|h| token > h),
+            skip_bump
+                || self.planted.is(PlantedBug::StoreForgetsTokenOnRelease)
+                || state.highest.is_none_or(|h| token > h),
             "a grant must carry a token above every earlier one"
         );
         state.highest = Some(token);
@@ -309,7 +333,12 @@ impl LeaseStore {
             return ReleaseResult::NotHeld;
         };
         match &state.holder {
-            Some(h) if now < h.expires_at && h.owner == *owner && h.token == token => {
+            Some(h)
+                if self
+                    .planted
+                    .is(PlantedBug::StoreReleaseDeletesUnconditionally)
+                    || (now < h.expires_at && h.owner == *owner && h.token == token) =>
+            {
                 state.holder = None;
                 ReleaseResult::Released
             }

@@ -38,17 +38,77 @@ pub enum PlantedBug {
     /// highest accepted one is accepted. Caught by the fenced single-writer
     /// invariant.
     DownstreamAcceptsLowerToken,
+    /// [`Elector`](crate::Elector): validity is anchored at the answer's
+    /// arrival instead of the request's send, so the leader's deadline outlives
+    /// the store's lease by a round trip — the lock client that starts the TTL
+    /// clock when the reply arrives (the Redlock critique's "the clock starts
+    /// before you ask"). Caught by `local-deadline`.
+    ElectorAnchorsAtArrival,
+    /// [`Elector`](crate::Elector): an answer is matched to the newest request
+    /// in flight rather than the one it answers, so a late answer to an old
+    /// request is anchored at a later send — a client that pairs pipelined
+    /// replies with the wrong request. Caught by `local-deadline`.
+    ElectorMatchesNewestRequest,
+    /// [`Elector`](crate::Elector): the local deadline is the whole TTL from the
+    /// send (the anchor is moved on by the safety margin, up to the arrival),
+    /// leaving nothing for clock drift — a lease client without Redlock's
+    /// drift factor. Caught by `local-deadline`.
+    ElectorDeadlineWithoutMargin,
+    /// [`LeaseStore`](crate::LeaseStore): a release frees the role's lease
+    /// whoever holds it — a Redis lock unlocked with `DEL` instead of a
+    /// compare-and-delete. Caught by `lease-exclusive`.
+    StoreReleaseDeletesUnconditionally,
+    /// [`LeaseStore`](crate::LeaseStore): an expired lease asked for again by
+    /// its old owner is renewed with the old token instead of re-granted with a
+    /// new one — a store that treats "same owner" as "same term". Caught by
+    /// `token-monotonic`.
+    StoreRenewsLapsedLease,
+    /// [`LeaseStore`](crate::LeaseStore): expiry is judged on the expiry time
+    /// truncated to whole seconds, so a lease ends up to a second early — the
+    /// Kubernetes leader-election record whose renew time had second
+    /// precision. Caught by `lease-exclusive`.
+    StoreTruncatesExpiryToSeconds,
+    /// [`LeaseStore`](crate::LeaseStore): the holder is recognized by its host
+    /// name (the owner up to `#`), not by its life, so a restarted process
+    /// renews the dead one's live lease with the same token — a lock keyed by
+    /// host name instead of by session. Caught by `lease-exclusive`.
+    StoreKeysLeaseByHost,
+    /// [`LeaseStore`](crate::LeaseStore): the token counter lives in the lease
+    /// record, so a grant after a release starts again at 1 — a lock whose
+    /// counter is kept on the lock key that unlock deletes. Caught by
+    /// `token-monotonic`.
+    StoreForgetsTokenOnRelease,
+    /// [`Elector`](crate::Elector): an answer whose request id is no longer
+    /// outstanding (a duplicate, or one overtaken by a later answer) is applied
+    /// to the newest request in flight — a client that checks that *a* request
+    /// is pending, not that this answer is its. Caught by `local-deadline`.
+    ElectorAppliesStaleAnswer,
+    /// [`FencedStore`](crate::FencedStore): a lower token is accepted when the
+    /// writer runs on the same host (the owner up to `#`) as the highest
+    /// token's writer, so a replaced process's zombie writes through — fencing
+    /// by host allow-list instead of by token. Caught by `single-writer`.
+    DownstreamTrustsSameHost,
 }
 
 impl PlantedBug {
     /// Every planted bug, in a fixed order.
-    pub const ALL: [PlantedBug; 6] = [
+    pub const ALL: [PlantedBug; 16] = [
         PlantedBug::StoreSkipsTokenBump,
         PlantedBug::StoreBumpsTokenOnRenewal,
         PlantedBug::StoreLetsSecondOwnerRenew,
         PlantedBug::ElectorIgnoresDeadline,
         PlantedBug::ElectorDropsSlowAnswers,
         PlantedBug::DownstreamAcceptsLowerToken,
+        PlantedBug::ElectorAnchorsAtArrival,
+        PlantedBug::ElectorMatchesNewestRequest,
+        PlantedBug::ElectorDeadlineWithoutMargin,
+        PlantedBug::StoreReleaseDeletesUnconditionally,
+        PlantedBug::StoreRenewsLapsedLease,
+        PlantedBug::StoreTruncatesExpiryToSeconds,
+        PlantedBug::StoreKeysLeaseByHost,
+        PlantedBug::StoreForgetsTokenOnRelease,
+        PlantedBug::ElectorAppliesStaleAnswer,
+        PlantedBug::DownstreamTrustsSameHost,
     ];
 
     /// The bug's kebab-case name, as the command line spells it.
@@ -60,6 +120,18 @@ impl PlantedBug {
             PlantedBug::ElectorIgnoresDeadline => "elector-ignores-deadline",
             PlantedBug::ElectorDropsSlowAnswers => "elector-drops-slow-answers",
             PlantedBug::DownstreamAcceptsLowerToken => "downstream-accepts-lower-token",
+            PlantedBug::ElectorAnchorsAtArrival => "elector-anchors-at-arrival",
+            PlantedBug::ElectorMatchesNewestRequest => "elector-matches-newest-request",
+            PlantedBug::ElectorDeadlineWithoutMargin => "elector-deadline-without-margin",
+            PlantedBug::StoreReleaseDeletesUnconditionally => {
+                "store-release-deletes-unconditionally"
+            }
+            PlantedBug::StoreRenewsLapsedLease => "store-renews-lapsed-lease",
+            PlantedBug::StoreTruncatesExpiryToSeconds => "store-truncates-expiry-to-seconds",
+            PlantedBug::StoreKeysLeaseByHost => "store-keys-lease-by-host",
+            PlantedBug::StoreForgetsTokenOnRelease => "store-forgets-token-on-release",
+            PlantedBug::ElectorAppliesStaleAnswer => "elector-applies-stale-answer",
+            PlantedBug::DownstreamTrustsSameHost => "downstream-trusts-same-host",
         }
     }
 }

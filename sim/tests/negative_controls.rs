@@ -178,7 +178,10 @@ fn explore_finds_every_planted_bug_quickly_and_shrinks_it_small() {
     // Proves exploration on the default mix finds each planted bug within a few seeds, and shrinking turns the first failing seed into a standalone scenario with at most two faults that still breaks the same invariant.
     use fenced_sim::explore::{default_base, generate, run_seed};
     let base = default_base();
-    for bug in PlantedBug::ALL {
+    // The first six planted bugs, each found within a few seeds; the subtler
+    // ones, which need up to 2 000, are in `planted_subtle.rs`.
+    for bug in &PlantedBug::ALL[..6] {
+        let bug = *bug;
         let options = RunOptions {
             planted_bug: Some(bug),
             ..RunOptions::default()

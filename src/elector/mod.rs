@@ -463,14 +463,21 @@ impl Elector {
             return ResponseDisposition::Stale;
         }
         self.check_deadline(now);
-        let Some(at) = self.outstanding.iter().position(|r| r.id == id) else {
+        let stale_to_newest = self.planted.is(PlantedBug::ElectorAppliesStaleAnswer);
+        let Some(at) = (self.outstanding.iter().position(|r| r.id == id))
+            .or_else(|| stale_to_newest.then(|| self.outstanding.len().checked_sub(1))?)
+        else {
             return ResponseDisposition::Stale;
         };
         if self.planted.is(PlantedBug::ElectorDropsSlowAnswers) && at + 1 != self.outstanding.len()
         {
             return ResponseDisposition::Stale;
         }
-        let request = self.outstanding[at];
+        let request = if self.planted.is(PlantedBug::ElectorMatchesNewestRequest) {
+            self.outstanding[self.outstanding.len() - 1]
+        } else {
+            self.outstanding[at]
+        };
         // Older requests carry older news than this answer: retire them.
         self.outstanding.drain(..=at);
         self.unanswered_since = None;
@@ -629,6 +636,14 @@ impl Elector {
         sent_at: Instant,
         now: Instant,
     ) -> ResponseDisposition {
+        let sent_at = if self.planted.is(PlantedBug::ElectorAnchorsAtArrival) {
+            now
+        } else if self.planted.is(PlantedBug::ElectorDeadlineWithoutMargin) {
+            // The whole TTL from the send; the anchor never passes `now`.
+            (sent_at + (self.config.lease_ttl() - self.config.validity())).min(now)
+        } else {
+            sent_at
+        };
         let valid_until = sent_at + self.config.validity();
         if valid_until <= now {
             // The validity this answer would give is already over. Acting on
