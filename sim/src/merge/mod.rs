@@ -30,6 +30,7 @@
 
 mod merger;
 mod seeds;
+mod verdict;
 
 pub use merger::{CampaignTiming, MergeOutcome, Merger, Verdict, MAX_PROBLEMS_LISTED};
 

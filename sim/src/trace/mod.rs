@@ -6,6 +6,8 @@
 //! multiplications per record and is always on. The text line is formatted
 //! only when a trace writer is attached.
 //!
+//! `observe.rs` maps each observation of the stream to its record.
+//!
 //! The hash function is stable across machines and versions of Rust: per word,
 //! `h = (h.rotate_left(5) ^ word) * 0x51_7cc1_b727_220a95` (the FxHash step),
 //! started from the FNV-1a offset basis and finalised with SplitMix64's
@@ -21,6 +23,8 @@ use crate::observation::{
     DropReason, HostRef, MessageKind, Observation, Observer, SimTime, Skipped,
 };
 use crate::rng::mix64;
+
+mod observe;
 
 impl DropReason {
     fn code(self) -> u64 {
@@ -627,213 +631,5 @@ impl Tracer {
                 }
             }
         }
-    }
-}
-
-impl Observer for Tracer {
-    /// Folds the observation into the hash (and writes its line) when it is
-    /// a trace record; trace-silent observations and pauses nested inside
-    /// another pause leave the trace as it is.
-    #[inline]
-    fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
-        let t = at.as_nanos();
-        let host = TraceHost::of;
-        let (on, record) = match *observation {
-            Observation::ProcessStarted(p) => (host(HostRef::Process(p)), Record::ProcessStarted),
-            Observation::ProcessCrashed(p) => (host(HostRef::Process(p)), Record::ProcessCrashed),
-            Observation::ProcessStopped(p) => (host(HostRef::Process(p)), Record::ProcessStopped),
-            Observation::WorkFailed { process, led } => {
-                (host(HostRef::Process(process)), Record::WorkFailed { led })
-            }
-            Observation::Skipped { node, what } => {
-                (host(HostRef::Node(node)), Record::Skipped(what))
-            }
-            Observation::Healed => (host(HostRef::LeaseStore), Record::Healed),
-            Observation::Paused { host: h, depth } => {
-                if depth != 1 {
-                    return;
-                }
-                (host(h), Record::Paused)
-            }
-            Observation::Resumed {
-                host: h,
-                depth,
-                deferred,
-            } => {
-                if depth != 0 {
-                    return;
-                }
-                (host(h), Record::Resumed { deferred })
-            }
-            Observation::Isolated { host: h, start } => (host(h), Record::Isolated { start }),
-            Observation::Cut { from, to, start } => (
-                host(from),
-                Record::Cut {
-                    to: host(to),
-                    start,
-                },
-            ),
-            Observation::Partitioned { start, groups, .. } => (
-                host(HostRef::LeaseStore),
-                Record::Partitioned { start, groups },
-            ),
-            Observation::Dropped {
-                from,
-                to,
-                kind,
-                reason,
-                ..
-            } => (
-                host(from),
-                Record::Dropped {
-                    to: host(to),
-                    kind,
-                    reason,
-                },
-            ),
-            Observation::LeaseHandled {
-                from,
-                request,
-                result,
-            } => (
-                host(HostRef::LeaseStore),
-                Record::LeaseHandled {
-                    from: host(HostRef::Process(from)),
-                    request,
-                    result,
-                },
-            ),
-            Observation::LeaseRejected {
-                from,
-                request,
-                error,
-            } => (
-                host(HostRef::LeaseStore),
-                Record::LeaseRejected {
-                    from: host(HostRef::Process(from)),
-                    request,
-                    error,
-                },
-            ),
-            Observation::ReleaseHandled {
-                from,
-                token,
-                released,
-            } => (
-                host(HostRef::LeaseStore),
-                Record::ReleaseHandled {
-                    from: host(HostRef::Process(from)),
-                    token,
-                    released,
-                },
-            ),
-            Observation::HeartbeatHandled { from, joined } => (
-                host(HostRef::LeaseStore),
-                Record::HeartbeatHandled {
-                    from: host(HostRef::Process(from)),
-                    joined,
-                },
-            ),
-            Observation::MemberLeft(node) => (
-                host(HostRef::LeaseStore),
-                Record::MemberLeft {
-                    node: host(HostRef::Node(node)),
-                },
-            ),
-            Observation::ResponseHandled {
-                process,
-                request,
-                disposition,
-                acquired,
-                ..
-            } => (
-                host(HostRef::Process(process)),
-                Record::ResponseHandled {
-                    request,
-                    disposition,
-                    acquired,
-                },
-            ),
-            Observation::RequestFailed { process, request } => (
-                host(HostRef::Process(process)),
-                Record::RequestFailed { request },
-            ),
-            Observation::TermStarted { process, token } => (
-                host(HostRef::Process(process)),
-                Record::TermStarted { token },
-            ),
-            Observation::TermEnded {
-                process,
-                token,
-                reason,
-                why,
-            } => (
-                host(HostRef::Process(process)),
-                Record::TermEnded { token, reason, why },
-            ),
-            Observation::ClockJumped { host: on, by_nanos } => {
-                (host(on), Record::ClockJumped { by_nanos })
-            }
-            Observation::Restarted { host: on, durable } => {
-                (host(on), Record::Restarted { durable })
-            }
-            Observation::Holder {
-                server,
-                holder,
-                token,
-            } => (
-                host(server.unwrap_or(HostRef::LeaseStore)),
-                Record::Holder {
-                    truth: server.is_none(),
-                    holder: holder.map(|p| p.owner),
-                    token,
-                },
-            ),
-            Observation::WorkStarted {
-                process,
-                token,
-                unit,
-                ..
-            } => (
-                host(HostRef::Process(process)),
-                Record::WorkStarted { token, unit },
-            ),
-            Observation::WriteSent {
-                process,
-                token,
-                unit,
-            } => (
-                host(HostRef::Process(process)),
-                Record::WriteSent { token, unit },
-            ),
-            Observation::WorkCancelled {
-                process,
-                token,
-                unit,
-            } => (
-                host(HostRef::Process(process)),
-                Record::WorkCancelled { token, unit },
-            ),
-            Observation::WriteHandled {
-                from,
-                token,
-                unit,
-                outcome,
-            } => (
-                host(HostRef::Downstream),
-                Record::WriteHandled {
-                    from: host(HostRef::Process(from)),
-                    token,
-                    unit,
-                    outcome,
-                },
-            ),
-            Observation::RequestSent { .. }
-            | Observation::MemberJoined(_)
-            | Observation::LiveMembers(_)
-            | Observation::FaultBegan { .. }
-            | Observation::FaultEnded { .. } => return,
-        };
-        self.record(t, on, record);
     }
 }
