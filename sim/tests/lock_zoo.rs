@@ -200,19 +200,7 @@ fn bad_protocol_settings_are_refused_naming_the_key() {
             &["fault[0]", "abdicate"],
         ),
     ];
-    for (name, tail, says) in cases {
-        let path = common::write_file(
-            dir.path(),
-            &format!("{name}.toml"),
-            &format!("{head}{tail}"),
-        );
-        let out = fenced_sim(["run".as_ref(), path.as_os_str()]);
-        assert_exit(&out, 2);
-        let err = stderr(&out);
-        for fragment in *says {
-            assert!(err.contains(fragment), "{name}: {fragment:?} not in {err}");
-        }
-    }
+    common::assert_refused(dir.path(), head, cases);
 }
 
 /// A protocol's servers are hosts: faults may name them (or `lease-store`

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_exit, fenced_sim, run_seed, secs, stderr, trio, write_file};
+use common::{run_seed, secs, trio};
 use fenced_sim::{ClockOffset, FaultSpec, ProtocolSpec};
 
 fn restart(host: &str, durable: bool) -> FaultSpec {
@@ -149,19 +149,7 @@ fn bad_server_faults_are_refused() {
             &["fault[0].duration", "does not take"],
         ),
     ];
-    for (name, tail, says) in cases {
-        let path = write_file(
-            dir.path(),
-            &format!("{name}.toml"),
-            &format!("{head}{tail}"),
-        );
-        let out = fenced_sim(["run".as_ref(), path.as_os_str()]);
-        assert_exit(&out, 2);
-        let err = stderr(&out);
-        for fragment in *says {
-            assert!(err.contains(fragment), "{name}: {fragment:?} not in {err}");
-        }
-    }
+    common::assert_refused(dir.path(), head, cases);
 }
 
 /// Both new faults write back to themselves and replay identically.

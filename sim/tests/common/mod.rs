@@ -242,3 +242,17 @@ pub fn time_of(line: &str) -> f64 {
         .and_then(|t| t.parse().ok())
         .expect("a trace line starts with its time")
 }
+
+/// Runs `fenced-sim run` on `head` + each case's tail (written as
+/// `dir/<name>.toml`) and asserts exit 2 with every fragment in stderr.
+pub fn assert_refused(dir: &Path, head: &str, cases: &[(&str, &str, &[&str])]) {
+    for (name, tail, says) in cases {
+        let path = write_file(dir, &format!("{name}.toml"), &format!("{head}{tail}"));
+        let out = fenced_sim(["run".as_ref(), path.as_os_str()]);
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        for fragment in *says {
+            assert!(err.contains(fragment), "{name}: {fragment:?} not in {err}");
+        }
+    }
+}
