@@ -25,7 +25,7 @@ shift || true
 files=("$@")
 if [[ ${#files[@]} -eq 0 ]]; then
     files=(src/lease.rs src/elector/mod.rs src/elector/config.rs src/registry.rs
-           src/fenced_store.rs src/time.rs)
+           src/fenced_store.rs src/time.rs src/id.rs)
 fi
 args=()
 for f in "${files[@]}"; do args+=(-f "$f"); done
@@ -33,7 +33,7 @@ command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: c
 case "$oracle" in
     suite)
         exec cargo mutants "${args[@]}" --test-workspace=true \
-            --cargo-test-arg=--all-features --timeout 600 -o mutants-suite ${MUTANTS_EXTRA:-}
+            --cargo-test-arg=--all-features --profile mutants --timeout 600 -o mutants-suite ${MUTANTS_EXTRA:-}
         ;;
     sim)
         # The oracle is a test of the mutated package itself (cargo-mutants
@@ -41,7 +41,7 @@ case "$oracle" in
         # --test-package say): tests/mutation_oracle.rs, dev-depending on
         # fenced-sim.
         exec cargo mutants --package fenced "${args[@]}" \
-            --timeout 600 -o mutants-sim ${MUTANTS_EXTRA:-} \
+            --profile mutants --timeout 600 -o mutants-sim ${MUTANTS_EXTRA:-} \
             -- --test mutation_oracle -- --ignored --nocapture
         ;;
     *)
