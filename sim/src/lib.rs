@@ -54,7 +54,9 @@ mod zoo;
 pub use checker::{Checker, CheckerSettings, Verdict};
 pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
 pub use limits::Halt;
-pub use observation::{HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, SimTime};
+pub use observation::{
+    HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
+};
 pub use report::Report;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{

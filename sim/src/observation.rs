@@ -114,6 +114,40 @@ pub enum Skipped {
     StopOfDownNode = 2,
 }
 
+/// The node registry's answer to its host's questions (see
+/// [`Observation::RegistryAnswered`]).
+#[derive(Clone, Copy, Debug)]
+pub enum RegistryAnswer<'a> {
+    /// After a heartbeat of `node`: whether the registry said it joined with
+    /// it, and whether it now calls the node live.
+    Heartbeat {
+        /// The node.
+        node: NodeRef<'a>,
+        /// `Heartbeat::Joined`.
+        joined: bool,
+        /// `is_live(node, local)`.
+        live: bool,
+    },
+    /// After `node` left: whether the registry still calls it live.
+    Left {
+        /// The node.
+        node: NodeRef<'a>,
+        /// `is_live(node, local)`.
+        live: bool,
+    },
+    /// After a change: its counts.
+    Counts {
+        /// `live_count(local)`.
+        live: u64,
+        /// `live_nodes(local).count()`.
+        listed: u64,
+        /// `len()`: entries held (live, or expired and not yet pruned).
+        entries: u64,
+        /// `is_empty()`.
+        empty: bool,
+    },
+}
+
 /// One thing that happened, at a true time the observer is given alongside.
 #[derive(Clone, Copy, Debug)]
 pub enum Observation<'a> {
@@ -247,6 +281,16 @@ pub enum Observation<'a> {
     MemberLeft(NodeRef<'a>),
     /// Trace-silent: the registry's live count after a change.
     LiveMembers(u64),
+    /// Trace-silent: what the node registry answered when its host asked,
+    /// after each thing it did — for the `membership` invariant, which
+    /// compares those answers with the checker's own model of heartbeats and
+    /// the liveness TTL.
+    RegistryAnswered {
+        /// The registry's clock when asked.
+        local: Instant,
+        /// The question and its answer.
+        answer: RegistryAnswer<'a>,
+    },
     /// A process's elector handled an answer.
     ResponseHandled {
         /// The process.
@@ -287,6 +331,9 @@ pub enum Observation<'a> {
         /// Another protocol's own words for why (`renew deadline passed`,
         /// `session expired`, ...); `None` for the fenced elector.
         why: Option<&'a str>,
+        /// The process's clock when it stepped down (`local-deadline`
+        /// judges the fenced elector's step-down time with it).
+        local: Instant,
     },
     /// `host`'s clock stepped by `by_nanos` (a `clock-jump` fault): from now
     /// on it reads that much more (less, when negative).

@@ -90,6 +90,10 @@ pub enum Invariant {
     Liveness,
     /// Two live processes share one owner identity.
     UniqueOwner,
+    /// The node registry's answers disagree with its heartbeats and TTL: a
+    /// node listed past its liveness TTL, dropped before it, announced late,
+    /// or counted wrong.
+    Membership,
 }
 
 impl Invariant {
@@ -103,6 +107,7 @@ impl Invariant {
             Invariant::LocalDeadline => "local-deadline",
             Invariant::Liveness => "liveness",
             Invariant::UniqueOwner => "unique-owner",
+            Invariant::Membership => "membership",
         }
     }
 }
@@ -111,7 +116,7 @@ impl Invariant {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// Which invariant: `token-monotonic`, `lease-exclusive`, `single-writer`,
-    /// `split-brain`, `local-deadline`, `liveness`, `unique-owner`.
+    /// `split-brain`, `local-deadline`, `liveness`, `unique-owner`, `membership`.
     pub invariant: String,
     /// When it happened (true time), in ms.
     pub at_ms: u64,

@@ -74,6 +74,10 @@ struct Life {
     alive: bool,
     pause_depth: u32,
     last_paused_at: Option<SimTime>,
+    /// The last instant it could act again after it could not (resumed
+    /// from a pause, or its clock stepped): a step-down due while it could
+    /// not act happens then.
+    recovered_at: Option<SimTime>,
     term: Option<OpenTerm>,
     /// Requests sent and not yet answered, with their local send times.
     sent: VecDeque<(u64, Instant)>,
@@ -161,6 +165,17 @@ impl Lives {
         })
     }
 
+    /// Node `node`'s clock stepped at `now`: its processes' step-downs due
+    /// meanwhile happen now.
+    pub(super) fn clock_jumped(&mut self, now: SimTime, node: u32) {
+        let pids = self.node(node).0.clone();
+        for pid in pids {
+            if let Some(life) = self.life_mut(pid) {
+                life.recovered_at = Some(now);
+            }
+        }
+    }
+
     /// Process `pid` sent request `request` at `local` on its clock.
     pub(super) fn sent(&mut self, pid: ProcessId, request: u64, local: Instant) {
         if let Some(life) = self.life_mut(pid) {
@@ -190,6 +205,7 @@ impl Checker {
             alive: true,
             pause_depth: 0,
             last_paused_at: None,
+            recovered_at: None,
             term: None,
             sent: VecDeque::new(),
             anchor: None,
@@ -235,6 +251,9 @@ impl Checker {
                 if let Some(life) = self.lives.life_mut(p.id) {
                     life.pause_depth = depth;
                     life.last_paused_at = Some(now);
+                    if !start && depth == 0 {
+                        life.recovered_at = Some(now);
+                    }
                 }
             }
             HostRef::Downstream | HostRef::Node(_) => {}
@@ -370,6 +389,49 @@ impl Checker {
         }
         if disposition != ResponseDisposition::Applied && renewal && believes {
             self.coverage.renewal_lost += 1;
+        }
+    }
+
+    /// Invariant `local-deadline`, the elector's step-down: a holder that
+    /// steps down on its deadline does so at that deadline (its own clock,
+    /// from the request that last succeeded) — not before, and not later
+    /// unless it could not act then (paused, or its clock stepped: then at
+    /// the instant it could act again). A step-down that waits for the next
+    /// renewal or retry instead leaves the holder believing past its
+    /// deadline. The fenced elector only: other protocols end terms on
+    /// their own rules.
+    pub(super) fn check_deadline_step_down(
+        &mut self,
+        now: SimTime,
+        p: ProcessRef<'_>,
+        token: FencingToken,
+        local: Instant,
+    ) {
+        /// A true-time instant mapped onto a drifting clock and back may
+        /// round by a nanosecond or so.
+        const ROUNDING: std::time::Duration = std::time::Duration::from_micros(1);
+        let validity = self.settings.validity;
+        let Some(life) = self.lives.life(p.id) else {
+            return;
+        };
+        let Some(deadline) = life.anchor.map(|a| a + validity) else {
+            return;
+        };
+        let early = local + ROUNDING < deadline;
+        let late = local > deadline + ROUNDING && life.recovered_at != Some(now);
+        if early || late {
+            let (by, when) = if early {
+                (deadline - local, "before")
+            } else {
+                (local - deadline, "after")
+            };
+            let detail = format!(
+                "{} stepped down from token {token} on its local deadline {} {when} it (its last successful request was sent {} before the deadline by its clock)",
+                p.owner,
+                secs(by),
+                secs(validity)
+            );
+            self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
         }
     }
 

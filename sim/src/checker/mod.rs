@@ -56,6 +56,7 @@
 mod fence;
 mod lease;
 mod lives;
+mod membership;
 
 use std::time::Duration;
 
@@ -70,6 +71,7 @@ use crate::units::{ms, secs};
 use fence::FenceView;
 use lease::LeaseView;
 use lives::{Disturbance, Lives};
+use membership::MembershipModel;
 
 /// What the checker needs to know of the run it judges.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,6 +96,8 @@ pub struct CheckerSettings {
     pub heal_at: Option<Duration>,
     /// When the run ends: `liveness` is judged only at the end.
     pub end: Duration,
+    /// The node registry's liveness TTL: `membership` is judged when set.
+    pub liveness_ttl: Option<Duration>,
 }
 
 impl CheckerSettings {
@@ -109,6 +113,7 @@ impl CheckerSettings {
             latency_max: Duration::from_millis(5),
             heal_at: None,
             end: Duration::MAX,
+            liveness_ttl: None,
         }
     }
 
@@ -126,6 +131,7 @@ impl CheckerSettings {
             latency_max: scenario.network.latency.1,
             heal_at: scenario.heal_at,
             end: scenario.duration,
+            liveness_ttl: Some(scenario.membership.liveness_ttl),
         }
     }
 }
@@ -229,6 +235,8 @@ pub struct Checker {
     /// The lease store's clock step (a `clock-jump` on it): its expiry
     /// instants are on its own clock.
     store_offset: i64,
+    /// The model of the node registry (`membership`).
+    members: MembershipModel,
 }
 
 impl Checker {
@@ -259,6 +267,7 @@ impl Checker {
             store: Disturbance::default(),
             store_pause_depth: 0,
             store_offset: 0,
+            members: MembershipModel::default(),
         }
     }
 
@@ -390,7 +399,12 @@ impl Observer for Checker {
                 self.on_process_crashed(now, p)
             }
             Observation::Paused { host, depth } => self.on_paused(now, host, depth, true),
-            Observation::Resumed { host, depth, .. } => self.on_paused(now, host, depth, false),
+            Observation::Resumed { host, depth, .. } => {
+                if depth == 0 && matches!(host, HostRef::LeaseStore) {
+                    self.members.recovered(now);
+                }
+                self.on_paused(now, host, depth, false)
+            }
             Observation::Isolated { host, start } => self.disturb(now, host, start),
             Observation::Cut { from, to, start } => {
                 self.disturb(now, from, start);
@@ -444,10 +458,16 @@ impl Observer for Checker {
             Observation::TermStarted { process, token } => self.on_term_start(now, process, token),
             Observation::TermEnded {
                 process,
+                token,
                 reason,
                 why,
-                ..
-            } => self.on_term_end(now, process.id, lives::TermEnd::StepDown(reason), why),
+                local,
+            } => {
+                if why.is_none() && *reason == fenced::StepDownReason::LocalDeadline {
+                    self.check_deadline_step_down(now, process, token, local);
+                }
+                self.on_term_end(now, process.id, lives::TermEnd::StepDown(reason), why)
+            }
             Observation::WorkStarted {
                 process,
                 token,
@@ -476,13 +496,36 @@ impl Observer for Checker {
             // drawn, not judged (the belief overlap and the downstream's
             // writes are what every protocol is judged by).
             | Observation::Holder { .. }
-            // A restart's consequences show in what the store does next (a
-            // store that lost its tokens grants token 1 again).
-            | Observation::Restarted { .. } => {}
+            // A restart shows in what the restarted host does next (a store
+            // that lost its tokens grants token 1 again, a downstream that
+            // lost its fence accepts an old token).
+            | Observation::Restarted {
+                host: HostRef::Server { .. } | HostRef::Downstream,
+                ..
+            } => {}
+            // The lease store's: its registry forgets its members unless
+            // durable.
+            Observation::Restarted { durable, .. } => {
+                if durable {
+                    self.members.recovered(now);
+                } else {
+                    self.members.forget(now);
+                }
+            }
+            Observation::RegistryAnswered { local, answer } => {
+                self.on_registry_answer(now, local, answer)
+            }
             Observation::ClockJumped {
                 host: HostRef::LeaseStore,
                 by_nanos,
-            } => self.store_offset = self.store_offset.saturating_add(by_nanos),
+            } => {
+                self.store_offset = self.store_offset.saturating_add(by_nanos);
+                self.members.recovered(now);
+            }
+            Observation::ClockJumped {
+                host: HostRef::Node(node),
+                ..
+            } => self.lives.clock_jumped(now, node.index),
             Observation::ClockJumped { .. } => {}
         }
     }

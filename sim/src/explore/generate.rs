@@ -64,6 +64,10 @@ pub struct Mix {
     /// the base declares (`[store]`/`[downstream] durable`); drawn only when
     /// it declares one. From its own stream.
     pub restart: bool,
+    /// Jittered renew and retry intervals (the elector's `jitter`, a
+    /// fraction drawn in `[0.05, 0.5)`), for a fenced base without jitter of
+    /// its own. From its own stream.
+    pub jitter: bool,
 }
 
 impl Mix {
@@ -83,6 +87,7 @@ impl Mix {
             (self.stop, "stop"),
             (self.abdicate, "abdicate"),
             (self.restart, "restart"),
+            (self.jitter, "jitter"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -158,6 +163,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         loss: coin(&mut rng, 0.3),
         duplicate: coin(&mut rng, 0.3),
         slow_network: false,
+        jitter: false,
         stop: false,
         abdicate: false,
         restart: false,
@@ -341,6 +347,14 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
             mix.slow_network = true;
             s.network.latency = (low, high.max(low));
         }
+    }
+    // Jittered intervals reach the elector's jitter (off in every shipped
+    // scenario but one): a fifth of the seeds of a fenced base that has
+    // none of its own.
+    let mut jitter = SeedDeriver::new(seed, "explore-jitter").rng();
+    if coin(&mut jitter, 0.2) && fenced && base.election.jitter == 0.0 {
+        mix.jitter = true;
+        s.election.jitter = 0.05 + 0.45 * unit_f64(&mut jitter);
     }
     // Graceful stops and failing work reach the elector's `stop` and
     // `abdicate` paths; each from a stream of its own, like the slow network.

@@ -7,7 +7,7 @@ use fenced::{Heartbeat, LeaseStore, MembershipChange, NodeRegistry, ReleaseResul
 use super::messages::{Message, Timer, ToProcess, ToStore};
 use super::FencedHosts;
 use crate::engine::{Address, Outbox};
-use crate::observation::{Observation, Observer, SimTime};
+use crate::observation::{Observation, Observer, RegistryAnswer, SimTime};
 
 /// The lease store and the registry, as a sans-IO host.
 #[derive(Debug)]
@@ -91,7 +91,7 @@ impl LeaseStoreHost {
                     from: names.process_ref(pid),
                     joined,
                 });
-                self.drain_membership(out);
+                self.drain_membership(Some((node, joined)), out);
             }
         }
     }
@@ -100,14 +100,14 @@ impl LeaseStoreHost {
     pub(super) fn registry_due<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         self.registry_timer_at = None;
         self.registry.handle_timeout(out.local_now());
-        self.drain_membership(out);
+        self.drain_membership(None, out);
     }
 
     /// The store's clock jumped: its registry timer is re-armed on the new
     /// clock.
     pub(super) fn clock_jumped<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         self.registry_timer_at = None;
-        self.drain_membership(out);
+        self.drain_membership(None, out);
     }
 
     /// The store comes back from a restart: with its leases, tokens and
@@ -123,9 +123,19 @@ impl LeaseStoreHost {
         self.clock_jumped(out);
     }
 
-    fn drain_membership<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+    /// Announces the registry's changes and asks it the questions the
+    /// `membership` invariant judges: after a heartbeat (`heartbeat`: the
+    /// node and whether it joined) and after each change.
+    fn drain_membership<O: Observer>(
+        &mut self,
+        heartbeat: Option<(u32, bool)>,
+        out: Out<'_, '_, O>,
+    ) {
         let names = out.names;
+        let local = out.local_now();
+        let mut changed = false;
         while let Some(change) = self.registry.poll_change() {
+            changed = true;
             match change {
                 MembershipChange::Joined { node, .. } => {
                     if let Some(i) = names.node_index(node.as_str()) {
@@ -135,9 +145,40 @@ impl LeaseStoreHost {
                 MembershipChange::Left { node, .. } => {
                     if let Some(i) = names.node_index(node.as_str()) {
                         out.observe(&Observation::MemberLeft(names.node_ref(i)));
+                        // The registry's answers are the `membership`
+                        // invariant's evidence: asked right at the change.
+                        out.observe(&Observation::RegistryAnswered {
+                            local,
+                            answer: RegistryAnswer::Left {
+                                node: names.node_ref(i),
+                                live: self.registry.is_live(&node, local),
+                            },
+                        });
                     }
                 }
             }
+        }
+        if let Some((node, joined)) = heartbeat {
+            out.observe(&Observation::RegistryAnswered {
+                local,
+                answer: RegistryAnswer::Heartbeat {
+                    node: names.node_ref(node),
+                    joined,
+                    live: self.registry.is_live(names.node_id(node), local),
+                },
+            });
+        }
+        if changed {
+            // O(nodes), only when the live set changed.
+            out.observe(&Observation::RegistryAnswered {
+                local,
+                answer: RegistryAnswer::Counts {
+                    live: self.registry.live_count(local) as u64,
+                    listed: self.registry.live_nodes(local).count() as u64,
+                    entries: self.registry.len() as u64,
+                    empty: self.registry.is_empty(),
+                },
+            });
         }
         // Counting the live set costs O(nodes): only for pictures.
         if out.wants_pictures() {

@@ -93,11 +93,13 @@ impl Worker {
         self.believed = None;
         self.generation = self.generation.wrapping_add(1);
         let process = out.names.process_ref(self.pid);
+        let local = out.local_now();
         out.observe(&Observation::TermEnded {
             process,
             token,
             reason,
             why,
+            local,
         });
     }
 

@@ -140,6 +140,7 @@ impl Observer for Tracer {
                 token,
                 reason,
                 why,
+                ..
             } => (
                 host(HostRef::Process(process)),
                 Record::TermEnded { token, reason, why },
@@ -204,6 +205,7 @@ impl Observer for Tracer {
             Observation::RequestSent { .. }
             | Observation::MemberJoined(_)
             | Observation::LiveMembers(_)
+            | Observation::RegistryAnswered { .. }
             | Observation::FaultBegan { .. }
             | Observation::FaultEnded { .. } => return,
         };
