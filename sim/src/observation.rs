@@ -132,7 +132,9 @@ pub enum RegistryAnswer<'a> {
     Left {
         /// The node.
         node: NodeRef<'a>,
-        /// `is_live(node, local)`.
+        /// `is_live(node, local)` — `false` when the node rejoined in the
+        /// same call (a heartbeat that found it expired), whose own answer
+        /// follows.
         live: bool,
     },
     /// After a change: its counts.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use fenced::{FencingToken, Instant, Lease, LeaseResult, NodeId, OwnerId, WriteOutcome};
 
 use super::*;
-use crate::observation::{NodeRef, ProcessId, ProcessRef};
+use crate::observation::{NodeRef, ProcessId, ProcessRef, RegistryAnswer};
 
 const S: u64 = 1_000_000_000;
 
@@ -372,4 +372,224 @@ fn leaderless_time_counts_from_the_first_process_start() {
     };
     lease(&mut checker, 12.0, cast.b(), &held);
     assert_eq!(checker.verdict(at(13.0)).coverage.refused, 1);
+}
+
+/// `a` sends request 1 at 10 s on its clock, is granted token 1 and leads.
+fn a_leads_from_a_request_at_10s(checker: &mut Checker, cast: &Cast) {
+    started(checker, cast);
+    checker.observe(
+        at(0.0),
+        &Observation::RequestSent {
+            process: cast.a(),
+            request: 1,
+            local: Instant::from_nanos(10 * S),
+        },
+    );
+    checker.observe(
+        at(0.1),
+        &Observation::ResponseHandled {
+            process: cast.a(),
+            request: 1,
+            disposition: fenced::ResponseDisposition::Applied,
+            acquired: Some(token(1)),
+            renewal: false,
+        },
+    );
+    checker.observe(
+        at(0.1),
+        &Observation::TermStarted {
+            process: cast.a(),
+            token: token(1),
+        },
+    );
+}
+
+fn step_down_on_deadline(checker: &mut Checker, cast: &Cast, seconds: f64, local: Instant) {
+    checker.observe(
+        at(seconds),
+        &Observation::TermEnded {
+            process: cast.a(),
+            token: token(1),
+            reason: &fenced::StepDownReason::LocalDeadline,
+            why: None,
+            local,
+        },
+    );
+}
+
+#[test]
+fn local_deadline_a_step_down_after_the_deadline_breaks_it_one_at_the_deadline_does_not() {
+    let cast = Cast::new();
+    // Almost: at 10 s + 27 s on a's clock exactly.
+    let mut checker = Checker::new(settings());
+    a_leads_from_a_request_at_10s(&mut checker, &cast);
+    step_down_on_deadline(&mut checker, &cast, 27.0, Instant::from_nanos(37 * S));
+    assert!(invariants(&checker.verdict(at(30.0))).is_empty());
+    // A retry interval late, while it could act: the deadline timer was
+    // missed.
+    let mut checker = Checker::new(settings());
+    a_leads_from_a_request_at_10s(&mut checker, &cast);
+    step_down_on_deadline(&mut checker, &cast, 28.0, Instant::from_nanos(38 * S));
+    assert_eq!(invariants(&checker.verdict(at(30.0))), ["local-deadline"]);
+    // Early: it gave up a lease it could still act on.
+    let mut checker = Checker::new(settings());
+    a_leads_from_a_request_at_10s(&mut checker, &cast);
+    step_down_on_deadline(&mut checker, &cast, 26.0, Instant::from_nanos(36 * S));
+    assert_eq!(invariants(&checker.verdict(at(30.0))), ["local-deadline"]);
+}
+
+#[test]
+fn local_deadline_a_late_step_down_is_right_at_a_resume_but_not_after_it() {
+    let cast = Cast::new();
+    let pause = |checker: &mut Checker, seconds: f64, start: bool| {
+        let host = HostRef::Process(cast.a());
+        let o = if start {
+            Observation::Paused { host, depth: 1 }
+        } else {
+            Observation::Resumed {
+                host,
+                depth: 0,
+                deferred: 1,
+            }
+        };
+        checker.observe(at(seconds), &o);
+    };
+    let mut checker = Checker::new(settings());
+    a_leads_from_a_request_at_10s(&mut checker, &cast);
+    pause(&mut checker, 20.0, true);
+    pause(&mut checker, 40.0, false);
+    step_down_on_deadline(&mut checker, &cast, 40.0, Instant::from_nanos(50 * S));
+    assert!(invariants(&checker.verdict(at(41.0))).is_empty());
+    let mut checker = Checker::new(settings());
+    a_leads_from_a_request_at_10s(&mut checker, &cast);
+    pause(&mut checker, 20.0, true);
+    pause(&mut checker, 40.0, false);
+    step_down_on_deadline(&mut checker, &cast, 41.0, Instant::from_nanos(51 * S));
+    assert_eq!(invariants(&checker.verdict(at(42.0))), ["local-deadline"]);
+}
+
+fn membership_settings() -> CheckerSettings {
+    CheckerSettings {
+        liveness_ttl: Some(Duration::from_secs(10)),
+        ..settings()
+    }
+}
+
+fn registry(checker: &mut Checker, seconds: f64, answer: RegistryAnswer<'_>) {
+    checker.observe(
+        at(seconds),
+        &Observation::RegistryAnswered {
+            local: Instant::from_nanos((seconds * S as f64) as u64),
+            answer,
+        },
+    );
+}
+
+fn counts(live: u64) -> RegistryAnswer<'static> {
+    RegistryAnswer::Counts {
+        live,
+        listed: live,
+        entries: live,
+        empty: live == 0,
+    }
+}
+
+#[test]
+fn membership_a_node_leaving_at_its_ttl_keeps_it_early_or_late_breaks_it() {
+    let cast = Cast::new();
+    let a = cast.a().node;
+    let heartbeat = |joined| RegistryAnswer::Heartbeat {
+        node: a,
+        joined,
+        live: true,
+    };
+    let left = RegistryAnswer::Left {
+        node: a,
+        live: false,
+    };
+    let run = |leave_at: f64| {
+        let mut checker = Checker::new(membership_settings());
+        registry(&mut checker, 1.0, heartbeat(true));
+        registry(&mut checker, 1.0, counts(1));
+        registry(&mut checker, 5.0, heartbeat(false));
+        registry(&mut checker, leave_at, left);
+        registry(&mut checker, leave_at, counts(0));
+        invariants(&checker.verdict(at(30.0)))
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert!(run(15.0).is_empty(), "{:?}", run(15.0));
+    assert_eq!(run(14.9), ["membership"]);
+    assert_eq!(run(16.0), ["membership"]);
+}
+
+#[test]
+fn membership_wrong_answers_break_it() {
+    let cast = Cast::new();
+    let a = cast.a().node;
+    // Said "refreshed" for a node it never saw.
+    let mut checker = Checker::new(membership_settings());
+    registry(
+        &mut checker,
+        1.0,
+        RegistryAnswer::Heartbeat {
+            node: a,
+            joined: false,
+            live: true,
+        },
+    );
+    assert_eq!(invariants(&checker.verdict(at(2.0))), ["membership"]);
+    // Not live right after its heartbeat.
+    let mut checker = Checker::new(membership_settings());
+    registry(
+        &mut checker,
+        1.0,
+        RegistryAnswer::Heartbeat {
+            node: a,
+            joined: true,
+            live: false,
+        },
+    );
+    assert_eq!(invariants(&checker.verdict(at(2.0))), ["membership"]);
+    // Counts that disagree with one member.
+    let mut checker = Checker::new(membership_settings());
+    registry(
+        &mut checker,
+        1.0,
+        RegistryAnswer::Heartbeat {
+            node: a,
+            joined: true,
+            live: true,
+        },
+    );
+    registry(&mut checker, 1.0, counts(1));
+    assert!(invariants(&checker.verdict(at(2.0))).is_empty());
+    registry(&mut checker, 2.0, counts(0));
+    assert_eq!(invariants(&checker.verdict(at(3.0))), ["membership"]);
+    // Kept past its TTL: a later heartbeat finds it still a member.
+    let mut checker = Checker::new(membership_settings());
+    registry(
+        &mut checker,
+        1.0,
+        RegistryAnswer::Heartbeat {
+            node: a,
+            joined: true,
+            live: true,
+        },
+    );
+    registry(
+        &mut checker,
+        12.0,
+        RegistryAnswer::Heartbeat {
+            node: a,
+            joined: false,
+            live: true,
+        },
+    );
+    assert_eq!(invariants(&checker.verdict(at(13.0))), ["membership"]);
+    // Without a liveness TTL in the settings, membership is not judged.
+    let mut checker = Checker::new(settings());
+    registry(&mut checker, 2.0, counts(7));
+    assert!(invariants(&checker.verdict(at(3.0))).is_empty());
 }

@@ -133,31 +133,41 @@ impl LeaseStoreHost {
     ) {
         let names = out.names;
         let local = out.local_now();
-        let mut changed = false;
+        // Changes come in batches (a heartbeat prunes, then may re-add the
+        // very node it pruned); collected first, so that a node's `Left`
+        // answer is asked knowing whether it rejoined in the same batch. No
+        // allocation when nothing changed.
+        let mut changes = Vec::new();
         while let Some(change) = self.registry.poll_change() {
-            changed = true;
+            changes.push(change);
+        }
+        for (i, change) in changes.iter().enumerate() {
             match change {
                 MembershipChange::Joined { node, .. } => {
-                    if let Some(i) = names.node_index(node.as_str()) {
-                        out.observe(&Observation::MemberJoined(names.node_ref(i)));
+                    if let Some(n) = names.node_index(node.as_str()) {
+                        out.observe(&Observation::MemberJoined(names.node_ref(n)));
                     }
                 }
                 MembershipChange::Left { node, .. } => {
-                    if let Some(i) = names.node_index(node.as_str()) {
-                        out.observe(&Observation::MemberLeft(names.node_ref(i)));
+                    if let Some(n) = names.node_index(node.as_str()) {
+                        out.observe(&Observation::MemberLeft(names.node_ref(n)));
                         // The registry's answers are the `membership`
                         // invariant's evidence: asked right at the change.
+                        let rejoined = changes[i + 1..].iter().any(
+                            |c| matches!(c, MembershipChange::Joined { node: j, .. } if j == node),
+                        );
                         out.observe(&Observation::RegistryAnswered {
                             local,
                             answer: RegistryAnswer::Left {
-                                node: names.node_ref(i),
-                                live: self.registry.is_live(&node, local),
+                                node: names.node_ref(n),
+                                live: !rejoined && self.registry.is_live(node, local),
                             },
                         });
                     }
                 }
             }
         }
+        let changed = !changes.is_empty();
         if let Some((node, joined)) = heartbeat {
             out.observe(&Observation::RegistryAnswered {
                 local,
