@@ -40,13 +40,12 @@ case "$oracle" in
         # 27.1 runs the mutated package's tests whatever --test-workspace or
         # --test-package say): tests/mutation_oracle.rs, dev-depending on
         # fenced-sim.
-        # --cargo-test-arg reaches the build too: only the oracle's test
-        # binary is built for each mutant, not every test target of the
-        # package (half the build time).
+        # --cargo-arg reaches the build too: only the oracle's test binary
+        # is built for each mutant, not every test target of the package.
         exec cargo mutants --package fenced "${args[@]}" \
             --profile mutants --timeout 600 -o mutants-sim ${MUTANTS_EXTRA:-} \
-            --cargo-test-arg=--test=mutation_oracle \
-            -- --ignored --nocapture
+            --cargo-arg=--test=mutation_oracle \
+            -- -- --ignored --nocapture
         ;;
     *)
         echo "usage: scripts/mutants.sh suite|sim [FILE...]" >&2
