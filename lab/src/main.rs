@@ -1,0 +1,2 @@
+//! The `fenced-lab` binary.
+fn main() {}
