@@ -19,5 +19,10 @@
 #![warn(missing_docs)]
 
 pub mod faketime;
+pub mod node;
 pub mod plan;
 pub mod proxy;
+pub mod report;
+pub mod runner;
+pub mod schema;
+pub mod supervisor;
