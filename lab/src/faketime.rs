@@ -174,7 +174,8 @@ pub async fn probe(program: &Path) -> FaketimeSupport {
             ),
         };
     };
-    match tokio::time::timeout(Duration::from_secs(10), measure(program, &library)).await {
+    let measuring = measure(program, &library, PROBE_SPEC);
+    match tokio::time::timeout(Duration::from_secs(10), measuring).await {
         Ok(Ok(measured)) => judge(library, measured),
         Ok(Err(why)) => FaketimeSupport::Unavailable { why },
         Err(_) => FaketimeSupport::Unavailable {
@@ -201,14 +202,19 @@ fn judge(library: PathBuf, measured: Measured) -> FaketimeSupport {
     }
 }
 
+/// Runs `program clock-probe` with `library` preloaded and `FAKETIME=spec`,
+/// and measures its clocks against this process's.
+///
+/// # Errors
+/// The probe cannot be started or prints something else.
 #[allow(clippy::disallowed_methods)] // Measuring real time is the point.
-async fn measure(program: &Path, library: &Path) -> Result<Measured, String> {
+pub async fn measure(program: &Path, library: &Path, spec: &str) -> Result<Measured, String> {
     let mut child = Command::new(program)
         .arg("clock-probe")
         .arg("--sleep-ms")
         .arg(PROBE_SLEEP.as_millis().to_string())
         .env("LD_PRELOAD", library)
-        .env("FAKETIME", PROBE_SPEC)
+        .env("FAKETIME", spec)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
