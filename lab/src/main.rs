@@ -33,7 +33,7 @@ enum Command {
     Run(RunArgs),
     /// One node process (started by `run`; not for direct use).
     #[command(hide = true)]
-    Node(NodeArgs),
+    Node(Box<NodeArgs>),
     /// Print this process's clocks around a tokio sleep (libfaketime probe).
     #[command(hide = true)]
     ClockProbe {
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(&args),
-        Command::Node(args) => match node::main(args) {
+        Command::Node(args) => match node::main(*args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("fenced-lab node: {error}");

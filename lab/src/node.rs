@@ -329,7 +329,7 @@ fn say(owner: &OwnerId, event: fmt::Arguments<'_>) {
 /// Where units write.
 enum Downstream {
     Fenced(PostgresFencedTable),
-    Plain(PlainTable),
+    Plain(Box<PlainTable>),
 }
 
 /// The unfenced downstream: an append-only table that accepts every write.
@@ -409,7 +409,7 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
         let store = PostgresStore::new(&config.downstream_url, options).map_err(infra)?;
         Downstream::Fenced(store.fenced_table())
     } else {
-        Downstream::Plain(PlainTable {
+        Downstream::Plain(Box::new(PlainTable {
             url: config.downstream_url.clone(),
             insert: format!(
                 "INSERT INTO \"{}\".{PLAIN_TABLE} (resource, token, writer, payload) \
@@ -418,7 +418,7 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
             ),
             timeout: config.query_timeout,
             client: Mutex::new(None),
-        })
+        }))
     };
     let context = Arc::new(WorkContext {
         owner: owner.clone(),

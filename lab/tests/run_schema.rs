@@ -26,7 +26,7 @@ async fn the_run_never_touches_a_schema_it_did_not_create() {
     schema.drop_schema().await.expect("dropped");
     assert_eq!(
         support::schemas_like(&url, &prefix).await,
-        [foreign.clone()]
+        vec![foreign.as_str()]
     );
 
     // A run that fails or panics before dropping it: the guard drops it.
@@ -35,7 +35,7 @@ async fn the_run_never_touches_a_schema_it_did_not_create() {
     drop(abandoned);
     assert_eq!(
         support::schemas_like(&url, &prefix).await,
-        [foreign.clone()]
+        vec![foreign.as_str()]
     );
 
     admin
