@@ -36,7 +36,7 @@ use crate::plan::{self, Action, Cause, Direction, LabPlan, Link, PlanOptions, Se
 use crate::proxy::{DirectionRules, Proxy};
 use crate::report::{Applied, RunReport};
 use crate::schema::{RunSchema, PLAIN_TABLE};
-use crate::supervisor::{Launch, Signal, Supervisor};
+use crate::supervisor::{Launch, ProcessIndex, Signal, Supervisor};
 
 /// The flags of `fenced-lab run`.
 #[derive(Args, Debug, Clone)]
@@ -179,6 +179,9 @@ impl Target {
     }
 }
 
+/// How often the runner looks for ended processes.
+const REAP_INTERVAL: Duration = Duration::from_millis(20);
+
 /// The seed of one proxy's draws.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -242,6 +245,7 @@ pub async fn run(args: &RunArgs) -> Result<RunReport, RunError> {
         supervisor: Supervisor::new(&program, &log_dir),
         incarnations: BTreeMap::new(),
         paused: BTreeMap::new(),
+        stopped: BTreeMap::new(),
         blocked: BTreeMap::new(),
         down: BTreeMap::new(),
         killed_by: BTreeSet::new(),
@@ -310,6 +314,9 @@ struct Lab<'a> {
     incarnations: BTreeMap<usize, u32>,
     /// Per node, the faults pausing it.
     paused: BTreeMap<usize, BTreeSet<usize>>,
+    /// Per node, the processes its pauses stopped (a process started during
+    /// a pause of its node — a `replace` — runs).
+    stopped: BTreeMap<usize, BTreeSet<ProcessIndex>>,
     /// Per link direction, the faults blocking it.
     blocked: BTreeMap<(Link, Direction), BTreeSet<usize>>,
     /// Per server, the faults keeping it down.
@@ -325,10 +332,7 @@ impl Lab<'_> {
         self.start_proxies().await?;
         let start = Instant::now();
         for step in &self.plan.steps {
-            tokio::select! {
-                _ = sleep_until(start + step.at) => {}
-                _ = interrupts.recv() => return Err(RunError::Interrupted),
-            }
+            self.wait_until(start + step.at, interrupts).await?;
             let effect = self.apply(step.cause, &step.action)?;
             let applied = Applied {
                 planned: step.at,
@@ -342,9 +346,36 @@ impl Lab<'_> {
             }
             self.applied.push(applied);
         }
-        tokio::select! {
-            _ = sleep_until(start + self.plan.end) => Ok(()),
-            _ = interrupts.recv() => Err(RunError::Interrupted),
+        self.wait_until(start + self.plan.end, interrupts).await
+    }
+
+    /// Waits for `deadline`, noting process endings as they happen (so a
+    /// life's end is timed within [`REAP_INTERVAL`]).
+    async fn wait_until(
+        &mut self,
+        deadline: Instant,
+        interrupts: &mut Interrupts,
+    ) -> Result<(), RunError> {
+        let mut reaping = tokio::time::interval(REAP_INTERVAL);
+        loop {
+            tokio::select! {
+                _ = sleep_until(deadline) => return Ok(()),
+                _ = interrupts.recv() => return Err(RunError::Interrupted),
+                _ = reaping.tick() => {
+                    for index in self.supervisor.reap() {
+                        let process = &self.supervisor.processes()[index];
+                        if let (true, Some((at, ending))) = (self.verbose, &process.ended) {
+                            eprintln!(
+                                "{:>9.3}s {}#{} (pid {}) {ending}",
+                                at.as_secs_f64(),
+                                process.node,
+                                process.incarnation,
+                                process.pid
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -425,10 +456,33 @@ impl Lab<'_> {
 
     /// Sends `signal` to every live process of `node`; says to whom.
     fn signal_node(&mut self, node: usize, signal: Signal) -> Result<String, RunError> {
+        let live = self.supervisor.live(&self.node_name(node));
+        if signal == Signal::Stop {
+            self.stopped
+                .entry(node)
+                .or_default()
+                .extend(live.iter().copied());
+        }
+        self.signal_processes(node, live, signal)
+    }
+
+    /// Sends SIGCONT to the processes `node`'s pauses stopped.
+    fn resume_node(&mut self, node: usize) -> Result<String, RunError> {
+        let stopped = self.stopped.remove(&node).unwrap_or_default();
+        let live = self.supervisor.live(&self.node_name(node));
+        let resumed = live.into_iter().filter(|i| stopped.contains(i)).collect();
+        self.signal_processes(node, resumed, Signal::Continue)
+    }
+
+    fn signal_processes(
+        &mut self,
+        node: usize,
+        processes: Vec<ProcessIndex>,
+        signal: Signal,
+    ) -> Result<String, RunError> {
         let name = self.node_name(node);
-        let live = self.supervisor.live(&name);
         let mut whom = Vec::new();
-        for index in live {
+        for index in processes {
             self.supervisor.signal(index, signal).map_err(infra)?;
             let process = &self.supervisor.processes()[index];
             whom.push(format!(
@@ -511,7 +565,7 @@ impl Lab<'_> {
                 let faults = self.paused.entry(node).or_default();
                 faults.remove(&fault);
                 if faults.is_empty() {
-                    self.signal_node(node, Signal::Continue)?
+                    self.resume_node(node)?
                 } else {
                     "still paused by another fault".to_string()
                 }
@@ -548,8 +602,10 @@ impl Lab<'_> {
 
     fn heal(&mut self) -> Result<String, RunError> {
         let mut said = Vec::new();
-        for node in std::mem::take(&mut self.paused).into_keys() {
-            said.push(self.signal_node(node, Signal::Continue)?);
+        self.paused.clear();
+        let stopped: Vec<usize> = self.stopped.keys().copied().collect();
+        for node in stopped {
+            said.push(self.resume_node(node)?);
         }
         self.blocked.clear();
         self.down.clear();
