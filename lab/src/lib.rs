@@ -26,3 +26,4 @@ pub mod report;
 pub mod runner;
 pub mod schema;
 pub mod supervisor;
+pub mod time_scale;

@@ -61,6 +61,7 @@ use fenced_sim::{FaultSpec, ProtocolSpec, Scenario, ScenarioError, ValidScenario
 use fenced_sim::{DOWNSTREAM, LEASE_STORE};
 
 use crate::faketime::{ClockSetting, FaketimeSupport};
+pub use crate::time_scale::{TimeScale, MAX_TIME_SCALE};
 
 /// The most nodes a lab run starts: each is an OS process with two
 /// PostgreSQL connections, on a machine that also runs the database.
@@ -74,50 +75,6 @@ pub const MIN_LEASE_TTL: Duration = Duration::from_millis(200);
 /// The retransmission timeout a lost segment costs, before scaling: Linux's
 /// minimum RTO (see [`crate::proxy`] on what loss means over TCP).
 pub const RETRANSMIT_TIMEOUT: Duration = Duration::from_millis(200);
-/// The largest time scale (a scenario slowed down a thousandfold).
-pub const MAX_TIME_SCALE: f64 = 1000.0;
-
-/// A factor every duration of the scenario is multiplied by: `0.1` runs a
-/// scenario ten times faster. Within `(0, 1000]`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TimeScale(f64);
-
-impl TimeScale {
-    /// The scale `factor`.
-    ///
-    /// # Errors
-    /// [`PlanError::TimeScale`] unless `0 < factor <= 1000`.
-    pub fn new(factor: f64) -> Result<TimeScale, PlanError> {
-        if factor.is_finite() && factor > 0.0 && factor <= MAX_TIME_SCALE {
-            Ok(TimeScale(factor))
-        } else {
-            Err(PlanError::TimeScale { given: factor })
-        }
-    }
-
-    /// The factor.
-    pub fn factor(self) -> f64 {
-        self.0
-    }
-
-    /// `d` scaled (saturating at [`Duration::MAX`]).
-    pub fn scale(self, d: Duration) -> Duration {
-        Duration::try_from_secs_f64(d.as_secs_f64() * self.0).unwrap_or(Duration::MAX)
-    }
-
-    /// A signed nanosecond offset scaled.
-    pub fn scale_nanos(self, nanos: i64) -> i64 {
-        // Offsets are within ±1 day, far inside f64's exact integers.
-        (nanos as f64 * self.0).round() as i64
-    }
-}
-
-impl Default for TimeScale {
-    fn default() -> Self {
-        TimeScale(1.0)
-    }
-}
-
 /// The two logical servers of the fenced protocol. One PostgreSQL serves
 /// both, through separate proxies, so faults can tell them apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
