@@ -1,0 +1,29 @@
+//! `fenced-lab`: runs a `fenced-sim` scenario **for real**.
+//!
+//! The simulator predicts what a scenario does to virtual hosts; the lab
+//! runs the same scenario's nodes as real OS processes — the tokio elector,
+//! the heartbeat task and a worker writing to PostgreSQL — against a real
+//! PostgreSQL that holds the leases, the registry and the downstream, and
+//! applies the scenario's faults at real times:
+//!
+//! * [`plan`]: the scenario (scaled by `--time-scale`) as timed actions, and
+//!   the refusal, up front, of every fault the lab cannot apply for real;
+//! * [`proxy`]: the fault-injecting TCP proxy of each (node, logical server)
+//!   link — latency, loss as TCP sees it, one-way blackholes, resets;
+//! * [`supervisor`]: node processes in their own process groups, signalled
+//!   (SIGSTOP/SIGCONT/SIGKILL/SIGTERM/SIGUSR1) and always cleaned up;
+//! * [`schema`]: the run's own PostgreSQL schema, created and dropped by it;
+//! * [`faketime`]: node clock offsets and drifts with libfaketime, verified;
+//! * [`node`]: the node program (`fenced-lab node`);
+//! * [`runner`]: `fenced-lab run`, which ties them together.
+#![warn(missing_docs)]
+
+pub mod faketime;
+pub mod node;
+pub mod plan;
+pub mod proxy;
+pub mod report;
+pub mod runner;
+pub mod schema;
+pub mod supervisor;
+pub mod time_scale;

@@ -1,0 +1,103 @@
+//! The `fenced-lab` binary: `run` a scenario for real, or be one `node` of
+//! such a run (the runner starts itself as each node process).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use fenced_lab::node::{self, NodeArgs, NodeError};
+use fenced_lab::runner::{self, RunArgs};
+
+// No doc comment: clap would print it in `--help`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "fenced-lab",
+    version,
+    about = "Run a fenced-sim scenario for real: node processes, a fault-injecting TCP proxy, \
+             libfaketime clocks and PostgreSQL.",
+    after_help = "Exit codes: 0 ran, 1 lab failure or interrupted, 2 bad input or a scenario \
+                  the lab cannot run for real.\n\n\
+                  Example:\n  fenced-lab run scenarios/gc-pause-fenced.toml \
+                  --postgres postgres://postgres@127.0.0.1:5432/lab --time-scale 0.1"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario's nodes as real processes against PostgreSQL, with its
+    /// faults applied at real times; report what was done.
+    Run(RunArgs),
+    /// One node process (started by `run`; not for direct use).
+    #[command(hide = true)]
+    Node(Box<NodeArgs>),
+    /// Print this process's clocks around a tokio sleep (libfaketime probe).
+    #[command(hide = true)]
+    ClockProbe {
+        /// How long to sleep on the (faked) clock.
+        #[arg(long)]
+        sleep_ms: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run(&args),
+        Command::Node(args) => match node::main(*args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("fenced-lab node: {error}");
+                ExitCode::from(match error {
+                    NodeError::BadInput(_) => 2,
+                    NodeError::Infrastructure(_) => 1,
+                })
+            }
+        },
+        Command::ClockProbe { sleep_ms } => {
+            match fenced_lab::faketime::clock_probe(Duration::from_millis(sleep_ms)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("fenced-lab clock-probe: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}
+
+fn run(args: &RunArgs) -> ExitCode {
+    // One thread: proxies, timers and the supervisor share it, and children
+    // started from it die with it (PR_SET_PDEATHSIG follows the thread).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("fenced-lab: lab failure: cannot start a runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(runner::run(args)) {
+        Ok(report) => {
+            let mut out = std::io::stdout().lock();
+            let written = if args.json {
+                writeln!(out, "{}", report.to_json())
+            } else {
+                writeln!(out, "{report}")
+            };
+            if written.is_err() {
+                return ExitCode::from(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("fenced-lab: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}

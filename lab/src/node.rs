@@ -1,0 +1,614 @@
+//! The node program, `fenced-lab node`: one life of one scenario node.
+//!
+//! It runs what the simulator's node process models, on real time and a real
+//! PostgreSQL, each part through its logical host's proxy:
+//!
+//! * the tokio [`LeaseLeaderElector`] over the PostgreSQL lease store
+//!   (`--lease-url`), as owner `node#incarnation`;
+//! * the [`HeartbeatTask`] over the PostgreSQL registry (`--registry-url`);
+//! * the worker: while leading, every `write_interval` it starts a unit of
+//!   work, which checks leadership when it starts, takes `work_duration`, and
+//!   then writes its result stamped with the token — to the fenced table
+//!   (`--fencing`), or to a plain table that accepts everything
+//!   (`--unfenced`), through `--downstream-url`. As in the simulator, a unit
+//!   does not look at leadership again before writing: a pause inside it
+//!   makes the stalled leader's late write, which only the fence can stop.
+//!
+//! Signals: SIGTERM stops gracefully (the elector stops the work, releases
+//! the lease, and the process exits 0); SIGUSR1 makes the leader's work fail
+//! (the work returns, and the elector abdicates, as a `abdicate` fault).
+//!
+//! What happens is printed on standard output, one line per event
+//! (`node-a#1 write unit=3 token=1 outcome=accepted`) for people and tests;
+//! the elector's own logs go to standard error. Recording a history for the
+//! checker is not done here yet: it will be one more field of
+//! [`NodeConfig`], set by the runner.
+//!
+//! The connection URLs travel in environment variables
+//! (`FENCED_LAB_LEASE_URL`, ...), so a password never shows in `ps`.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use fenced::postgres::tokio_postgres::{self, Client, NoTls};
+use fenced::postgres::{Namespace, PostgresFencedTable, PostgresOptions, PostgresStore};
+use fenced::tokio::{CancellationToken, ElectorOptions, HeartbeatTask, LeaseLeaderElector};
+use fenced::{
+    ElectorTimings, FencingToken, Jitter, NodeId, OwnerId, ResourceId, Role, WriteOutcome,
+};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{Mutex, Notify};
+
+use crate::schema::PLAIN_TABLE;
+
+/// The environment variable of `--lease-url`.
+pub const LEASE_URL_VAR: &str = "FENCED_LAB_LEASE_URL";
+/// The environment variable of `--registry-url`.
+pub const REGISTRY_URL_VAR: &str = "FENCED_LAB_REGISTRY_URL";
+/// The environment variable of `--downstream-url`.
+pub const DOWNSTREAM_URL_VAR: &str = "FENCED_LAB_DOWNSTREAM_URL";
+
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// The command line of `fenced-lab node` (the runner writes it).
+#[derive(Args, Debug, Clone)]
+pub struct NodeArgs {
+    /// The scenario node's id.
+    #[arg(long)]
+    node_id: String,
+    /// Which life of the node this process is (1, 2, ...).
+    #[arg(long)]
+    incarnation: u32,
+    /// PostgreSQL URL of the lease store (the node's proxy to it).
+    #[arg(long, env = LEASE_URL_VAR, hide_env_values = true)]
+    lease_url: String,
+    /// PostgreSQL URL of the node registry.
+    #[arg(long, env = REGISTRY_URL_VAR, hide_env_values = true)]
+    registry_url: String,
+    /// PostgreSQL URL of the downstream.
+    #[arg(long, env = DOWNSTREAM_URL_VAR, hide_env_values = true)]
+    downstream_url: String,
+    /// The run's schema.
+    #[arg(long)]
+    schema: String,
+    /// The role contended for.
+    #[arg(long)]
+    role: String,
+    /// The downstream resource written.
+    #[arg(long)]
+    resource: String,
+    /// Lease TTL.
+    #[arg(long, value_parser = duration)]
+    ttl: Duration,
+    /// Renew interval.
+    #[arg(long, value_parser = duration)]
+    renew_interval: Duration,
+    /// Retry interval.
+    #[arg(long, value_parser = duration)]
+    retry_interval: Duration,
+    /// Safety margin (default: TTL / 10).
+    #[arg(long, value_parser = duration)]
+    safety_margin: Option<Duration>,
+    /// Rejoin delay (default: TTL + 2 × retry interval).
+    #[arg(long, value_parser = duration)]
+    rejoin_delay: Option<Duration>,
+    /// Keep the lease on a deadline step-down (default: release it).
+    #[arg(long)]
+    keep_lease_on_deadline: bool,
+    /// Jitter fraction in [0, 1).
+    #[arg(long, default_value_t = 0.0)]
+    jitter: f64,
+    /// Seed of the elector's jitter.
+    #[arg(long, default_value_t = 0)]
+    jitter_seed: u64,
+    /// Heartbeat interval.
+    #[arg(long, value_parser = duration)]
+    heartbeat_interval: Duration,
+    /// Registry liveness TTL.
+    #[arg(long, value_parser = duration)]
+    liveness_ttl: Duration,
+    /// How often the leader starts a unit of work.
+    #[arg(long, value_parser = duration)]
+    write_interval: Duration,
+    /// How long a unit takes from its leadership check to its write.
+    #[arg(long, value_parser = duration)]
+    work_ms: Duration,
+    /// How long one PostgreSQL statement (and a connect) may take.
+    #[arg(long, value_parser = duration)]
+    query_timeout: Duration,
+    /// Write to the fenced table (the default).
+    #[arg(long, conflicts_with = "unfenced")]
+    fencing: bool,
+    /// Write to the plain table, which accepts every write.
+    #[arg(long)]
+    unfenced: bool,
+}
+
+/// Everything one node process needs, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeConfig {
+    /// The node.
+    pub node: NodeId,
+    /// Its life number.
+    pub incarnation: u32,
+    /// Lease store URL.
+    pub lease_url: String,
+    /// Registry URL.
+    pub registry_url: String,
+    /// Downstream URL.
+    pub downstream_url: String,
+    /// The run's schema.
+    pub namespace: Namespace,
+    /// The role.
+    pub role: Role,
+    /// The resource written.
+    pub resource: ResourceId,
+    /// Elector timings (with this process's jitter seed).
+    pub timings: ElectorTimings,
+    /// Heartbeat interval.
+    pub heartbeat_interval: Duration,
+    /// Registry liveness TTL.
+    pub liveness_ttl: Duration,
+    /// How often the leader starts a unit.
+    pub write_interval: Duration,
+    /// How long a unit takes.
+    pub work_duration: Duration,
+    /// Statement and connect bound.
+    pub query_timeout: Duration,
+    /// Fenced table or plain table.
+    pub fencing: bool,
+}
+
+/// Why a node could not run.
+#[derive(Debug)]
+pub enum NodeError {
+    /// A flag is invalid (exit 2).
+    BadInput(String),
+    /// PostgreSQL or the runtime failed (exit 1).
+    Infrastructure(String),
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeError::BadInput(what) => write!(f, "bad node arguments: {what}"),
+            NodeError::Infrastructure(what) => write!(f, "node failed: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+fn bad(what: impl fmt::Display) -> NodeError {
+    NodeError::BadInput(what.to_string())
+}
+
+fn infra(what: impl fmt::Display) -> NodeError {
+    NodeError::Infrastructure(what.to_string())
+}
+
+impl NodeConfig {
+    /// Validates the command line.
+    ///
+    /// # Errors
+    /// [`NodeError::BadInput`] naming the flag.
+    pub fn from_args(args: NodeArgs) -> Result<NodeConfig, NodeError> {
+        let jitter = (args.jitter > 0.0).then_some(Jitter {
+            fraction: args.jitter,
+            seed: args.jitter_seed,
+        });
+        let config = NodeConfig {
+            node: NodeId::new(&args.node_id).map_err(|e| bad(format!("--node-id: {e}")))?,
+            incarnation: args.incarnation,
+            lease_url: args.lease_url,
+            registry_url: args.registry_url,
+            downstream_url: args.downstream_url,
+            namespace: Namespace::new(&args.schema, "")
+                .map_err(|e| bad(format!("--schema: {e}")))?,
+            role: Role::new(&args.role).map_err(|e| bad(format!("--role: {e}")))?,
+            resource: ResourceId::new(&args.resource)
+                .map_err(|e| bad(format!("--resource: {e}")))?,
+            timings: ElectorTimings {
+                lease_ttl: args.ttl,
+                renew_interval: args.renew_interval,
+                retry_interval: args.retry_interval,
+                safety_margin: args.safety_margin,
+                rejoin_delay: args.rejoin_delay,
+                release_on_deadline: !args.keep_lease_on_deadline,
+                jitter,
+            },
+            heartbeat_interval: args.heartbeat_interval,
+            liveness_ttl: args.liveness_ttl,
+            write_interval: args.write_interval,
+            work_duration: args.work_ms,
+            query_timeout: args.query_timeout,
+            fencing: !args.unfenced,
+        };
+        config.owner()?;
+        for (flag, value) in [
+            ("--heartbeat-interval", config.heartbeat_interval),
+            ("--liveness-ttl", config.liveness_ttl),
+            ("--write-interval", config.write_interval),
+            ("--query-timeout", config.query_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(bad(format!("{flag} must be above zero")));
+            }
+        }
+        Ok(config)
+    }
+
+    /// This life's owner id, `node#incarnation`.
+    ///
+    /// # Errors
+    /// The id would be too long.
+    pub fn owner(&self) -> Result<OwnerId, NodeError> {
+        OwnerId::new(format!("{}#{}", self.node, self.incarnation))
+            .map_err(|e| bad(format!("owner id: {e}")))
+    }
+
+    /// The arguments (after `node`) and environment that make a process with
+    /// this configuration.
+    pub fn to_command(&self) -> (Vec<OsString>, Vec<(OsString, OsString)>) {
+        let human = |d: Duration| humantime::format_duration(d).to_string();
+        let mut args: Vec<String> = vec![
+            "node".into(),
+            "--node-id".into(),
+            self.node.to_string(),
+            "--incarnation".into(),
+            self.incarnation.to_string(),
+            "--schema".into(),
+            self.namespace.schema().to_string(),
+            "--role".into(),
+            self.role.to_string(),
+            "--resource".into(),
+            self.resource.to_string(),
+            "--ttl".into(),
+            human(self.timings.lease_ttl),
+            "--renew-interval".into(),
+            human(self.timings.renew_interval),
+            "--retry-interval".into(),
+            human(self.timings.retry_interval),
+            "--heartbeat-interval".into(),
+            human(self.heartbeat_interval),
+            "--liveness-ttl".into(),
+            human(self.liveness_ttl),
+            "--write-interval".into(),
+            human(self.write_interval),
+            "--work-ms".into(),
+            human(self.work_duration),
+            "--query-timeout".into(),
+            human(self.query_timeout),
+            if self.fencing {
+                "--fencing"
+            } else {
+                "--unfenced"
+            }
+            .into(),
+        ];
+        if let Some(margin) = self.timings.safety_margin {
+            args.extend(["--safety-margin".into(), human(margin)]);
+        }
+        if let Some(delay) = self.timings.rejoin_delay {
+            args.extend(["--rejoin-delay".into(), human(delay)]);
+        }
+        if !self.timings.release_on_deadline {
+            args.push("--keep-lease-on-deadline".into());
+        }
+        if let Some(jitter) = self.timings.jitter {
+            args.extend([
+                "--jitter".into(),
+                jitter.fraction.to_string(),
+                "--jitter-seed".into(),
+                jitter.seed.to_string(),
+            ]);
+        }
+        let env = [
+            (LEASE_URL_VAR, &self.lease_url),
+            (REGISTRY_URL_VAR, &self.registry_url),
+            (DOWNSTREAM_URL_VAR, &self.downstream_url),
+        ]
+        .into_iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+        (args.into_iter().map(OsString::from).collect(), env)
+    }
+}
+
+/// Prints one event line on standard output.
+fn say(owner: &OwnerId, event: fmt::Arguments<'_>) {
+    println!("{owner} {event}");
+}
+
+/// Where units write.
+enum Downstream {
+    Fenced(PostgresFencedTable),
+    Plain(Box<PlainTable>),
+}
+
+/// The unfenced downstream: an append-only table that accepts every write.
+struct PlainTable {
+    url: String,
+    insert: String,
+    timeout: Duration,
+    client: Mutex<Option<Client>>,
+}
+
+impl PlainTable {
+    async fn write(
+        &self,
+        resource: &ResourceId,
+        token: FencingToken,
+        writer: &OwnerId,
+        payload: &[u8],
+    ) -> Result<(), String> {
+        let token = i64::try_from(token.get()).map_err(|_| "token above i64::MAX".to_string())?;
+        let mut client = self.client.lock().await;
+        if client.as_ref().is_none_or(Client::is_closed) {
+            let connecting = tokio_postgres::connect(&self.url, NoTls);
+            let (fresh, connection) = tokio::time::timeout(self.timeout, connecting)
+                .await
+                .map_err(|_| "connect timed out".to_string())?
+                .map_err(|e| format!("connect: {e}"))?;
+            tokio::spawn(connection);
+            *client = Some(fresh);
+        }
+        let Some(connected) = client.as_ref() else {
+            return Err("no connection".to_string());
+        };
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&resource.as_str(), &token, &writer.as_str(), &payload];
+        let result = tokio::time::timeout(self.timeout, connected.execute(&self.insert, &params));
+        match result.await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => {
+                *client = None;
+                Err(format!("insert: {error}"))
+            }
+            Err(_) => {
+                *client = None;
+                Err("insert timed out".to_string())
+            }
+        }
+    }
+}
+
+/// What the work of every term shares.
+struct WorkContext {
+    owner: OwnerId,
+    resource: ResourceId,
+    write_interval: Duration,
+    work_duration: Duration,
+    downstream: Downstream,
+    abdicate: Notify,
+    units: AtomicU64,
+}
+
+/// Runs the node until SIGTERM.
+///
+/// # Errors
+/// [`NodeError`] when a store cannot be set up.
+pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
+    let owner = config.owner()?;
+    let options = PostgresOptions::default()
+        .with_namespace(config.namespace.clone())
+        .with_query_timeout(config.query_timeout)
+        .with_connect_timeout(config.query_timeout);
+    let lease = PostgresStore::new(&config.lease_url, options.clone()).map_err(infra)?;
+    let registry = PostgresStore::new(&config.registry_url, options.clone())
+        .map_err(infra)?
+        .registry(config.liveness_ttl)
+        .map_err(infra)?;
+    let downstream = if config.fencing {
+        let store = PostgresStore::new(&config.downstream_url, options).map_err(infra)?;
+        Downstream::Fenced(store.fenced_table())
+    } else {
+        Downstream::Plain(Box::new(PlainTable {
+            url: config.downstream_url.clone(),
+            insert: format!(
+                "INSERT INTO \"{}\".{PLAIN_TABLE} (resource, token, writer, payload) \
+                 VALUES ($1, $2, $3, $4)",
+                config.namespace.schema()
+            ),
+            timeout: config.query_timeout,
+            client: Mutex::new(None),
+        }))
+    };
+    let context = Arc::new(WorkContext {
+        owner: owner.clone(),
+        resource: config.resource.clone(),
+        write_interval: config.write_interval,
+        work_duration: config.work_duration,
+        downstream,
+        abdicate: Notify::new(),
+        units: AtomicU64::new(0),
+    });
+    let shutdown = CancellationToken::new();
+    let mut terminate = signal(SignalKind::terminate()).map_err(infra)?;
+    let mut user1 = signal(SignalKind::user_defined1()).map_err(infra)?;
+    let signals = {
+        let (shutdown, context) = (shutdown.clone(), context.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = terminate.recv() => {
+                        say(&context.owner, format_args!("sigterm"));
+                        shutdown.cancel();
+                        return;
+                    }
+                    _ = user1.recv() => {
+                        say(&context.owner, format_args!("sigusr1"));
+                        context.abdicate.notify_waiters();
+                    }
+                }
+            }
+        })
+    };
+    let heartbeat = HeartbeatTask::new(registry, config.node.clone(), config.heartbeat_interval)
+        .map_err(infra)?;
+    let heartbeat = tokio::spawn(heartbeat.run(shutdown.clone().cancelled_owned()));
+    let elector = LeaseLeaderElector::new(
+        lease,
+        ElectorOptions::new(owner.clone())
+            .with_timings(config.timings)
+            .with_stop_timeout(config.write_interval + config.work_duration),
+    );
+    say(&owner, format_args!("start pid={}", std::process::id()));
+    let work = move |token, cancel| work(token, cancel, context.clone());
+    let ran = elector
+        .run(
+            config.role.clone(),
+            work,
+            shutdown.clone().cancelled_owned(),
+        )
+        .await;
+    shutdown.cancel();
+    let _ = heartbeat.await;
+    signals.abort();
+    ran.map_err(infra)?;
+    say(&owner, format_args!("exit"));
+    Ok(())
+}
+
+/// One term's work: a unit every `write_interval` until the term ends, or
+/// until SIGUSR1 makes it fail.
+async fn work(token: FencingToken, cancel: CancellationToken, context: Arc<WorkContext>) {
+    let owner = &context.owner;
+    say(owner, format_args!("leading token={token}"));
+    let mut ticks = tokio::time::interval(context.write_interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = context.abdicate.notified() => {
+                say(owner, format_args!("work-failed token={token}"));
+                return;
+            }
+            _ = ticks.tick() => {
+                let unit = context.units.fetch_add(1, Ordering::Relaxed) + 1;
+                // Detached: a unit's write goes out even after the term ends,
+                // exactly as the simulator's stalled leader's does.
+                tokio::spawn(run_unit(unit, token, context.clone()));
+            }
+        }
+    }
+    say(owner, format_args!("stopped-leading token={token}"));
+}
+
+async fn run_unit(unit: u64, token: FencingToken, context: Arc<WorkContext>) {
+    tokio::time::sleep(context.work_duration).await;
+    let owner = &context.owner;
+    let payload = format!("{owner} unit {unit}");
+    let outcome = match &context.downstream {
+        Downstream::Fenced(table) => table
+            .write(&context.resource, token, owner, payload.as_bytes())
+            .await
+            .map(|outcome| match outcome {
+                WriteOutcome::Accepted => "outcome=accepted".to_string(),
+                WriteOutcome::RejectedStale { highest, .. } => {
+                    format!("outcome=rejected-stale highest={highest}")
+                }
+                WriteOutcome::RejectedWrongWriter { bound_to, .. } => {
+                    format!("outcome=rejected-wrong-writer bound_to={bound_to}")
+                }
+            })
+            .map_err(|e| e.to_string()),
+        Downstream::Plain(table) => table
+            .write(&context.resource, token, owner, payload.as_bytes())
+            .await
+            .map(|()| "outcome=accepted".to_string()),
+    };
+    match outcome {
+        Ok(outcome) => say(
+            owner,
+            format_args!("write unit={unit} token={token} {outcome}"),
+        ),
+        Err(error) => say(
+            owner,
+            format_args!("write unit={unit} token={token} outcome=failed error={error:?}"),
+        ),
+    }
+}
+
+/// `fenced-lab node`: validates, sets up logging and a runtime, runs.
+///
+/// # Errors
+/// [`NodeError`] (bad input: exit 2; anything else: exit 1).
+pub fn main(args: NodeArgs) -> Result<(), NodeError> {
+    let config = NodeConfig::from_args(args)?;
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(infra)?;
+    runtime.block_on(run(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Node(NodeArgs),
+    }
+
+    #[test]
+    fn the_runner_command_line_reads_back_as_the_same_config() {
+        // What the runner writes is exactly what the node reads.
+        let config = NodeConfig {
+            node: NodeId::new("node-a").expect("id"),
+            incarnation: 3,
+            lease_url: "host=127.0.0.1 port=1".to_string(),
+            registry_url: "host=127.0.0.1 port=1".to_string(),
+            downstream_url: "host=127.0.0.1 port=2".to_string(),
+            namespace: Namespace::new("fenced_lab_1_0", "").expect("namespace"),
+            role: Role::new("reports").expect("role"),
+            resource: ResourceId::new("daily").expect("resource"),
+            timings: ElectorTimings {
+                lease_ttl: Duration::from_millis(3000),
+                renew_interval: Duration::from_millis(1000),
+                retry_interval: Duration::from_millis(200),
+                safety_margin: Some(Duration::from_micros(300_500)),
+                rejoin_delay: None,
+                release_on_deadline: false,
+                jitter: Some(Jitter {
+                    fraction: 0.1,
+                    seed: 42,
+                }),
+            },
+            heartbeat_interval: Duration::from_millis(500),
+            liveness_ttl: Duration::from_secs(3),
+            write_interval: Duration::from_millis(100),
+            work_duration: Duration::from_nanos(5_000_001),
+            query_timeout: Duration::from_millis(750),
+            fencing: false,
+        };
+        let (args, env) = config.to_command();
+        for (key, value) in &env {
+            // Only this test reads these variables.
+            std::env::set_var(key, value);
+        }
+        let parsed = Wrapper::try_parse_from(std::iter::once("fenced-lab".into()).chain(args))
+            .expect("the runner's command line parses");
+        let Command::Node(args) = parsed.command;
+        assert_eq!(NodeConfig::from_args(args).expect("valid"), config);
+    }
+}

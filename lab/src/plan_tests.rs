@@ -1,0 +1,338 @@
+//! The plans of the shipped scenarios: which run for real, which are
+//! refused and why, and what a plan holds.
+
+use std::path::PathBuf;
+
+use fenced_sim::{FaultSpec, Scenario};
+
+use super::*;
+use crate::faketime::Measured;
+
+fn scenario_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(format!("{name}.toml"))
+}
+
+fn verified() -> FaketimeSupport {
+    FaketimeSupport::Verified {
+        library: PathBuf::from("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
+        measured: Measured {
+            realtime_offset_secs: 100.0,
+            monotonic_rate: 2.0,
+        },
+    }
+}
+
+fn options(scale: f64, faketime: FaketimeSupport) -> PlanOptions {
+    PlanOptions {
+        time_scale: TimeScale::new(scale).expect("a valid scale"),
+        seed: None,
+        faketime,
+    }
+}
+
+fn plan_file(name: &str, scale: f64) -> Result<LabPlan, PlanError> {
+    let scenario = load(&scenario_file(name)).expect("a shipped scenario loads");
+    LabPlan::new(&scenario, &options(scale, verified()))
+}
+
+fn refusals(result: Result<LabPlan, PlanError>) -> Vec<Refusal> {
+    match result {
+        Err(PlanError::Refused(refusals)) => refusals,
+        Ok(_) => panic!("planned, expected a refusal"),
+        Err(other) => panic!("expected a refusal, got {other}"),
+    }
+}
+
+#[test]
+fn every_shipped_scenario_is_planned_or_refused_as_listed() {
+    // The lab's coverage of the shipped library, at --time-scale 0.1: the
+    // fenced-protocol scenarios run for real; the rest are refused up
+    // front, each with the first reason listed here.
+    let refused = [
+        ("client-go-fast-clock", "election.protocol"),
+        ("client-go-gc-pause-fenced", "election.protocol"),
+        ("client-go-gc-pause-unfenced", "election.protocol"),
+        ("client-go-mixed-lease-durations-fixed", "election.protocol"),
+        ("client-go-mixed-lease-durations", "election.protocol"),
+        ("client-go-true-clocks", "election.protocol"),
+        ("connection-lock-gc-pause", "election.protocol"),
+        ("downstream-restart-volatile", "fault[1] (restart)"),
+        ("dynamodb-gc-pause-unfenced", "election.protocol"),
+        ("etcd-paused-leader-fenced", "election.protocol"),
+        ("etcd-paused-leader-unfenced", "election.protocol"),
+        ("explored-client-go-split-brain", "election.protocol"),
+        ("explored-dynamodb-split-brain", "election.protocol"),
+        ("explored-etcd-split-brain", "election.protocol"),
+        ("explored-redlock-split-brain", "election.protocol"),
+        ("fleet-election", "fault[0] (pause)"),
+        ("fleet-election-50", "node"),
+        ("fleet-election-500", "node"),
+        ("heavy-loss-duplication", "network.duplicate"),
+        ("lease-store-restart-volatile", "fault[1] (restart)"),
+        ("redlock-clock-jump", "election.protocol"),
+        ("redlock-gc-pause", "election.protocol"),
+        ("redlock-restart-durable", "election.protocol"),
+        ("redlock-restart-without-persistence", "election.protocol"),
+        ("zookeeper-session-policy-partition", "election.protocol"),
+        ("zookeeper-standard-policy-partition", "election.protocol"),
+    ];
+    let planned = [
+        "asymmetric-cut",
+        "asymmetric-cut-eager-rejoin",
+        "crash-restart",
+        "downstream-restart-durable",
+        "gc-pause-fenced",
+        "gc-pause-unfenced",
+        "graceful-stop",
+        "leader-crash",
+        "leader-isolated",
+        "leader-partitioned-from-store",
+        "lease-store-restart-durable",
+        "membership-heartbeat-loss",
+        "renew-too-close-under-loss",
+        "short-pause",
+        "slow-clock-fenced",
+        "slow-clock-unfenced",
+        "slow-store",
+        "steady-state",
+        "work-fails-abdicate",
+        "zombie-replacement",
+    ];
+    for (name, what) in refused {
+        let refusals = refusals(plan_file(name, 0.1));
+        assert_eq!(refusals[0].what, what, "{name}: {refusals:?}");
+    }
+    for name in planned {
+        if let Err(error) = plan_file(name, 0.1) {
+            panic!("{name} should plan: {error}");
+        }
+    }
+    // Every shipped scenario is in one list or the other.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut shipped: Vec<String> = std::fs::read_dir(dir)
+        .expect("the scenarios directory")
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            Some(name.strip_suffix(".toml")?.to_string())
+        })
+        .collect();
+    shipped.sort();
+    let mut listed: Vec<String> = refused
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .chain(planned.iter().map(|name| name.to_string()))
+        .collect();
+    listed.sort();
+    assert_eq!(shipped, listed);
+}
+
+#[test]
+fn refusals_name_the_fault_and_say_why() {
+    // Every refusal is listed at once, each with its reason.
+    let recurring = refusals(plan_file("heavy-loss-duplication", 0.1));
+    let whats: Vec<&str> = recurring.iter().map(|r| r.what.as_str()).collect();
+    assert_eq!(whats, ["network.duplicate", "fault[0] (pause)"]);
+    assert!(recurring[1].why.contains("recurring"), "{recurring:?}");
+    let volatile = refusals(plan_file("lease-store-restart-volatile", 0.1));
+    assert!(volatile[0].why.contains("durable = false"), "{volatile:?}");
+    let zoo = refusals(plan_file("redlock-clock-jump", 0.1));
+    assert_eq!(
+        zoo.len(),
+        1,
+        "another design's faults are not judged: {zoo:?}"
+    );
+    assert!(zoo[0].why.contains("`redlock`"), "{zoo:?}");
+    let mut scenario = Scenario::new("j", Duration::from_secs(60)).with_nodes(["a"]);
+    scenario.faults.push(FaultSpec::ClockJump {
+        host: "a".to_string(),
+        at: Duration::from_secs(5),
+        by: fenced_sim::ClockOffset::ahead(Duration::from_secs(2)),
+    });
+    let valid = scenario.validated().expect("valid");
+    let jump = refusals(LabPlan::new(&valid, &options(1.0, verified())));
+    assert_eq!(jump[0].what, "fault[0] (clock-jump)");
+    assert!(jump[0].why.contains("CLOCK_MONOTONIC"), "{jump:?}");
+    let fleet = refusals(plan_file("fleet-election-50", 0.1));
+    assert!(fleet[0].why.contains("50 nodes"), "{fleet:?}");
+}
+
+#[test]
+fn node_clocks_are_refused_without_a_verified_libfaketime() {
+    // A drift the lab cannot fake is refused, naming the node.
+    let scenario = load(&scenario_file("slow-clock-fenced")).expect("loads");
+    let missing = FaketimeSupport::Unavailable {
+        why: "not installed".to_string(),
+    };
+    let refusals = refusals(LabPlan::new(&scenario, &options(0.1, missing)));
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].what, "node[0] node-a");
+    assert!(
+        refusals[0].why.contains("clock drift -0.25"),
+        "{refusals:?}"
+    );
+    let plan = LabPlan::new(&scenario, &options(0.1, verified())).expect("plans");
+    let clock = plan.nodes[0].clock.expect("node-a has a clock");
+    assert_eq!(clock.faketime_spec(), "+0.000000000 x0.75");
+    assert_eq!(plan.nodes[1].clock, None);
+}
+
+#[test]
+fn a_gc_pause_becomes_sigstop_and_sigcont_at_scaled_times() {
+    // Every duration is multiplied by the time scale: the run, the pause,
+    // the start times and the elector's timings.
+    let plan = plan_file("gc-pause-fenced", 0.1).expect("plans");
+    assert_eq!(plan.end, Duration::from_secs(12));
+    assert_eq!(plan.settings.timings.lease_ttl, Duration::from_secs(3));
+    let steps: Vec<(Duration, &Action)> = plan.steps.iter().map(|s| (s.at, &s.action)).collect();
+    assert_eq!(
+        steps,
+        [
+            (Duration::ZERO, &Action::Spawn { node: 0 }),
+            (Duration::from_millis(100), &Action::Spawn { node: 1 }),
+            (Duration::from_millis(100), &Action::Spawn { node: 2 }),
+            (Duration::from_millis(1205), &Action::Pause { node: 0 }),
+            (Duration::from_millis(5205), &Action::Resume { node: 0 }),
+        ]
+    );
+    assert!(plan.settings.fencing);
+    assert_eq!(plan.seed, 7);
+}
+
+#[test]
+fn network_faults_become_proxy_blocks_of_the_right_links() {
+    // A partition of node-a from the lease store stalls both directions of
+    // that one link; the downstream link stays up.
+    let plan = plan_file("leader-partitioned-from-store", 0.1).expect("plans");
+    let link = Link {
+        node: 0,
+        server: Server::LeaseStore,
+    };
+    let blocks: Vec<&Action> = plan
+        .steps
+        .iter()
+        .filter(|s| matches!(s.cause, Cause::Fault(0)))
+        .map(|s| &s.action)
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            &Action::Block {
+                link,
+                direction: Direction::ToServer
+            },
+            &Action::Block {
+                link,
+                direction: Direction::ToNode
+            },
+            &Action::Unblock {
+                link,
+                direction: Direction::ToServer
+            },
+            &Action::Unblock {
+                link,
+                direction: Direction::ToNode
+            },
+        ]
+    );
+    // A one-way cut from the lease store to node-a stalls only answers.
+    let plan = plan_file("asymmetric-cut", 0.1).expect("plans");
+    let first = plan
+        .steps
+        .iter()
+        .find(|s| matches!(s.cause, Cause::Fault(0)))
+        .expect("the cut");
+    assert_eq!(
+        first.action,
+        Action::Block {
+            link,
+            direction: Direction::ToNode
+        }
+    );
+}
+
+#[test]
+fn server_faults_become_resets_and_stalls() {
+    // A durable restart of the lease store resets and refuses its links;
+    // a pause of a node is a SIGSTOP.
+    let plan = plan_file("lease-store-restart-durable", 0.1).expect("plans");
+    let server_steps: Vec<&Action> = plan
+        .steps
+        .iter()
+        .filter(|s| s.cause == Cause::Fault(1))
+        .map(|s| &s.action)
+        .collect();
+    let server = Server::LeaseStore;
+    assert_eq!(
+        server_steps,
+        [&Action::ServerDown { server }, &Action::ServerUp { server }]
+    );
+    // A pause of the downstream stalls every node's downstream link, both ways.
+    let mut scenario = Scenario::new("p", Duration::from_secs(60)).with_nodes(["a", "b"]);
+    scenario.faults.push(FaultSpec::Pause {
+        host: DOWNSTREAM.to_string(),
+        at: Duration::from_secs(10),
+        duration: Duration::from_secs(5),
+    });
+    let valid = scenario.validated().expect("valid");
+    let plan = LabPlan::new(&valid, &options(1.0, verified())).expect("plans");
+    let blocked = plan
+        .steps
+        .iter()
+        .filter(
+            |s| matches!(s.action, Action::Block { link, .. } if link.server == Server::Downstream),
+        )
+        .count();
+    assert_eq!(blocked, 4);
+}
+
+#[test]
+fn heal_at_ends_every_fault_and_drops_later_ones() {
+    // After heal_at nothing is injected any more: a fault starting later is
+    // not planned, one still running ends with the heal.
+    let mut scenario = Scenario::new("h", Duration::from_secs(60)).with_nodes(["a"]);
+    scenario.heal_at = Some(Duration::from_secs(30));
+    scenario.faults.push(FaultSpec::Pause {
+        host: "a".to_string(),
+        at: Duration::from_secs(20),
+        duration: Duration::from_secs(20),
+    });
+    scenario.faults.push(FaultSpec::Crash {
+        node: "a".to_string(),
+        at: Duration::from_secs(40),
+        restart_after: Some(Duration::from_secs(1)),
+    });
+    let valid = scenario.validated().expect("valid");
+    let plan = LabPlan::new(&valid, &options(1.0, verified())).expect("plans");
+    let actions: Vec<&Action> = plan.steps.iter().map(|s| &s.action).collect();
+    assert_eq!(
+        actions,
+        [
+            &Action::Spawn { node: 0 },
+            &Action::Pause { node: 0 },
+            &Action::Heal
+        ]
+    );
+    assert_eq!(plan.steps[2].at, Duration::from_secs(30));
+}
+
+#[test]
+fn time_scales_and_floors_are_checked() {
+    // A scale outside (0, 1000] is bad input; one that squeezes an interval
+    // below the lab's floor is refused, naming the key.
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1000.5] {
+        assert!(
+            matches!(TimeScale::new(bad), Err(PlanError::TimeScale { .. })),
+            "{bad}"
+        );
+    }
+    assert!(TimeScale::new(1000.0).is_ok());
+    let refusals = refusals(plan_file("steady-state", 0.001));
+    let whats: Vec<&str> = refusals.iter().map(|r| r.what.as_str()).collect();
+    assert!(whats.contains(&"election.retry_interval"), "{whats:?}");
+    assert!(
+        refusals[0].why.contains("--time-scale 0.001"),
+        "{refusals:?}"
+    );
+}

@@ -1,0 +1,627 @@
+//! `fenced-lab run`: a scenario for real, from plan to clean-up.
+//!
+//! 1. Load and plan the scenario ([`crate::plan`]); probe libfaketime first
+//!    if a node has a clock setting. A refusal is bad input (exit 2), before
+//!    anything is started.
+//! 2. Create the run's schema ([`crate::schema`]), start one proxy per
+//!    (node, logical server) link ([`crate::proxy`]), and a
+//!    [`Supervisor`] for the node processes.
+//! 3. Apply each planned step at its real time (from the run's start), and
+//!    say what it did: which process got which signal, which link stalled.
+//! 4. At the end — or on Ctrl-C / SIGTERM, a failure, or a panic — kill
+//!    every process, stop the proxies, drop the schema, and remove the logs
+//!    unless `--keep DIR`.
+//!
+//! What the run *means* — its history, the checker's verdict, the
+//! simulator's prediction next to it — is not judged here yet: the report
+//! says what was done, and when.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::Args;
+use fenced::postgres::tokio_postgres::config::Host;
+use fenced::postgres::tokio_postgres::Config;
+use fenced::postgres::{PostgresOptions, PostgresStore};
+use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
+use tokio::time::{sleep_until, Instant};
+
+use crate::faketime::{self, FaketimeSupport};
+use crate::node::NodeConfig;
+use crate::plan::{self, Action, Cause, Direction, LabPlan, Link, PlanOptions, Server, TimeScale};
+use crate::proxy::{DirectionRules, Proxy};
+use crate::report::{Applied, RunReport};
+use crate::schema::{RunSchema, PLAIN_TABLE};
+use crate::supervisor::{Launch, ProcessIndex, Signal, Supervisor};
+
+/// The flags of `fenced-lab run`.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The PostgreSQL that holds the leases, the registry and the downstream
+    /// (a URL or key=value string; TCP, no TLS). The run creates a schema of
+    /// its own there and drops it at the end.
+    #[arg(long)]
+    pub postgres: String,
+    /// Multiply every duration of the scenario by this (0.1: ten times
+    /// faster). Above 0, at most 1000.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Override the scenario's seed (proxy latency and loss draws, elector
+    /// jitter).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print one JSON object instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep the node processes' logs in this directory (created if missing).
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
+}
+
+/// Why a run did not complete.
+#[derive(Debug)]
+pub enum RunError {
+    /// Bad input or a refused scenario (exit 2).
+    BadInput(String),
+    /// The machine or the database failed (exit 1).
+    Infrastructure(String),
+    /// Ctrl-C or SIGTERM; everything was cleaned up (exit 1).
+    Interrupted,
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::BadInput(what) => f.write_str(what),
+            RunError::Infrastructure(what) => write!(f, "lab failure: {what}"),
+            RunError::Interrupted => {
+                f.write_str("interrupted: every process, proxy and the run's schema were removed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl RunError {
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::BadInput(_) => 2,
+            RunError::Infrastructure(_) | RunError::Interrupted => 1,
+        }
+    }
+}
+
+fn infra(what: impl fmt::Display) -> RunError {
+    RunError::Infrastructure(what.to_string())
+}
+
+/// Ctrl-C and SIGTERM, registered before anything is started.
+struct Interrupts {
+    interrupt: SignalStream,
+    terminate: SignalStream,
+}
+
+impl Interrupts {
+    fn new() -> Result<Interrupts, RunError> {
+        Ok(Interrupts {
+            interrupt: signal(SignalKind::interrupt()).map_err(infra)?,
+            terminate: signal(SignalKind::terminate()).map_err(infra)?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+}
+
+/// Where PostgreSQL is, and how to reach it through a proxy.
+struct Target {
+    address: SocketAddr,
+    config: Config,
+}
+
+impl Target {
+    async fn resolve(url: &str) -> Result<Target, RunError> {
+        let config = Config::from_str(url)
+            .map_err(|e| RunError::BadInput(format!("--postgres: invalid URL: {e}")))?;
+        let host = match config.get_hosts().first() {
+            Some(Host::Tcp(host)) => host.clone(),
+            Some(Host::Unix(path)) => {
+                return Err(RunError::BadInput(format!(
+                    "--postgres: a Unix socket ({}) cannot be proxied; give a TCP host",
+                    path.display()
+                )))
+            }
+            None => "localhost".to_string(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let lookup = tokio::net::lookup_host((host.as_str(), port));
+        let address = tokio::time::timeout(Duration::from_secs(5), lookup)
+            .await
+            .map_err(|_| infra(format!("resolving {host}: timed out")))?
+            .map_err(|e| infra(format!("resolving {host}: {e}")))?
+            .next()
+            .ok_or_else(|| infra(format!("{host} resolves to no address")))?;
+        Ok(Target { address, config })
+    }
+
+    /// A key=value connection string for a proxy at `proxy`.
+    fn through(&self, proxy: SocketAddr) -> String {
+        let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
+        let mut parts = vec![
+            format!("host={}", proxy.ip()),
+            format!("port={}", proxy.port()),
+        ];
+        if let Some(user) = self.config.get_user() {
+            parts.push(format!("user={}", quote(user)));
+        }
+        if let Some(password) = self.config.get_password() {
+            parts.push(format!(
+                "password={}",
+                quote(&String::from_utf8_lossy(password))
+            ));
+        }
+        if let Some(dbname) = self.config.get_dbname() {
+            parts.push(format!("dbname={}", quote(dbname)));
+        }
+        parts.join(" ")
+    }
+}
+
+/// How often the runner looks for ended processes.
+const REAP_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The seed of one proxy's draws.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn child_seed(seed: u64, parts: &[u64]) -> u64 {
+    parts
+        .iter()
+        .fold(mix(seed), |acc, part| mix(acc ^ mix(*part)))
+}
+
+/// Runs `args`' scenario for real and reports what was done.
+///
+/// # Errors
+/// [`RunError`]; everything started is gone when it returns.
+pub async fn run(args: &RunArgs) -> Result<RunReport, RunError> {
+    let mut interrupts = Interrupts::new()?;
+    let program = std::env::current_exe().map_err(|e| infra(format!("current_exe: {e}")))?;
+    let scenario = plan::load(&args.scenario).map_err(|e| RunError::BadInput(e.to_string()))?;
+    let time_scale =
+        TimeScale::new(args.time_scale).map_err(|e| RunError::BadInput(e.to_string()))?;
+    let needs_clock = scenario
+        .nodes
+        .iter()
+        .any(|n| n.clock_offset.0 != 0 || n.clock_drift != 0.0);
+    let faketime = if needs_clock {
+        faketime::probe(&program).await
+    } else {
+        FaketimeSupport::NotProbed
+    };
+    let options = PlanOptions {
+        time_scale,
+        seed: args.seed,
+        faketime,
+    };
+    let plan = LabPlan::new(&scenario, &options).map_err(|e| RunError::BadInput(e.to_string()))?;
+    let target = Target::resolve(&args.postgres).await?;
+    let (log_dir, _temporary) = match &args.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| infra(format!("cannot create {}: {e}", dir.display())))?;
+            (dir.clone(), None)
+        }
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("fenced-lab-")
+                .tempdir()
+                .map_err(|e| infra(format!("cannot create a log directory: {e}")))?;
+            (dir.path().to_path_buf(), Some(dir))
+        }
+    };
+    let schema = RunSchema::create(&args.postgres).await.map_err(infra)?;
+    let mut lab = Lab {
+        plan: &plan,
+        options: &options,
+        target,
+        schema_name: schema.name().to_string(),
+        proxies: BTreeMap::new(),
+        supervisor: Supervisor::new(&program, &log_dir),
+        incarnations: BTreeMap::new(),
+        paused: BTreeMap::new(),
+        stopped: BTreeMap::new(),
+        blocked: BTreeMap::new(),
+        down: BTreeMap::new(),
+        killed_by: BTreeSet::new(),
+        applied: Vec::new(),
+        verbose: !args.json,
+    };
+    let outcome = lab.drive(&mut interrupts).await;
+    // Tear down in every case: processes, proxies, then the schema.
+    lab.supervisor.shutdown().await;
+    lab.proxies.clear();
+    let downstream = match &outcome {
+        Ok(()) => downstream_summary(&args.postgres, &plan, &schema).await,
+        Err(_) => None,
+    };
+    let dropped = schema.drop_schema().await;
+    outcome?;
+    dropped.map_err(infra)?;
+    Ok(RunReport::new(
+        &plan,
+        &options.faketime,
+        lab.schema_name,
+        lab.applied,
+        lab.supervisor.processes(),
+        downstream,
+        args.keep.clone(),
+    ))
+}
+
+/// What the downstream holds at the end, in words.
+async fn downstream_summary(url: &str, plan: &LabPlan, schema: &RunSchema) -> Option<String> {
+    let resource = &plan.settings.resource;
+    if plan.settings.fencing {
+        let options = PostgresOptions::default().with_namespace(schema.namespace().clone());
+        let table = PostgresStore::new(url, options).ok()?.fenced_table();
+        let record = table.read(resource).await;
+        Some(match record {
+            Ok(Some(record)) => format!(
+                "fenced table, resource {resource}: {} writes accepted, highest token {} by {}",
+                record.accepted, record.highest, record.writer
+            ),
+            Ok(None) => format!("fenced table, resource {resource}: no write accepted"),
+            Err(error) => format!("fenced table unreadable: {error}"),
+        })
+    } else {
+        let client = crate::schema::connect(url).await.ok()?;
+        let sql = format!(
+            "SELECT count(*), count(DISTINCT token) FROM \"{}\".{PLAIN_TABLE} WHERE resource = $1",
+            schema.name()
+        );
+        let row = client.query_one(&sql, &[&resource.as_str()]).await.ok()?;
+        let (writes, tokens): (i64, i64) = (row.get(0), row.get(1));
+        Some(format!(
+            "plain table, resource {resource}: {writes} writes accepted, from {tokens} terms"
+        ))
+    }
+}
+
+/// The running lab: everything a step may touch.
+struct Lab<'a> {
+    plan: &'a LabPlan,
+    options: &'a PlanOptions,
+    target: Target,
+    schema_name: String,
+    proxies: BTreeMap<Link, Proxy>,
+    supervisor: Supervisor,
+    incarnations: BTreeMap<usize, u32>,
+    /// Per node, the faults pausing it.
+    paused: BTreeMap<usize, BTreeSet<usize>>,
+    /// Per node, the processes its pauses stopped (a process started during
+    /// a pause of its node — a `replace` — runs).
+    stopped: BTreeMap<usize, BTreeSet<ProcessIndex>>,
+    /// Per link direction, the faults blocking it.
+    blocked: BTreeMap<(Link, Direction), BTreeSet<usize>>,
+    /// Per server, the faults keeping it down.
+    down: BTreeMap<Server, BTreeSet<usize>>,
+    /// Faults whose kill or stop found a live process.
+    killed_by: BTreeSet<usize>,
+    applied: Vec<Applied>,
+    verbose: bool,
+}
+
+impl Lab<'_> {
+    async fn drive(&mut self, interrupts: &mut Interrupts) -> Result<(), RunError> {
+        self.start_proxies().await?;
+        let start = Instant::now();
+        for step in &self.plan.steps {
+            self.wait_until(start + step.at, interrupts).await?;
+            let effect = self.apply(step.cause, &step.action)?;
+            let applied = Applied {
+                planned: step.at,
+                real: start.elapsed(),
+                cause: step.cause,
+                action: step.action.to_string(),
+                effect,
+            };
+            if self.verbose {
+                eprintln!("{applied}");
+            }
+            self.applied.push(applied);
+        }
+        self.wait_until(start + self.plan.end, interrupts).await
+    }
+
+    /// Waits for `deadline`, noting process endings as they happen (so a
+    /// life's end is timed within [`REAP_INTERVAL`]).
+    async fn wait_until(
+        &mut self,
+        deadline: Instant,
+        interrupts: &mut Interrupts,
+    ) -> Result<(), RunError> {
+        let mut reaping = tokio::time::interval(REAP_INTERVAL);
+        loop {
+            tokio::select! {
+                _ = sleep_until(deadline) => return Ok(()),
+                _ = interrupts.recv() => return Err(RunError::Interrupted),
+                _ = reaping.tick() => {
+                    for index in self.supervisor.reap() {
+                        let process = &self.supervisor.processes()[index];
+                        if let (true, Some((at, ending))) = (self.verbose, &process.ended) {
+                            eprintln!(
+                                "{:>9.3}s {}#{} (pid {}) {ending}",
+                                at.as_secs_f64(),
+                                process.node,
+                                process.incarnation,
+                                process.pid
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn start_proxies(&mut self) -> Result<(), RunError> {
+        let network = self.plan.network;
+        let rules = DirectionRules {
+            latency: network.latency,
+            loss: network.loss,
+            retransmit_timeout: network.retransmit_timeout,
+            blocked: false,
+        };
+        for node in 0..self.plan.nodes.len() {
+            for server in Server::ALL {
+                let seed = child_seed(self.plan.seed, &[node as u64, server as u64]);
+                let proxy = Proxy::start(self.target.address, [rules; 2], seed)
+                    .await
+                    .map_err(|e| infra(format!("cannot start a proxy: {e}")))?;
+                self.proxies.insert(Link { node, server }, proxy);
+            }
+        }
+        Ok(())
+    }
+
+    fn node_name(&self, node: usize) -> String {
+        self.plan.nodes[node].id.to_string()
+    }
+
+    fn spawn(&mut self, node: usize) -> Result<String, RunError> {
+        let incarnation = self.incarnations.entry(node).or_insert(0);
+        *incarnation += 1;
+        let incarnation = *incarnation;
+        let url = |server| {
+            let proxy = &self.proxies[&Link { node, server }];
+            self.target.through(proxy.address())
+        };
+        let settings = &self.plan.settings;
+        let jitter_seed = child_seed(self.plan.seed, &[u64::MAX, node as u64, incarnation.into()]);
+        let mut timings = settings.timings;
+        if let Some(jitter) = timings.jitter.as_mut() {
+            jitter.seed = jitter_seed;
+        }
+        let config = NodeConfig {
+            node: self.plan.nodes[node].id.clone(),
+            incarnation,
+            lease_url: url(Server::LeaseStore),
+            registry_url: url(Server::LeaseStore),
+            downstream_url: url(Server::Downstream),
+            namespace: fenced::postgres::Namespace::new(&self.schema_name, "").map_err(infra)?,
+            role: settings.role.clone(),
+            resource: settings.resource.clone(),
+            timings,
+            heartbeat_interval: settings.heartbeat_interval,
+            liveness_ttl: settings.liveness_ttl,
+            write_interval: settings.write_interval,
+            work_duration: settings.work_duration,
+            query_timeout: (settings.timings.lease_ttl / 4)
+                .clamp(Duration::from_millis(100), Duration::from_secs(5)),
+            fencing: settings.fencing,
+        };
+        let (args, mut env) = config.to_command();
+        if let Some(clock) = &self.plan.nodes[node].clock {
+            let extra = self.options.faketime.environment(clock);
+            env.extend(extra.into_iter().map(|(k, v)| (k.into(), v.into())));
+        }
+        let launch = Launch {
+            node: self.node_name(node),
+            incarnation,
+            args,
+            env,
+        };
+        let index = self.supervisor.spawn(launch).map_err(infra)?;
+        let pid = self.supervisor.processes()[index].pid;
+        Ok(format!(
+            "started {}#{incarnation} (pid {pid})",
+            self.node_name(node)
+        ))
+    }
+
+    /// Sends `signal` to every live process of `node`; says to whom.
+    fn signal_node(&mut self, node: usize, signal: Signal) -> Result<String, RunError> {
+        let live = self.supervisor.live(&self.node_name(node));
+        if signal == Signal::Stop {
+            self.stopped
+                .entry(node)
+                .or_default()
+                .extend(live.iter().copied());
+        }
+        self.signal_processes(node, live, signal)
+    }
+
+    /// Sends SIGCONT to the processes `node`'s pauses stopped.
+    fn resume_node(&mut self, node: usize) -> Result<String, RunError> {
+        let stopped = self.stopped.remove(&node).unwrap_or_default();
+        let live = self.supervisor.live(&self.node_name(node));
+        let resumed = live.into_iter().filter(|i| stopped.contains(i)).collect();
+        self.signal_processes(node, resumed, Signal::Continue)
+    }
+
+    fn signal_processes(
+        &mut self,
+        node: usize,
+        processes: Vec<ProcessIndex>,
+        signal: Signal,
+    ) -> Result<String, RunError> {
+        let name = self.node_name(node);
+        let mut whom = Vec::new();
+        for index in processes {
+            self.supervisor.signal(index, signal).map_err(infra)?;
+            let process = &self.supervisor.processes()[index];
+            whom.push(format!(
+                "{}#{} (pid {})",
+                name, process.incarnation, process.pid
+            ));
+        }
+        Ok(if whom.is_empty() {
+            format!("{}: {name} has no live process", signal.name())
+        } else {
+            format!("{} {}", signal.name(), whom.join(", "))
+        })
+    }
+
+    fn set_block(&mut self, link: Link, direction: Direction, fault: usize, on: bool) -> String {
+        let faults = self.blocked.entry((link, direction)).or_default();
+        if on {
+            faults.insert(fault);
+        } else {
+            faults.remove(&fault);
+        }
+        let blocked = !faults.is_empty();
+        self.proxies[&link].set_blocked(direction, blocked);
+        let state = if blocked { "stalled" } else { "flowing" };
+        format!(
+            "{} -> {}: {state}",
+            self.describe(link, direction).0,
+            self.describe(link, direction).1
+        )
+    }
+
+    fn describe(&self, link: Link, direction: Direction) -> (String, String) {
+        let (node, server) = (self.node_name(link.node), link.server.name().to_string());
+        match direction {
+            Direction::ToServer => (node, server),
+            Direction::ToNode => (server, node),
+        }
+    }
+
+    fn set_down(&mut self, server: Server, fault: usize, down: bool) -> String {
+        let faults = self.down.entry(server).or_default();
+        if down {
+            faults.insert(fault);
+        } else {
+            faults.remove(&fault);
+        }
+        let refusing = !faults.is_empty();
+        for (link, proxy) in &self.proxies {
+            if link.server == server {
+                proxy.set_refusing(refusing);
+            }
+        }
+        if refusing {
+            format!("{}: connections reset and refused", server.name())
+        } else {
+            format!("{}: accepting connections", server.name())
+        }
+    }
+
+    fn apply(&mut self, cause: Cause, action: &Action) -> Result<String, RunError> {
+        let fault = match cause {
+            Cause::Fault(index) => index,
+            Cause::Start | Cause::Heal => usize::MAX,
+        };
+        Ok(match *action {
+            Action::Spawn { node } | Action::Replace { node } => {
+                let name = self.node_name(node);
+                if matches!(action, Action::Spawn { .. }) && !self.supervisor.live(&name).is_empty()
+                {
+                    format!("{name} already has a live process")
+                } else {
+                    self.spawn(node)?
+                }
+            }
+            Action::Pause { node } => {
+                self.paused.entry(node).or_default().insert(fault);
+                self.signal_node(node, Signal::Stop)?
+            }
+            Action::Resume { node } => {
+                let faults = self.paused.entry(node).or_default();
+                faults.remove(&fault);
+                if faults.is_empty() {
+                    self.resume_node(node)?
+                } else {
+                    "still paused by another fault".to_string()
+                }
+            }
+            Action::Kill { node } | Action::Terminate { node } => {
+                let name = self.node_name(node);
+                if !self.supervisor.live(&name).is_empty() {
+                    self.killed_by.insert(fault);
+                }
+                let signal = match action {
+                    Action::Kill { .. } => Signal::Kill,
+                    _ => Signal::Terminate,
+                };
+                self.signal_node(node, signal)?
+            }
+            Action::Restart { node, after } => {
+                let name = self.node_name(node);
+                if !self.killed_by.contains(&after) {
+                    format!("no restart: fault[{after}] found no live process")
+                } else if !self.supervisor.live(&name).is_empty() {
+                    format!("no restart: {name} has a live process")
+                } else {
+                    self.spawn(node)?
+                }
+            }
+            Action::Abdicate { node } => self.signal_node(node, Signal::User1)?,
+            Action::Block { link, direction } => self.set_block(link, direction, fault, true),
+            Action::Unblock { link, direction } => self.set_block(link, direction, fault, false),
+            Action::ServerDown { server } => self.set_down(server, fault, true),
+            Action::ServerUp { server } => self.set_down(server, fault, false),
+            Action::Heal => self.heal()?,
+        })
+    }
+
+    fn heal(&mut self) -> Result<String, RunError> {
+        let mut said = Vec::new();
+        self.paused.clear();
+        let stopped: Vec<usize> = self.stopped.keys().copied().collect();
+        for node in stopped {
+            said.push(self.resume_node(node)?);
+        }
+        self.blocked.clear();
+        self.down.clear();
+        for proxy in self.proxies.values() {
+            proxy.set_blocked(Direction::ToServer, false);
+            proxy.set_blocked(Direction::ToNode, false);
+            proxy.set_refusing(false);
+            proxy.set_loss(0.0);
+        }
+        said.push("every link flowing, loss off".to_string());
+        let started: Vec<usize> = self.incarnations.keys().copied().collect();
+        for node in started {
+            if self.supervisor.live(&self.node_name(node)).is_empty() {
+                said.push(self.spawn(node)?);
+            }
+        }
+        Ok(said.join("; "))
+    }
+}

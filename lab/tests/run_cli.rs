@@ -1,0 +1,177 @@
+//! `fenced-lab run` end to end: refusals are bad input before anything
+//! starts, a run applies its faults and leaves nothing behind, and so does
+//! an interrupted or failed one.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use fenced_lab::supervisor::process_running;
+
+fn lab() -> Command {
+    let mut command = Command::new(support::program());
+    command.stdin(Stdio::null());
+    command
+}
+
+#[test]
+fn a_scenario_the_lab_cannot_run_is_refused_naming_the_fault() {
+    // Refused before any connection: the URL is never even resolved.
+    let output = lab()
+        .args(["run", "--postgres", "postgres://nobody@invalid.invalid/x"])
+        .arg(support::scenario("lease-store-restart-volatile"))
+        .args(["--time-scale", "0.1"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fault[1] (restart)"), "{stderr}");
+    assert!(stderr.contains("durable = false"), "{stderr}");
+}
+
+#[test]
+fn a_time_scale_out_of_range_is_bad_input() {
+    for scale in ["0", "-0.5", "1001", "nan"] {
+        let output = lab()
+            .args(["run", "--postgres", "postgres://x@127.0.0.1:1/x"])
+            .arg(support::scenario("steady-state"))
+            .args(["--time-scale", scale])
+            .output()
+            .expect("runs");
+        assert_eq!(output.status.code(), Some(2), "--time-scale {scale}");
+    }
+}
+
+#[test]
+fn a_database_that_cannot_be_reached_is_a_lab_failure_with_nothing_started() {
+    // Port 1 refuses connections: exit 1, a clear message, no process.
+    let output = lab()
+        .args(["run", "--postgres", "postgres://postgres@127.0.0.1:1/x"])
+        .arg(support::scenario("steady-state"))
+        .args(["--time-scale", "0.1"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot connect to PostgreSQL"), "{stderr}");
+    assert!(!stderr.contains("started node"), "{stderr}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_crash_and_restart_run_for_real_and_leave_nothing_behind() {
+    // crash-restart at 1/20 speed: node-a#1 is SIGKILLed at 1.25 s, node-a#2
+    // starts 150 ms later; the JSON report says so, and afterwards no
+    // process and no schema of the run remain.
+    let Some(url) = support::database_url("a_crash_and_restart_run_for_real") else {
+        return;
+    };
+    let child = tokio::process::Command::new(support::program())
+        .args(["run", "--postgres", &url, "--json", "--time-scale", "0.05"])
+        .arg(support::scenario("crash-restart"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let runner = child.id().expect("pid");
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the run ends")
+        .expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["scenario"], "crash-restart");
+    assert_eq!(report["duration_ms"], 6000);
+    let processes = report["processes"].as_array().expect("processes");
+    let owners: Vec<&str> = processes
+        .iter()
+        .map(|p| p["owner"].as_str().expect("owner"))
+        .collect();
+    assert_eq!(owners, ["node-a#1", "node-a#2"]);
+    assert_eq!(processes[0]["ending"], "killed (SIGKILL)");
+    let applied = report["applied"].as_array().expect("applied");
+    let crash = &applied[1];
+    assert_eq!(crash["cause"], "fault[0]");
+    assert_eq!(crash["planned_ms"], 1250);
+    let late_ms = crash["real_ms"].as_u64().expect("ms") - 1250;
+    assert!(late_ms < 200, "the crash came {late_ms} ms late");
+    assert!(applied[2]["effect"]
+        .as_str()
+        .expect("effect")
+        .starts_with("started node-a#2"));
+    let downstream = report["downstream"].as_str().expect("downstream");
+    assert!(
+        downstream.contains("highest token 2 by node-a#2"),
+        "{downstream}"
+    );
+    for process in processes {
+        let pid = i32::try_from(process["pid"].as_i64().expect("pid")).expect("pid");
+        assert!(!process_running(pid), "{process} survived the run");
+    }
+    let prefix = format!("fenced_lab_{runner}_");
+    assert_eq!(
+        support::schemas_like(&url, &prefix).await,
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ctrl_c_removes_every_process_and_the_schema() {
+    // SIGINT in the middle of a run: exit 1 ("interrupted"), and everything
+    // it started is gone.
+    let Some(url) = support::database_url("ctrl_c_removes_every_process") else {
+        return;
+    };
+    let logs = tempfile::tempdir().expect("tempdir");
+    let mut child = tokio::process::Command::new(support::program())
+        .args(["run", "--postgres", &url, "--time-scale", "0.1", "--keep"])
+        .arg(logs.path())
+        .arg(support::scenario("steady-state"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let runner = i32::try_from(child.id().expect("pid")).expect("pid");
+    // Wait for node processes: their stdout files say their pids.
+    let dir = logs.path().to_path_buf();
+    let pids = move || -> Vec<i32> {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+            .filter_map(|text| {
+                let pid = text.split("start pid=").nth(1)?.split_whitespace().next()?;
+                pid.parse().ok()
+            })
+            .collect()
+    };
+    let started = support::eventually(Duration::from_secs(20), || pids().len() == 3).await;
+    assert!(started, "three nodes did not start");
+    let pids = pids();
+    // SAFETY: a plain system call on our own child.
+    unsafe {
+        libc::kill(runner, libc::SIGINT);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the runner exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1));
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        use tokio::io::AsyncReadExt;
+        let _ = pipe.read_to_string(&mut stderr).await;
+    }
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    for pid in pids {
+        assert!(!process_running(pid), "node process {pid} survived Ctrl-C");
+    }
+    let prefix = format!("fenced_lab_{runner}_");
+    assert_eq!(
+        support::schemas_like(&url, &prefix).await,
+        Vec::<String>::new()
+    );
+}
