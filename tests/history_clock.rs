@@ -36,7 +36,7 @@ fn readings() -> (u64, u64, u64) {
 fn faketime_moves_instant_and_system_time_but_not_the_history_clock() {
     if std::env::var_os(PROBE_VAR).is_some() {
         let (history, wall, instant) = readings();
-        println!("PROBE {history} {wall} {instant}");
+        println!("\nPROBE {history} {wall} {instant}");
         return;
     }
     let Ok(exe) = std::env::current_exe() else {
@@ -62,7 +62,7 @@ fn faketime_moves_instant_and_system_time_but_not_the_history_clock() {
     let stdout = String::from_utf8_lossy(&probe.stdout);
     let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("PROBE "))
+        .find_map(|l| l.split("PROBE ").nth(1))
         .unwrap_or_else(|| panic!("the probe printed its clocks: {stdout}"));
     let values: Vec<u64> = line.split(' ').filter_map(|v| v.parse().ok()).collect();
     let [history, wall, instant] = values[..] else {

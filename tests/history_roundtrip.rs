@@ -189,7 +189,7 @@ async fn the_in_process_driver_records_a_history_that_check_history_passes() {
     let downstream_path = dir.join("downstream.jsonl");
     let downstream = Recorder::to_file(&downstream_path, Header::of_kind(Kind::Downstream))
         .expect("the history opens");
-    let store = SharedFencedStore::new(Fencing::Enabled, clock).with_recorder(downstream.clone());
+    let store = SharedFencedStore::new(Fencing::Enforced, clock).with_recorder(downstream.clone());
     let write = move |token, _unit, owner: OwnerId, _recorder: Recorder| {
         let store = store.clone();
         Box::pin(async move {
