@@ -224,9 +224,18 @@ fn check_count(n: usize) -> Result<(), HistoryError> {
     }
 }
 
-/// The processes of the node files, in (node, incarnation, file) order,
-/// and the node ids in order; `owner_of_file[f]` is file `f`'s process.
-fn identify(files: &[File]) -> Result<(Vec<Ident>, Vec<NodeId>, Vec<Option<usize>>), HistoryError> {
+/// Who is in the histories: the processes, the nodes, and each file's process.
+struct Cast {
+    /// The processes of the node files, in (node, incarnation, file) order.
+    idents: Vec<Ident>,
+    /// The node ids, sorted.
+    nodes: Vec<NodeId>,
+    /// `of_file[f]`: file `f`'s process, if it is a node's.
+    of_file: Vec<Option<usize>>,
+}
+
+/// The processes and nodes of `files` (see [`Cast`]).
+fn identify(files: &[File]) -> Result<Cast, HistoryError> {
     let mut nodes: Vec<NodeId> = Vec::new();
     let mut procs: Vec<(NodeId, u32, usize, OwnerId)> = Vec::new();
     for (f, file) in files.iter().enumerate() {
@@ -270,7 +279,11 @@ fn identify(files: &[File]) -> Result<(Vec<Ident>, Vec<NodeId>, Vec<Option<usize
             }
         })
         .collect();
-    Ok((idents, nodes, of_file))
+    Ok(Cast {
+        idents,
+        nodes,
+        of_file,
+    })
 }
 
 /// The settings every header that has them agrees on, and the run's name.
@@ -303,7 +316,6 @@ fn settle(files: &[File]) -> Result<(Option<Settings>, Option<String>), HistoryE
             }
         }
         // Optional settings one header knows and another does not: keep.
-        let first = first;
         first.liveness_ttl_ns = first.liveness_ttl_ns.or(settings.liveness_ttl_ns);
         first.write_interval_ns = first.write_interval_ns.or(settings.write_interval_ns);
         first.work_duration_ns = first.work_duration_ns.or(settings.work_duration_ns);
@@ -483,7 +495,11 @@ struct Merged<'f> {
 }
 
 fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryError> {
-    let (idents, nodes, of_file) = identify(&files)?;
+    let Cast {
+        idents,
+        nodes,
+        of_file,
+    } = identify(&files)?;
     let (mut scenario, settings) = setting(&files, &nodes, idents.len(), options.scenario)?;
     let merged = merge(&files, &of_file, &idents);
     let (Some(first), Some(last)) = (merged.first(), merged.last()) else {
