@@ -207,7 +207,10 @@ async fn the_in_process_driver_records_a_history_that_check_history_passes() {
     paths.push(downstream_path);
     let judged = check_paths(&paths, CheckOptions::default()).expect("valid histories");
     assert_clean_handover(&judged);
-    let _ = std::fs::remove_dir_all(&dir);
+    // `FENCED_HISTORY_KEEP=1` keeps the files, to look at them.
+    if std::env::var_os("FENCED_HISTORY_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 #[cfg(feature = "postgres")]
