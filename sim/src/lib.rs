@@ -29,6 +29,7 @@ mod engine;
 mod expect;
 pub mod explore;
 pub mod file;
+pub mod history;
 mod hosts;
 pub mod limits;
 pub mod merge;

@@ -61,7 +61,66 @@ pub struct Report {
     /// The planted bug active in this run, if any (negative controls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planted_bug: Option<String>,
+    /// For `fenced-sim check-history` only: the histories judged and what
+    /// was wrong with them. A simulated run has none (and no such key).
+    /// In a history's report `seed` is 0, `virtual_ms` is the real time the
+    /// histories span, `events` counts their event lines, and `trace_hash`
+    /// hashes the merged history as `--trace` writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryReport>,
 }
+
+/// The histories behind a `check-history` report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryReport {
+    /// Each file, in the order given.
+    pub files: Vec<HistoryFileReport>,
+    /// The history clock (nanoseconds) at the report's time 0: the earliest
+    /// event of any file.
+    pub start_ns: u64,
+    /// Lines that could not be read, in file and line order (at most
+    /// [`MAX_PROBLEMS_LISTED`]; see `problems_total`).
+    pub problems: Vec<HistoryProblem>,
+    /// All problems, including those not listed.
+    pub problems_total: u64,
+    /// Malformed lines that were not a file's cut-short last line: the
+    /// verdict could not see them, so the run fails (`expect.met` false).
+    pub errors: u64,
+    /// Processes whose history ends with neither `process-stopped` nor a
+    /// lab's `process-killed`: judged as crashed at their last line.
+    pub unterminated: Vec<String>,
+}
+
+/// One history file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryFileReport {
+    /// The path as given.
+    pub path: String,
+    /// `node`, `downstream` or `lab`.
+    pub kind: String,
+    /// A node's owner id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Event lines read (the header not counted).
+    pub events: u64,
+}
+
+/// A line of a history that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryProblem {
+    /// The file.
+    pub path: String,
+    /// The line number (1 is the header).
+    pub line: u64,
+    /// `warning` (a file's last line cut short: a process killed mid-write)
+    /// or `error` (a malformed line anywhere else).
+    pub severity: String,
+    /// What is wrong.
+    pub detail: String,
+}
+
+/// The most history problems listed individually in a report.
+pub const MAX_PROBLEMS_LISTED: usize = 100;
 
 /// The most violations listed individually in a report.
 pub const MAX_VIOLATIONS_LISTED: usize = 100;
@@ -264,4 +323,72 @@ pub struct Coverage {
     /// Terms ended by abdication (the work failed while leading).
     #[serde(default)]
     pub leader_abdicated: u64,
+}
+
+/// What a report needs besides the checker's verdict and the expectations:
+/// the figures only the source of the observations knows (a simulation's
+/// engine, or a real run's histories).
+pub(crate) struct Figures {
+    pub(crate) scenario: String,
+    pub(crate) seed: u64,
+    pub(crate) virtual_ms: u64,
+    pub(crate) events: u64,
+    pub(crate) trace_hash: String,
+    pub(crate) fencing: bool,
+    pub(crate) max_token: u64,
+    pub(crate) live_at_end: u64,
+    pub(crate) unjudged_writes: UnjudgedWrites,
+    pub(crate) planted_bug: Option<String>,
+    pub(crate) history: Option<HistoryReport>,
+}
+
+/// The report of `verdict` with `figures`, judged against `expect`: the one
+/// path from a checker's verdict to a [`Report`], for `run` and
+/// `check-history` alike.
+pub(crate) fn assemble(
+    figures: Figures,
+    verdict: crate::checker::Verdict,
+    expect: &crate::scenario::Expectations,
+) -> Report {
+    let mut report = Report {
+        scenario: figures.scenario,
+        seed: figures.seed,
+        virtual_ms: figures.virtual_ms,
+        events: figures.events,
+        trace_hash: figures.trace_hash,
+        split_brain: verdict.split_brain_total > 0,
+        violations: verdict.violations,
+        terms: verdict
+            .terms
+            .iter()
+            .map(crate::checker::BeliefTerm::to_report)
+            .collect(),
+        leader_changes: verdict.leader_changes,
+        failovers: verdict.failovers,
+        writes: verdict.writes,
+        expect: ExpectOutcome::default(),
+        violations_total: verdict.violations_total,
+        fencing: figures.fencing,
+        overlap_ms: crate::units::ms(verdict.overlap),
+        leaderless_ms: crate::units::ms(verdict.leaderless),
+        spurious_failovers: verdict.spurious_failovers,
+        max_token: figures.max_token,
+        membership: MembershipReport {
+            live_at_end: figures.live_at_end,
+            ..verdict.membership
+        },
+        coverage: verdict.coverage,
+        unjudged_writes: figures.unjudged_writes,
+        planted_bug: figures.planted_bug,
+        history: figures.history,
+    };
+    report.expect = crate::expect::evaluate(
+        expect,
+        &report,
+        verdict.split_brain_total,
+        verdict.max_failover,
+        verdict.overlap,
+        verdict.leader_at_end,
+    );
+    report
 }

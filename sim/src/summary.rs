@@ -25,16 +25,20 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
             let _ = writeln!(s, "  {first}");
         }
     }
-    let _ = writeln!(
-        s,
-        "  seed {} · {} virtual · {} · {} events · trace {} · fencing {}",
-        report.seed,
-        human(Duration::from_millis(report.virtual_ms)),
-        count(scenario.nodes.len() as u64, "node"),
-        report.events,
-        report.trace_hash,
-        if report.fencing { "on" } else { "OFF" }
-    );
+    if let Some(history) = &report.history {
+        history_line(&mut s, scenario, report, history);
+    } else {
+        let _ = writeln!(
+            s,
+            "  seed {} · {} virtual · {} · {} events · trace {} · fencing {}",
+            report.seed,
+            human(Duration::from_millis(report.virtual_ms)),
+            count(scenario.nodes.len() as u64, "node"),
+            report.events,
+            report.trace_hash,
+            if report.fencing { "on" } else { "OFF" }
+        );
+    }
     let e = &scenario.election;
     if e.protocol == crate::scenario::ProtocolSpec::Fenced {
         let _ = writeln!(
@@ -53,6 +57,9 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
             changed.join(", ")
         };
         let _ = writeln!(s, "  protocol {} ({settings})", e.protocol);
+    }
+    if let Some(history) = &report.history {
+        history_problems(&mut s, history);
     }
     if let Some(bug) = &report.planted_bug {
         let _ = writeln!(s, "  PLANTED BUG: {bug}");
@@ -199,6 +206,54 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
     let _ = writeln!(s);
     let _ = writeln!(s, "Replay: {replay}");
     s
+}
+
+/// The second line of a real run's summary: its files, span and hash.
+fn history_line(
+    s: &mut String,
+    scenario: &Scenario,
+    report: &Report,
+    history: &crate::report::HistoryReport,
+) {
+    let _ = writeln!(
+        s,
+        "  history of {} · {} real · {} · {} events · hash {} · fencing {}",
+        count(history.files.len() as u64, "file"),
+        human(Duration::from_millis(report.virtual_ms)),
+        count(scenario.nodes.len() as u64, "node"),
+        report.events,
+        report.trace_hash,
+        if report.fencing { "on" } else { "OFF" }
+    );
+}
+
+/// What was wrong with a history's files.
+fn history_problems(s: &mut String, history: &crate::report::HistoryReport) {
+    if history.problems_total > 0 {
+        let _ = writeln!(
+            s,
+            "  {} in the histories ({} malformed, the rest warnings):",
+            count(history.problems_total, "problem"),
+            history.errors
+        );
+        for p in history.problems.iter().take(MAX_ROWS) {
+            let _ = writeln!(s, "    {}:{}: {}: {}", p.path, p.line, p.severity, p.detail);
+        }
+        if history.problems_total as usize > MAX_ROWS {
+            let _ = writeln!(
+                s,
+                "    … {} more (see --json)",
+                history.problems_total as usize - MAX_ROWS
+            );
+        }
+    }
+    if !history.unterminated.is_empty() {
+        let _ = writeln!(
+            s,
+            "  ended without process-stopped (judged crashed at their last line): {}",
+            history.unterminated.join(", ")
+        );
+    }
 }
 
 /// The first sentence of a description (up to the first ". "), with its

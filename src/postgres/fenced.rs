@@ -8,6 +8,7 @@ use super::{
     PostgresStore,
 };
 use crate::fenced_store::WriteOutcome;
+use crate::history::Event;
 use crate::id::{FencingToken, OwnerId, ResourceId};
 use crate::time::Instant;
 
@@ -105,6 +106,10 @@ impl PostgresFencedTable {
                 })
             }
         };
+        self.store
+            .options()
+            .recorder()
+            .record(|| Event::write_handled(writer, token, None, &outcome));
         Ok(outcome)
     }
 

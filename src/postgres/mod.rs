@@ -116,6 +116,7 @@ pub struct PostgresOptions {
     connect_timeout: Duration,
     query_timeout: Duration,
     time_source: TimeSource,
+    recorder: crate::history::Recorder,
 }
 
 impl Default for PostgresOptions {
@@ -126,6 +127,7 @@ impl Default for PostgresOptions {
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             query_timeout: Self::DEFAULT_QUERY_TIMEOUT,
             time_source: TimeSource::Database,
+            recorder: crate::history::Recorder::off(),
         }
     }
 }
@@ -174,6 +176,22 @@ impl PostgresOptions {
     pub fn with_time_source(mut self, time_source: TimeSource) -> Self {
         self.time_source = time_source;
         self
+    }
+
+    /// Records what the registry and the fenced table of the store see into
+    /// `recorder` (see [`crate::history`]): members joining and leaving, and
+    /// each write's outcome. Lease answers are recorded by the elector
+    /// ([`ElectorOptions::with_recorder`](crate::tokio::ElectorOptions::with_recorder)),
+    /// which sees every backend's. Off by default.
+    pub fn with_recorder(mut self, recorder: crate::history::Recorder) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// Where the history goes ([`Recorder::off`](crate::history::Recorder::off)
+    /// unless set).
+    pub fn recorder(&self) -> &crate::history::Recorder {
+        &self.recorder
     }
 
     /// Where the tables are.

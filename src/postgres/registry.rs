@@ -1,8 +1,11 @@
 //! [`PostgresRegistry`]: cluster membership from heartbeats in a table.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{column, identity_from_database, PostgresError, PostgresStore};
+use crate::history::Event;
 use crate::id::NodeId;
 use crate::registry::{Heartbeat, RegistryError};
 use crate::tokio::{BackendError, RegistryBackend};
@@ -28,6 +31,9 @@ pub struct PostgresRegistry {
     liveness_ttl: Duration,
     /// The TTL in whole microseconds (rounded up, saturated).
     ttl_micros: i64,
+    /// The last answer of `live_nodes`, when a history is recorded: joins
+    /// and departures are the differences between successive answers.
+    last_live: Arc<Mutex<Option<BTreeSet<NodeId>>>>,
 }
 
 impl PostgresRegistry {
@@ -43,6 +49,7 @@ impl PostgresRegistry {
             store,
             liveness_ttl,
             ttl_micros,
+            last_live: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -69,6 +76,10 @@ impl PostgresRegistry {
                     .try_get(0)
             })
             .await?;
+        if joined {
+            let recorder = self.store.options().recorder();
+            recorder.record(|| Event::MemberJoined { node: node.clone() });
+        }
         Ok(if joined {
             Heartbeat::Joined
         } else {
@@ -90,12 +101,37 @@ impl PostgresRegistry {
                 session.client.query(statement, &[&now]).await
             })
             .await?;
-        rows.iter()
+        let live: Vec<NodeId> = rows
+            .iter()
             .map(|row| {
                 let node: &str = column(row, 0)?;
                 identity_from_database::<NodeId>(node)
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        self.record_changes(&live);
+        Ok(live)
+    }
+
+    /// With a history recorded: `member-joined` and `member-left` for the
+    /// differences from the previous answer (none for the first).
+    fn record_changes(&self, live: &[NodeId]) {
+        let recorder = self.store.options().recorder();
+        if !recorder.is_on() {
+            return;
+        }
+        let Ok(mut last) = self.last_live.lock() else {
+            return;
+        };
+        let now: BTreeSet<NodeId> = live.iter().cloned().collect();
+        if let Some(before) = last.as_ref() {
+            for node in before.difference(&now) {
+                recorder.record(|| Event::MemberLeft { node: node.clone() });
+            }
+            for node in now.difference(before) {
+                recorder.record(|| Event::MemberJoined { node: node.clone() });
+            }
+        }
+        *last = Some(now);
     }
 }
 

@@ -19,6 +19,7 @@ use crate::elector::{
     ConfigError, Elector, ElectorConfig, ElectorOutput, ElectorTimings, ObservedLeader, Phase,
     RequestId, ResponseDisposition, StepDownReason,
 };
+use crate::history::{Event, Recorder};
 use crate::id::{FencingToken, OwnerId, Role};
 use crate::lease::{LeaseResult, ReleaseResult};
 use crate::time::Instant;
@@ -31,6 +32,7 @@ pub struct ElectorOptions {
     timings: ElectorTimings,
     clock: Option<Clock>,
     stop_timeout: Duration,
+    recorder: Recorder,
 }
 
 impl ElectorOptions {
@@ -50,6 +52,7 @@ impl ElectorOptions {
             timings: ElectorTimings::default(),
             clock: None,
             stop_timeout: Self::DEFAULT_STOP_TIMEOUT,
+            recorder: Recorder::off(),
         }
     }
 
@@ -76,6 +79,20 @@ impl ElectorOptions {
     pub fn with_stop_timeout(mut self, stop_timeout: Duration) -> Self {
         self.stop_timeout = stop_timeout;
         self
+    }
+
+    /// Records the elector's history into `recorder` (see
+    /// [`crate::history`]): requests sent with their local time, the store's
+    /// answers and what the elector made of them, failed requests, terms
+    /// started and ended, releases. Off by default.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// Where the history goes ([`Recorder::off`] unless set).
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
     }
 
     /// Who the elector is.
@@ -364,6 +381,8 @@ impl<B: LeaseBackend> LeaseLeaderElector<B> {
             work_terms: BTreeMap::new(),
             term: None,
             last_step_down: None,
+            recorder: options.recorder,
+            input_at: Instant::ZERO,
         };
         driver.drive(shutdown).instrument(span).await;
         Ok(())
@@ -410,6 +429,11 @@ struct Driver<B, W> {
     work_terms: BTreeMap<TaskId, FencingToken>,
     term: Option<Term>,
     last_step_down: Option<(FencingToken, StepDownReason)>,
+    /// Where the history goes (off: one branch per call site).
+    recorder: Recorder,
+    /// The local time of the elector's latest input: the send time it
+    /// anchors its deadline on for the requests that input produced.
+    input_at: Instant,
 }
 
 impl<B, W, Fut> Driver<B, W>
@@ -420,7 +444,8 @@ where
 {
     async fn drive(mut self, shutdown: impl Future<Output = ()>) {
         let mut shutdown = pin!(shutdown);
-        self.elector.start(self.clock.now());
+        let now = self.now();
+        self.elector.start(now);
         loop {
             self.apply_outputs(false);
             match self.next_wake(shutdown.as_mut()).await {
@@ -428,10 +453,19 @@ where
                 Wake::Request(done) => self.on_request_done(done),
                 Wake::Work(done) => self.on_work_done(done),
                 Wake::Release(done) => log_task_failure("release", done),
-                Wake::Timer => self.elector.handle_timeout(self.clock.now()),
+                Wake::Timer => {
+                    let now = self.now();
+                    self.elector.handle_timeout(now);
+                }
             }
         }
         self.shut_down().await;
+    }
+
+    /// The local time now, remembered as the time of the next input.
+    fn now(&mut self) -> Instant {
+        self.input_at = self.clock.now();
+        self.input_at
     }
 
     async fn next_wake<S: Future<Output = ()>>(&mut self, shutdown: Pin<&mut S>) -> Wake {
@@ -500,11 +534,16 @@ where
         };
         let task = self.requests.spawn(request.in_current_span());
         self.request_ids.insert(task.id(), id);
+        let local_ns = self.input_at.as_nanos();
+        self.recorder.record(|| Event::RequestSent {
+            request: id.0,
+            local_ns,
+        });
         tracing::trace!(request = %id, "lease request sent");
     }
 
     fn on_request_done(&mut self, done: RequestDone) {
-        let now = self.clock.now();
+        let now = self.now();
         let (id, outcome) = match done {
             Ok((task, answer)) => {
                 self.request_ids.remove(&task);
@@ -513,6 +552,7 @@ where
             Err(error) => {
                 if let Some(id) = self.request_ids.remove(&error.id()) {
                     tracing::error!(request = %id, %error, "lease request task failed");
+                    self.record_failure(id, false, || error.to_string());
                     self.elector.handle_request_failed(id, now);
                 }
                 return;
@@ -522,13 +562,46 @@ where
             Ok(Ok(result)) => self.on_answer(id, result, now),
             Ok(Err(error)) => {
                 tracing::warn!(request = %id, %error, "lease request failed");
+                let rejected = matches!(error, BackendError::Rejected(_));
+                self.record_failure(id, rejected, || error.to_string());
                 self.elector.handle_request_failed(id, now);
             }
             Err(_) => {
                 tracing::warn!(request = %id, "lease request unanswered within the TTL");
+                self.record_failure(id, false, || "unanswered within the TTL".to_string());
                 self.elector.handle_request_failed(id, now);
             }
         }
+    }
+
+    fn record_failure(&self, id: RequestId, rejected: bool, error: impl FnOnce() -> String) {
+        self.recorder.record(|| Event::LeaseFailed {
+            request: id.0,
+            rejected,
+            error: error(),
+        });
+    }
+
+    /// Records the store's answer and what the elector made of it.
+    fn handle_answer(
+        &mut self,
+        id: RequestId,
+        result: LeaseResult,
+        now: Instant,
+    ) -> ResponseDisposition {
+        let ttl = self.elector.config().lease_ttl();
+        self.recorder
+            .record(|| Event::lease_handled(id.0, &result, ttl));
+        let acquired = result.acquired_token();
+        let renewal = matches!(result, LeaseResult::Renewed { .. });
+        let disposition = self.elector.handle_response(id, result, now);
+        self.recorder.record(|| Event::ResponseHandled {
+            request: id.0,
+            disposition: disposition.into(),
+            acquired,
+            renewal,
+        });
+        disposition
     }
 
     fn on_answer(&mut self, id: RequestId, result: LeaseResult, now: Instant) {
@@ -540,7 +613,7 @@ where
             LeaseResult::Renewed { token, expires_at } => Some((token, expires_at)),
             _ => None,
         };
-        match self.elector.handle_response(id, result, now) {
+        match self.handle_answer(id, result, now) {
             ResponseDisposition::Applied => {
                 if let Some((holder, token)) = refused_by {
                     tracing::debug!(request = %id, %holder, token = token.get(), "lease refused: held by another");
@@ -575,6 +648,7 @@ where
             _cancel_on_drop: cancel.drop_guard(),
         });
         tracing::info!(token = token.get(), "term started: leading");
+        self.recorder.record(|| Event::TermStarted { token });
     }
 
     fn stop_work(&mut self, token: FencingToken, reason: StepDownReason) {
@@ -590,6 +664,7 @@ where
         } else {
             tracing::warn!(token = token.get(), %reason, "stepped down");
         }
+        self.recorder.record(|| Event::term_ended(token, &reason));
         self.last_step_down = Some((token, reason));
     }
 
@@ -598,7 +673,9 @@ where
         let config = self.elector.config();
         let (role, owner) = (config.role().clone(), config.owner().clone());
         let bound = config.retry_interval();
-        let release = async move { release_lease(&*backend, &role, &owner, token, bound).await };
+        let recorder = self.recorder.clone();
+        let release =
+            async move { release_lease(&*backend, &role, &owner, token, bound, &recorder).await };
         self.releases.spawn(release.in_current_span());
     }
 
@@ -625,12 +702,14 @@ where
         // A leader whose work is gone is alive but not working: the very
         // failure leases exist to catch. Give the role to someone who works.
         if gave_up {
-            self.elector.abdicate(self.clock.now());
+            let now = self.now();
+            self.elector.abdicate(now);
         }
     }
 
     async fn shut_down(mut self) {
-        self.elector.stop(self.clock.now());
+        let now = self.now();
+        self.elector.stop(now);
         let releases = self.apply_outputs(true);
         let config = self.elector.config();
         let (role, owner) = (config.role().clone(), config.owner().clone());
@@ -644,7 +723,8 @@ where
         let settled = timeout(bound, async {
             while let Some(done) = self.requests.join_next().await {
                 if let Ok((id, Ok(Ok(result)))) = done {
-                    let disposition = self.elector.handle_response(id, result, self.clock.now());
+                    let now = self.now();
+                    let disposition = self.handle_answer(id, result, now);
                     tracing::debug!(request = %id, ?disposition, "answer after shutdown");
                     releases.extend(self.apply_outputs(true));
                 }
@@ -671,7 +751,7 @@ where
 
         // 3. Release, and let earlier releases finish.
         for token in releases {
-            release_lease(&*self.backend, &role, &owner, token, bound).await;
+            release_lease(&*self.backend, &role, &owner, token, bound, &self.recorder).await;
         }
         while let Some(done) = self.releases.join_next_with_id().await {
             log_task_failure("release", done);
@@ -688,8 +768,14 @@ async fn release_lease<B: LeaseBackend>(
     owner: &OwnerId,
     token: FencingToken,
     bound: Duration,
+    recorder: &Recorder,
 ) {
-    match timeout(bound, backend.release(role, owner, token)).await {
+    let answer = timeout(bound, backend.release(role, owner, token)).await;
+    if let Ok(Ok(result)) = &answer {
+        let released = *result == ReleaseResult::Released;
+        recorder.record(|| Event::ReleaseHandled { token, released });
+    }
+    match answer {
         Ok(Ok(ReleaseResult::Released)) => tracing::info!(token = token.get(), "lease released"),
         Ok(Ok(ReleaseResult::NotHeld)) => {
             tracing::debug!(

@@ -12,6 +12,7 @@ use ::tokio::time::{interval, timeout, MissedTickBehavior};
 use tracing::Instrument;
 
 use super::{lock, BackendError, Clock, SharedStateError};
+use crate::history::{Event, Recorder};
 use crate::id::NodeId;
 use crate::registry::{Heartbeat, MembershipChange, NodeRegistry};
 
@@ -54,6 +55,7 @@ pub struct InProcessRegistry {
     registry: Arc<Mutex<NodeRegistry>>,
     changes: broadcast::Sender<MembershipChange>,
     clock: Clock,
+    recorder: Recorder,
 }
 
 impl InProcessRegistry {
@@ -63,7 +65,15 @@ impl InProcessRegistry {
             registry: Arc::new(Mutex::new(registry)),
             changes: broadcast::channel(CHANGES_CAPACITY).0,
             clock,
+            recorder: Recorder::off(),
         }
+    }
+
+    /// Records every join and departure the registry reports
+    /// (`member-joined`, `member-left`) into `recorder`. Off by default.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     /// The clock the registry reads.
@@ -89,8 +99,14 @@ impl InProcessRegistry {
             match &change {
                 MembershipChange::Joined { node, at } => {
                     tracing::info!(%node, %at, "node joined");
+                    self.recorder
+                        .record(|| Event::MemberJoined { node: node.clone() });
                 }
-                MembershipChange::Left { node, at } => tracing::info!(%node, %at, "node left"),
+                MembershipChange::Left { node, at } => {
+                    tracing::info!(%node, %at, "node left");
+                    self.recorder
+                        .record(|| Event::MemberLeft { node: node.clone() });
+                }
             }
             // No subscriber is fine: the change is logged and dropped.
             let _ = self.changes.send(change);
@@ -143,6 +159,7 @@ pub struct HeartbeatTask<B> {
     backend: B,
     node: NodeId,
     interval: Duration,
+    recorder: Recorder,
 }
 
 impl<B: RegistryBackend> HeartbeatTask<B> {
@@ -158,7 +175,15 @@ impl<B: RegistryBackend> HeartbeatTask<B> {
             backend,
             node,
             interval,
+            recorder: Recorder::off(),
         })
+    }
+
+    /// Records each answered heartbeat (`heartbeat-handled`) into
+    /// `recorder`. Off by default.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     /// Heartbeats until `shutdown` completes, then returns at once (a
@@ -183,6 +208,13 @@ impl<B: RegistryBackend> HeartbeatTask<B> {
                 () = &mut shutdown => return,
                 beat = beat => beat,
             };
+            if let Ok(Ok(answer)) = &beat {
+                let joined = *answer == Heartbeat::Joined;
+                self.recorder.record(|| Event::HeartbeatHandled {
+                    node: self.node.clone(),
+                    joined,
+                });
+            }
             match beat {
                 Ok(Ok(Heartbeat::Joined)) => tracing::debug!("heartbeat: joined"),
                 Ok(Ok(Heartbeat::Refreshed)) => tracing::trace!("heartbeat: refreshed"),

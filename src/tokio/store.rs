@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{lock, Clock, SharedStateError};
 use crate::fenced_store::{FencedStore, Fencing, WriteOutcome};
+use crate::history::{Event, Recorder};
 use crate::id::{FencingToken, OwnerId, ResourceId};
 
 const FENCED_STORE: &str = "fenced store";
@@ -19,6 +20,7 @@ const FENCED_STORE: &str = "fenced store";
 pub struct SharedFencedStore<V> {
     store: Arc<Mutex<FencedStore<V>>>,
     clock: Clock,
+    recorder: Recorder,
 }
 
 impl<V> Clone for SharedFencedStore<V> {
@@ -26,6 +28,7 @@ impl<V> Clone for SharedFencedStore<V> {
         SharedFencedStore {
             store: Arc::clone(&self.store),
             clock: self.clock,
+            recorder: self.recorder.clone(),
         }
     }
 }
@@ -45,7 +48,16 @@ impl<V> SharedFencedStore<V> {
         SharedFencedStore {
             store: Arc::new(Mutex::new(FencedStore::new(fencing))),
             clock,
+            recorder: Recorder::off(),
         }
+    }
+
+    /// Records each write's outcome (`write-handled`, naming the writer)
+    /// into `recorder`. Off by default. Clones made before this call keep
+    /// their own recorder.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     /// Writes `payload` to `resource` for `writer` holding `token`, with the
@@ -64,6 +76,8 @@ impl<V> SharedFencedStore<V> {
     ) -> Result<WriteOutcome, SharedStateError> {
         let now = self.clock.now();
         let outcome = lock(&self.store, FENCED_STORE)?.write(resource, token, writer, payload, now);
+        self.recorder
+            .record(|| Event::write_handled(writer, token, None, &outcome));
         if let WriteOutcome::RejectedStale { stale, highest } = &outcome {
             tracing::warn!(%resource, %writer, stale = stale.get(), highest = highest.get(),
                 "write rejected: stale fencing token");

@@ -193,6 +193,11 @@ pub(super) struct SvgArgs {
 }
 
 impl SvgArgs {
+    /// Whether a picture is asked for.
+    pub(super) fn is_asked(&self) -> bool {
+        self.svg.is_some()
+    }
+
     /// The file and window, checked against a run of `duration`.
     pub(super) fn picture(&self, duration: Duration) -> Result<Option<(&Path, Window)>, ExitCode> {
         let Some(path) = self.svg.as_deref() else {

@@ -6,6 +6,7 @@
 //! the exit code of a failure it has already reported on standard error.
 
 mod check;
+mod check_history;
 mod common;
 mod compare;
 mod explore;
@@ -45,6 +46,17 @@ enum Command {
                             fenced-sim run scenarios/steady-state.toml --trace run.trace"
     )]
     Run(run::RunArgs),
+    /// Judge the histories of a real run (one file per process, recorded
+    /// by `fenced::history`) with the simulator's checker: the same summary,
+    /// --json report, --svg timeline and exit codes as `run`.
+    #[command(after_help = "Examples:\n  fenced-sim check-history run-7/*.jsonl\n  \
+                            fenced-sim check-history --scenario scenarios/gc-pause-fenced.toml --svg run.svg run-7/*.jsonl\n\n\
+                            Files are merged by their timestamps (one clock for every process of the machine);\n\
+                            ties keep the order of the files, then of their lines. A file's cut-short last line\n\
+                            (a process killed mid-write) is a warning; any other malformed line is an error, listed,\n\
+                            and fails the run. Files over 256 MiB, lines over 64 KiB are refused.\n\
+                            Exit codes: 0 pass, 1 violation, unmet expectation or malformed line, 2 bad input (no verdict).")]
+    CheckHistory(check_history::CheckHistoryArgs),
     /// Validate scenario files without running them.
     #[command(after_help = "Example:\n  fenced-sim check scenarios/*.toml")]
     Check(check::CheckArgs),
@@ -118,6 +130,7 @@ impl Cli {
         let outcome = match &self.command {
             Command::Run(args) => run::run(args),
             Command::Check(args) => check::check(args),
+            Command::CheckHistory(args) => check_history::check_history(args),
             Command::List(args) => list::list(args),
             Command::Explore(args) => explore::explore(args),
             Command::Merge(args) => merge::merge(args),

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use fenced_sim::svg::Window;
-use fenced_sim::{summary, RunOptions, Scenario, Simulation};
+use fenced_sim::timeline::Timeline;
+use fenced_sim::{summary, Report, RunOptions, Scenario, Simulation};
 
 use super::common::{
     bad_input, load_or_report, shell_word, warn, Outcome, PlantArg, SvgArgs, EXIT_FAIL,
@@ -102,8 +103,24 @@ pub(super) fn execute(
     }
     let report = sim.report();
     let replay = replay(report.seed);
-    if let (Some((path, window)), Some(timeline)) = (picture, sim.timeline()) {
-        let svg = fenced_sim::svg::render_timeline(scenario, &report, &timeline, &replay, window);
+    let timeline = sim.timeline();
+    publish(scenario, &report, timeline.as_ref(), &replay, json, picture)
+}
+
+/// Writes the outputs of a judged run — the picture (when asked for and a
+/// timeline was recorded), then the JSON report or the human summary — and
+/// returns the exit code its expectations give: the one path of `run`,
+/// `replay` and `check-history`.
+pub(super) fn publish(
+    scenario: &Scenario,
+    report: &Report,
+    timeline: Option<&Timeline>,
+    replay: &str,
+    json: bool,
+    picture: Option<(&Path, Window)>,
+) -> Outcome {
+    if let (Some((path, window)), Some(timeline)) = (picture, timeline) {
+        let svg = fenced_sim::svg::render_timeline(scenario, report, timeline, replay, window);
         std::fs::write(path, svg).map_err(|e| {
             bad_input(format!(
                 "cannot write the picture to {}: {e}",
@@ -113,11 +130,11 @@ pub(super) fn execute(
     }
     let mut out = std::io::stdout().lock();
     let written = if json {
-        let json = serde_json::to_string(&report)
+        let json = serde_json::to_string(report)
             .map_err(|e| bad_input(format!("cannot encode the report: {e}")))?;
         writeln!(out, "{json}")
     } else {
-        write!(out, "{}", summary::render(scenario, &report, &replay))
+        write!(out, "{}", summary::render(scenario, report, replay))
     };
     if let Err(e) = written.and_then(|()| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {

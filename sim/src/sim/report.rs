@@ -2,9 +2,7 @@
 //! (events, the trace hash, writes still in flight, the store's highest token).
 
 use super::{Core, SimHosts};
-use crate::checker::BeliefTerm;
-use crate::expect::evaluate;
-use crate::report::{Report, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::report::{assemble, Figures, Report, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::units::ms;
 
 impl<H: SimHosts> Core<H> {
@@ -19,42 +17,20 @@ impl<H: SimHosts> Core<H> {
         let max_token = self.engine.hosts.max_token();
         let store_now = crate::clock::server_local(now, self.engine.lives.server_offset(0));
         let live_at_end = self.engine.hosts.live_members(store_now);
-        let mut report = Report {
+        let figures = Figures {
             scenario: self.name.clone(),
             seed: self.seed,
             virtual_ms: ms(now),
             events: self.engine.events,
             trace_hash: format!("{:016x}", self.engine.observers.tracer.hash()),
-            split_brain: verdict.split_brain_total > 0,
-            violations: verdict.violations,
-            terms: verdict.terms.iter().map(BeliefTerm::to_report).collect(),
-            leader_changes: verdict.leader_changes,
-            failovers: verdict.failovers,
-            writes: verdict.writes,
-            expect: Default::default(),
-            violations_total: verdict.violations_total,
             fencing: self.scenario.fencing,
-            overlap_ms: ms(verdict.overlap),
-            leaderless_ms: ms(verdict.leaderless),
-            spurious_failovers: verdict.spurious_failovers,
             max_token,
-            membership: crate::report::MembershipReport {
-                live_at_end,
-                ..verdict.membership
-            },
-            coverage: verdict.coverage,
+            live_at_end,
             unjudged_writes: self.unjudged_writes(),
             planted_bug: self.planted_bug_name(),
+            history: None,
         };
-        report.expect = evaluate(
-            &self.expect,
-            &report,
-            verdict.split_brain_total,
-            verdict.max_failover,
-            verdict.overlap,
-            verdict.leader_at_end,
-        );
-        report
+        assemble(figures, verdict, &self.expect)
     }
 
     /// The writes on their way when the report is taken: units whose term is

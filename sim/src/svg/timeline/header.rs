@@ -33,7 +33,10 @@ pub(super) fn header(doc: &mut Doc, text: HeaderText<'_>) -> f64 {
         X,
         30.0,
         &format!("class=\"title\" font-size=\"20\" font-weight=\"bold\" fill=\"{INK}\""),
-        &format!("{} · seed {}", report.scenario, report.seed),
+        &match report.history {
+            Some(_) => format!("{} · history", report.scenario),
+            None => format!("{} · seed {}", report.scenario, report.seed),
+        },
     );
     let mut y = 32.0;
     if let Some(description) = &scenario.description {
@@ -58,8 +61,13 @@ pub(super) fn header(doc: &mut Doc, text: HeaderText<'_>) -> f64 {
     }
     let e = &scenario.election;
     let mut sub = format!(
-        "{} virtual · {} node{} · fencing {} · lease_ttl {}, renew every {}, safety margin {}",
+        "{} {} · {} node{} · fencing {} · lease_ttl {}, renew every {}, safety margin {}",
         time_label(timeline.end_ns),
+        if report.history.is_some() {
+            "real"
+        } else {
+            "virtual"
+        },
         scenario.nodes.len(),
         if scenario.nodes.len() == 1 { "" } else { "s" },
         if report.fencing { "on" } else { "OFF" },

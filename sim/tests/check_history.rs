@@ -1,0 +1,537 @@
+//! `check-history`: histories of real runs, merged and judged by the
+//! simulator's checker — several files, damaged lines, clock ordering, each
+//! invariant seen through a history, the CLI's outputs and exit codes, and
+//! determinism.
+
+use fenced_sim::history::{check_bytes, CheckOptions, HistoryError, Judged};
+
+/// Times in the helpers are milliseconds on the history clock, from an
+/// arbitrary machine uptime.
+const BOOT_MS: u64 = 50_000;
+
+fn settings(fencing: bool) -> String {
+    format!(
+        r#"{{"role":"reports","lease_ttl_ns":3000000000,"renew_interval_ns":1000000000,"retry_interval_ns":500000000,"safety_margin_ns":300000000,"fencing":{fencing}}}"#
+    )
+}
+
+/// A node process's history under construction.
+struct History {
+    owner: String,
+    text: String,
+}
+
+impl History {
+    fn node(node: &str, incarnation: u32, fencing: bool) -> History {
+        History::with_owner(node, incarnation, &format!("{node}#{incarnation}"), fencing)
+    }
+
+    fn with_owner(node: &str, incarnation: u32, owner: &str, fencing: bool) -> History {
+        let header = format!(
+            r#"{{"history":"fenced","version":1,"kind":"node","node":"{node}","incarnation":{incarnation},"owner":"{owner}","pid":7,"clock":"linux-monotonic-raw-syscall","settings":{}}}"#,
+            settings(fencing)
+        );
+        History {
+            owner: owner.to_string(),
+            text: header + "\n",
+        }
+    }
+
+    /// One event line at `at_ms`; `rest` is the JSON after `at_ns`.
+    fn at(mut self, at_ms: u64, rest: &str) -> History {
+        let at_ns = (BOOT_MS + at_ms) * 1_000_000;
+        self.text
+            .push_str(&format!("{{\"at_ns\":{at_ns},{rest}}}\n"));
+        self
+    }
+
+    fn started(self, at_ms: u64) -> History {
+        self.at(at_ms, r#""event":"process-started""#)
+    }
+
+    /// Request `request` sent at local time `local_ms`, granted (or renewed)
+    /// `token` by a store whose clock reads the history clock's milliseconds
+    /// at `at_ms + 1`, then applied and (for a grant) a term started.
+    fn leads(self, at_ms: u64, request: u64, token: u64, grant: bool) -> History {
+        let store_now = (at_ms + 1) * 1_000_000;
+        let expires = store_now + 3_000_000_000;
+        let answer = if grant { "granted" } else { "renewed" };
+        let h = self
+            .at(
+                at_ms,
+                &format!(r#""event":"request-sent","request":{request},"local_ns":{}"#, at_ms * 1_000_000),
+            )
+            .at(
+                at_ms + 1,
+                &format!(
+                    r#""event":"lease-handled","request":{request},"answer":"{answer}","token":{token},"expires_at_ns":{expires},"store_now_ns":{store_now}"#
+                ),
+            )
+            .at(
+                at_ms + 1,
+                &format!(
+                    r#""event":"response-handled","request":{request},"disposition":"applied","acquired":{token},"renewal":{}"#,
+                    !grant
+                ),
+            );
+        if grant {
+            h.at(
+                at_ms + 1,
+                &format!(r#""event":"term-started","token":{token}"#),
+            )
+        } else {
+            h
+        }
+    }
+
+    /// Unit `unit` with `token`: started at local `at_ms`, sent at
+    /// `at_ms + 50`, judged `outcome` at `at_ms + 60`.
+    fn writes(self, at_ms: u64, token: u64, unit: u64, outcome: &str) -> History {
+        self.stalled_write(at_ms, at_ms + 50, token, unit, outcome)
+    }
+
+    /// Unit `unit` with `token`: started at local `at_ms`, sent at `sent_ms`
+    /// (a process stalled mid-unit sends late), judged 10 ms later.
+    fn stalled_write(
+        self,
+        at_ms: u64,
+        sent_ms: u64,
+        token: u64,
+        unit: u64,
+        outcome: &str,
+    ) -> History {
+        let owner = self.owner.clone();
+        let extra = match outcome {
+            "rejected-stale" => format!(r#","highest":{}"#, token + 1),
+            _ => String::new(),
+        };
+        self.at(
+            at_ms,
+            &format!(
+                r#""event":"work-started","token":{token},"unit":{unit},"local_ns":{}"#,
+                at_ms * 1_000_000
+            ),
+        )
+        .at(sent_ms, &format!(r#""event":"write-sent","token":{token},"unit":{unit}"#))
+        .at(
+            sent_ms + 10,
+            &format!(
+                r#""event":"write-handled","writer":"{owner}","token":{token},"outcome":"{outcome}"{extra}"#
+            ),
+        )
+    }
+
+    fn ends(self, at_ms: u64, token: u64, reason: &str) -> History {
+        self.at(
+            at_ms,
+            &format!(r#""event":"term-ended","token":{token},"reason":"{reason}""#),
+        )
+    }
+
+    fn stopped(self, at_ms: u64) -> History {
+        self.at(at_ms, r#""event":"process-stopped""#)
+    }
+
+    fn file(self, name: &str) -> (String, Vec<u8>) {
+        (name.to_string(), self.text.into_bytes())
+    }
+}
+
+fn judge(files: &[(String, Vec<u8>)]) -> Judged {
+    check_bytes(files, CheckOptions::default()).expect("the histories are valid")
+}
+
+fn invariants(judged: &Judged) -> Vec<&str> {
+    judged
+        .report
+        .violations
+        .iter()
+        .map(|v| v.invariant.as_str())
+        .collect()
+}
+
+/// A clean handover: a leads and writes, stops gracefully (term ended,
+/// released), b takes over with token 2 and writes.
+fn handover() -> Vec<(String, Vec<u8>)> {
+    let a = History::node("node-a", 1, true)
+        .started(0)
+        .leads(10, 1, 1, true)
+        .writes(100, 1, 1, "accepted")
+        .leads(900, 2, 1, false)
+        .writes(1_100, 1, 2, "accepted")
+        .ends(1_500, 1, "stopped")
+        .at(
+            1_510,
+            r#""event":"release-handled","token":1,"released":true"#,
+        )
+        .stopped(1_520);
+    let b = History::node("node-b", 1, true)
+        .started(5)
+        .at(
+            20,
+            r#""event":"lease-handled","request":1,"answer":"held","token":1,"expires_at_ns":3011000000,"holder":"node-a#1""#,
+        )
+        .leads(1_600, 2, 2, true)
+        .writes(1_700, 2, 1, "accepted")
+        .ends(1_990, 2, "stopped")
+        .stopped(2_000);
+    vec![a.file("a.jsonl"), b.file("b.jsonl")]
+}
+
+#[test]
+fn merged_histories_of_a_clean_handover_pass() {
+    // Proves several files merge into one verdict: two terms in order, one
+    // leader change, one failover from a to b, three writes, no violation.
+    let judged = judge(&handover());
+    let r = &judged.report;
+    assert!(r.expect.met, "{:?}", r.expect.unmet);
+    assert_eq!(r.violations_total, 0, "{:?}", r.violations);
+    let terms: Vec<(&str, u64, &str)> = r
+        .terms
+        .iter()
+        .map(|t| (t.owner.as_str(), t.token, t.end_reason.as_str()))
+        .collect();
+    assert_eq!(
+        terms,
+        vec![("node-a#1", 1, "stopped"), ("node-b#1", 2, "stopped")]
+    );
+    assert_eq!(r.leader_changes, 1);
+    assert_eq!(r.failovers.len(), 1);
+    assert_eq!(r.writes.accepted, 3);
+    assert_eq!(r.coverage.refused, 1);
+    assert_eq!(r.virtual_ms, 2_000);
+    assert_eq!(r.events as usize, judged.trace.lines().count());
+    let history = r.history.as_ref().expect("a history report");
+    assert_eq!(history.files.len(), 2);
+    assert!(history.problems.is_empty());
+    assert!(history.unterminated.is_empty());
+    assert_eq!(history.start_ns, BOOT_MS * 1_000_000);
+}
+
+#[test]
+fn a_truncated_last_line_is_a_warning_and_the_process_crashed_at_its_last_line() {
+    // Proves a process killed mid-write: its cut-short last line is a
+    // warning (the run still passes), and with no process-stopped its term
+    // ends as a crash at its last whole line.
+    let mut files = handover();
+    // Keep b's lines up to its last write, then half of its term-ended.
+    let text = String::from_utf8(files[1].1.clone()).expect("utf-8");
+    let lines: Vec<&str> = text.lines().collect();
+    let ended = lines[lines.len() - 2];
+    let kept = lines[..lines.len() - 2].join("\n") + "\n" + &ended[..ended.len() / 2];
+    files[1].1 = kept.into_bytes();
+    let judged = judge(&files);
+    let r = &judged.report;
+    assert!(r.expect.met, "{:?}", r.expect.unmet);
+    let history = r.history.as_ref().expect("a history report");
+    assert_eq!(history.errors, 0);
+    assert_eq!(history.problems.len(), 1);
+    assert_eq!(history.problems[0].severity, "warning");
+    assert_eq!(history.problems[0].path, "b.jsonl");
+    assert_eq!(history.unterminated, vec!["node-b#1".to_string()]);
+    let last = r.terms.last().expect("b's term");
+    assert_eq!((last.end_reason.as_str(), last.end_ms), ("crash", 1_760));
+}
+
+#[test]
+fn a_malformed_middle_line_is_an_error_that_fails_the_run() {
+    // Proves a damaged line that is not the last is listed with its file and
+    // line number, skipped, and fails the run (the verdict could not see it).
+    let mut files = handover();
+    let text = String::from_utf8(files[0].1.clone()).expect("utf-8");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[4] = "{\"at_ns\":oops}";
+    files[0].1 = (lines.join("\n") + "\n").into_bytes();
+    let judged = judge(&files);
+    let r = &judged.report;
+    assert!(!r.expect.met);
+    assert!(r
+        .expect
+        .unmet
+        .iter()
+        .any(|u| u.starts_with("history: 1 malformed")));
+    let history = r.history.as_ref().expect("a history report");
+    assert_eq!(history.errors, 1);
+    assert_eq!(
+        (
+            history.problems[0].path.as_str(),
+            history.problems[0].line,
+            history.problems[0].severity.as_str()
+        ),
+        ("a.jsonl", 5, "error")
+    );
+}
+
+#[test]
+fn events_merge_by_the_history_clock_not_by_file_order() {
+    // Proves clock ordering: b's file comes first and its lines interleave
+    // with a's; the merged trace is in time order, ties broken by file order.
+    let mut files = handover();
+    files.reverse();
+    let judged = judge(&files);
+    let times: Vec<&str> = judged
+        .trace
+        .lines()
+        .map(|l| l.split(' ').next().unwrap_or(""))
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort_by(|x, y| {
+        let parse = |s: &str| s.replace('.', "").parse::<u64>().unwrap_or(0);
+        parse(x).cmp(&parse(y))
+    });
+    assert_eq!(times, sorted);
+    let second = judged.trace.lines().nth(1).unwrap_or("");
+    assert!(second.starts_with("0.005000000 node-b#1"), "{second}");
+    // The same verdict as in file order a, b.
+    let forward = judge(&handover());
+    assert_eq!(judged.report.terms, forward.report.terms);
+    assert_eq!(judged.report.failovers, forward.report.failovers);
+}
+
+#[test]
+fn overlapping_beliefs_and_a_late_write_make_split_brain_without_fencing() {
+    // Proves the split-brain invariant through histories: a stalls (no
+    // term-ended) while b leads; a's late write with token 1 is accepted by
+    // an unfenced downstream after b's token 2: split-brain, and both
+    // believed they led at once (overlap).
+    let a = History::node("node-a", 1, false)
+        .started(0)
+        .leads(10, 1, 1, true)
+        .writes(100, 1, 1, "accepted")
+        .stalled_write(2_000, 6_000, 1, 2, "accepted")
+        .ends(6_100, 1, "local-deadline")
+        .stopped(7_000);
+    let b = History::node("node-b", 1, false)
+        .started(0)
+        .leads(4_000, 1, 2, true)
+        .writes(4_100, 2, 1, "accepted")
+        .stopped(7_000);
+    let judged = judge(&[a.file("a"), b.file("b")]);
+    assert_eq!(invariants(&judged), vec!["split-brain"]);
+    assert!(judged.report.split_brain);
+    assert!(
+        judged.report.overlap_ms >= 2_000,
+        "{}",
+        judged.report.overlap_ms
+    );
+    assert!(!judged.report.expect.met);
+}
+
+#[test]
+fn a_fenced_downstream_accepting_a_lower_token_breaks_single_writer() {
+    // Proves single-writer is judged from the downstream's decisions: with
+    // fencing on, accepting token 1 after token 2 is a violation (and a
+    // split-brain write); the stale write rejected instead is not.
+    let build = |late: &str| {
+        let a = History::node("node-a", 1, true)
+            .started(0)
+            .leads(10, 1, 1, true)
+            .writes(100, 1, 1, "accepted")
+            .stalled_write(2_000, 6_000, 1, 2, late)
+            .stopped(7_000);
+        let b = History::node("node-b", 1, true)
+            .started(0)
+            .leads(4_000, 1, 2, true)
+            .writes(4_100, 2, 1, "accepted")
+            .stopped(7_000);
+        judge(&[a.file("a"), b.file("b")])
+    };
+    assert_eq!(
+        invariants(&build("accepted")),
+        vec!["single-writer", "split-brain"]
+    );
+    let fenced = build("rejected-stale");
+    assert_eq!(invariants(&fenced), Vec::<&str>::new());
+    assert_eq!(fenced.report.writes.rejected_stale, 1);
+}
+
+#[test]
+fn a_grant_while_another_holds_a_live_lease_breaks_lease_exclusivity() {
+    // Proves lease exclusivity is judged on the store's clock: b is granted
+    // token 2 one second into a's three-second lease.
+    let a = History::node("node-a", 1, true)
+        .started(0)
+        .leads(10, 1, 1, true)
+        .stopped(5_000);
+    let b = History::node("node-b", 1, true)
+        .started(0)
+        .leads(1_000, 1, 2, true)
+        .stopped(5_000);
+    let judged = judge(&[a.file("a"), b.file("b")]);
+    assert!(
+        invariants(&judged).contains(&"lease-exclusive"),
+        "{:?}",
+        judged.report.violations
+    );
+}
+
+#[test]
+fn a_repeated_grant_breaks_token_monotonicity() {
+    // Proves token-monotonic: a later grant of the same token to another
+    // process (after the first lease expired) is a violation.
+    let a = History::node("node-a", 1, true)
+        .started(0)
+        .leads(10, 1, 1, true)
+        .ends(2_700, 1, "local-deadline")
+        .stopped(9_000);
+    let b = History::node("node-b", 1, true)
+        .started(0)
+        .leads(4_000, 1, 1, true)
+        .stopped(9_000);
+    let judged = judge(&[a.file("a"), b.file("b")]);
+    assert_eq!(invariants(&judged), vec!["token-monotonic"]);
+}
+
+#[test]
+fn work_started_past_the_local_deadline_is_seen_on_the_local_clock() {
+    // Proves local-deadline is judged on the process's own clock: a unit
+    // started 2.8 s (local) after the last successful request, past the
+    // 2.7 s validity, is a violation.
+    let a = History::node("node-a", 1, true)
+        .started(0)
+        .leads(10, 1, 1, true)
+        .writes(2_810, 1, 1, "accepted")
+        .stopped(3_000);
+    let judged = judge(&[a.file("a")]);
+    assert_eq!(invariants(&judged), vec!["local-deadline"]);
+}
+
+#[test]
+fn two_live_processes_with_one_owner_break_unique_owner() {
+    // Proves unique-owner: two incarnations of node-a contending under one
+    // owner id, alive at the same time.
+    let first = History::with_owner("node-a", 1, "node-a#x", true)
+        .started(0)
+        .stopped(2_000);
+    let second = History::with_owner("node-a", 2, "node-a#x", true)
+        .started(1_000)
+        .stopped(2_000);
+    let judged = judge(&[first.file("1"), second.file("2")]);
+    assert_eq!(invariants(&judged), vec!["unique-owner"]);
+}
+
+#[test]
+fn disagreeing_headers_and_foreign_files_are_bad_input() {
+    // Proves the refusals: headers that disagree name the field and both
+    // files; a file that is not a history names the file; no files at all.
+    let a = History::node("node-a", 1, true).started(0);
+    let b = History::node("node-b", 1, false).started(0);
+    let error = check_bytes(&[a.file("a"), b.file("b")], CheckOptions::default())
+        .expect_err("fencing differs");
+    assert!(
+        matches!(
+            error,
+            HistoryError::Disagree {
+                field: "fencing",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("a says true, b says false"),
+        "{error}"
+    );
+    let error = check_bytes(
+        &[("x".to_string(), b"hello\n".to_vec())],
+        CheckOptions::default(),
+    )
+    .expect_err("not a history");
+    assert!(
+        error.to_string().starts_with("x: not a fenced history"),
+        "{error}"
+    );
+    assert_eq!(
+        check_bytes(&[], CheckOptions::default()).err(),
+        Some(HistoryError::NoFiles)
+    );
+}
+
+#[test]
+fn the_same_files_give_the_same_report_and_trace() {
+    // Proves determinism: judging the same histories twice gives identical
+    // JSON and an identical merged trace (and so the same hash).
+    let one = judge(&handover());
+    let two = judge(&handover());
+    assert_eq!(
+        serde_json::to_string(&one.report).ok(),
+        serde_json::to_string(&two.report).ok()
+    );
+    assert_eq!(one.trace, two.trace);
+}
+
+mod cli {
+    //! The command line: outputs and exit codes.
+
+    use super::*;
+
+    fn write(dir: &std::path::Path, files: &[(String, Vec<u8>)]) -> Vec<std::path::PathBuf> {
+        files
+            .iter()
+            .map(|(name, bytes)| {
+                let path = dir.join(name);
+                std::fs::write(&path, bytes).expect("temp file");
+                path
+            })
+            .collect()
+    }
+
+    fn check(args: &[&std::ffi::OsStr]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fenced-sim"))
+            .arg("check-history")
+            .args(args)
+            .output()
+            .expect("the binary runs")
+    }
+
+    #[test]
+    fn exit_codes_are_those_of_run() {
+        // Proves 0 for a passing history (with its summary, JSON and
+        // picture), 1 for a malformed middle line, 2 for a file that is not
+        // a history.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let paths = write(dir.path(), &handover());
+        let svg = dir.path().join("run.svg");
+        let mut args: Vec<&std::ffi::OsStr> = paths.iter().map(|p| p.as_os_str()).collect();
+        let pass = check(&args);
+        assert_eq!(
+            pass.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&pass.stderr)
+        );
+        let text = String::from_utf8_lossy(&pass.stdout);
+        assert!(text.contains("history of 2 files"), "{text}");
+        assert!(text.contains("\nPASS\n"), "{text}");
+        args.push("--json".as_ref());
+        args.push("--svg".as_ref());
+        args.push(svg.as_os_str());
+        let json = check(&args);
+        assert_eq!(json.status.code(), Some(0));
+        let report: serde_json::Value =
+            serde_json::from_slice(&json.stdout).expect("one JSON object");
+        assert_eq!(report["seed"], 0);
+        assert_eq!(report["history"]["files"][0]["kind"], "node");
+        let picture = std::fs::read_to_string(&svg).expect("the picture");
+        assert!(
+            picture.contains("history"),
+            "the title says it is a history"
+        );
+
+        let mut damaged = handover();
+        let text = String::from_utf8(damaged[0].1.clone()).expect("utf-8");
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[3] = "not json";
+        damaged[0].1 = (lines.join("\n") + "\n").into_bytes();
+        let paths = write(dir.path(), &damaged);
+        let fail = check(&paths.iter().map(|p| p.as_os_str()).collect::<Vec<_>>());
+        assert_eq!(fail.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&fail.stdout).contains("a.jsonl:4: error"));
+
+        let foreign = dir.path().join("foreign.jsonl");
+        std::fs::write(&foreign, "{}\n").expect("temp file");
+        let bad = check(&[foreign.as_os_str()]);
+        assert_eq!(bad.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&bad.stderr).contains("not a fenced history"));
+    }
+}
