@@ -333,9 +333,12 @@ pub enum Observation<'a> {
         /// Another protocol's own words for why (`renew deadline passed`,
         /// `session expired`, ...); `None` for the fenced elector.
         why: Option<&'a str>,
-        /// The process's clock when it stepped down (`local-deadline`
-        /// judges the fenced elector's step-down time with it).
-        local: Instant,
+        /// The process's clock when it stepped down: `local-deadline`
+        /// judges the fenced elector's step-down time with it. `None` where
+        /// the source cannot say it exactly (a real run's history: a real
+        /// timer fires late by the scheduler's whim, so a real step-down's
+        /// time is measured, not judged).
+        local: Option<Instant>,
     },
     /// `host`'s clock stepped by `by_nanos` (a `clock-jump` fault): from now
     /// on it reads that much more (less, when negative).

@@ -463,7 +463,9 @@ impl Observer for Checker {
                 why,
                 local,
             } => {
-                if why.is_none() && *reason == fenced::StepDownReason::LocalDeadline {
+                if let (None, Some(local), fenced::StepDownReason::LocalDeadline) =
+                    (why, local, reason)
+                {
                     self.check_deadline_step_down(now, process, token, local);
                 }
                 self.on_term_end(now, process.id, lives::TermEnd::StepDown(reason), why)

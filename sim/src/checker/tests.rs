@@ -412,7 +412,7 @@ fn step_down_on_deadline(checker: &mut Checker, cast: &Cast, seconds: f64, local
             token: token(1),
             reason: &fenced::StepDownReason::LocalDeadline,
             why: None,
-            local,
+            local: Some(local),
         },
     );
 }

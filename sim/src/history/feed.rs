@@ -438,6 +438,9 @@ impl<'a> Feed<'a> {
             token,
             reason,
             why: None,
+            // A real timer fires late by the scheduler's whim: the
+            // step-down's time is measured, not judged.
+            local: None,
         };
         self.emit(at, &o);
     }

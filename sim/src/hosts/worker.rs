@@ -93,7 +93,7 @@ impl Worker {
         self.believed = None;
         self.generation = self.generation.wrapping_add(1);
         let process = out.names.process_ref(self.pid);
-        let local = out.local_now();
+        let local = Some(out.local_now());
         out.observe(&Observation::TermEnded {
             process,
             token,
