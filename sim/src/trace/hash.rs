@@ -75,7 +75,7 @@ impl Tracer {
     /// Folds `observation` at true time `t` into the hash; returns whether
     /// it is a trace record (`false`: trace-silent, or a pause nested inside
     /// another pause, which leaves the trace as it is).
-    #[inline]
+    #[inline(always)]
     pub(super) fn fold(&mut self, t: u64, observation: &Observation<'_>) -> bool {
         match *observation {
             Observation::ProcessStarted(p) => self.begin(t, process_code(p), 1),

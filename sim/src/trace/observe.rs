@@ -8,7 +8,7 @@ impl Observer for Tracer {
     /// Folds the observation into the hash (and writes its line) when it is
     /// a trace record; trace-silent observations and pauses nested inside
     /// another pause leave the trace as it is.
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
         let t = at.as_nanos();
         if self.fold(t, observation) && self.out.is_some() {
