@@ -92,9 +92,8 @@ impl HostClock {
             let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
             return Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX));
         }
-        let t = i128::from(t);
-        let local = t
-            + t * i128::from(self.drift_ppb) / BILLION
+        let local = i128::from(t)
+            + drift_part(t, self.drift_ppb)
             + i128::from(self.offset_nanos)
             + EPOCH_NANOS;
         Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX))
@@ -118,7 +117,7 @@ impl HostClock {
         }
         let rate = BILLION + i128::from(self.drift_ppb);
         // ceil(target * 1e9 / rate), then correct for the rounding of `local`.
-        let mut t = (target * BILLION + rate - 1).div_euclid(rate);
+        let mut t = ceil_scaled(target, rate);
         t = t.max(i128::from(not_before));
         let mut t = u64::try_from(t).unwrap_or(u64::MAX);
         while t < u64::MAX && self.local_nanos(t) < local {
@@ -129,6 +128,40 @@ impl HostClock {
         }
         t
     }
+}
+
+/// `t × drift_ppb / 1e9`, truncated toward zero: exactly the 128-bit
+/// quotient, computed as `(t / 1e9) × drift + (t % 1e9) × drift / 1e9` in
+/// 64 bits (no 128-bit division on the hot path) when that cannot overflow.
+#[inline]
+fn drift_part(t: u64, drift_ppb: i64) -> i128 {
+    const B: u64 = BILLION as u64;
+    let (whole, rest) = ((t / B) as i64, (t % B) as i64);
+    // |rest × drift| < 1e9 × |drift|: fits for any validated drift (≤ 0.5e9).
+    match (whole.checked_mul(drift_ppb), rest.checked_mul(drift_ppb)) {
+        (Some(whole), Some(rest)) => i128::from(whole) + i128::from(rest / BILLION as i64),
+        _ => i128::from(t) * i128::from(drift_ppb) / BILLION,
+    }
+}
+
+/// `ceil(target × 1e9 / rate)` (`div_euclid`, as the 128-bit expression
+/// `(target × 1e9 + rate − 1).div_euclid(rate)` computes it): for a
+/// non-negative `target` and a positive 64-bit `rate`, as
+/// `(target / rate) × 1e9 + ceil((target % rate) × 1e9 / rate)` in 64 bits
+/// when that cannot overflow; otherwise in 128 bits.
+#[inline]
+fn ceil_scaled(target: i128, rate: i128) -> i128 {
+    if let (Ok(target), Ok(rate)) = (i64::try_from(target), i64::try_from(rate)) {
+        if target >= 0 && rate > 0 && rate <= BILLION as i64 * 2 {
+            let (q, r) = (target / rate, target % rate);
+            // r < rate ≤ 2e9, so r × 1e9 + rate − 1 < 2.1e18 fits.
+            let tail = (r * BILLION as i64 + rate - 1) / rate;
+            if let Some(head) = q.checked_mul(BILLION as i64) {
+                return i128::from(head) + i128::from(tail);
+            }
+        }
+    }
+    (target * BILLION + rate - 1).div_euclid(rate)
 }
 
 #[cfg(test)]
@@ -178,5 +211,49 @@ mod tests {
         let fast = HostClock::new(0, 0.1);
         let target = HostClock::TRUE.local_nanos(11_000_000_000);
         assert_eq!(fast.true_nanos_at(target, 0), 10_000_000_000);
+    }
+
+    #[test]
+    fn the_64_bit_paths_equal_the_128_bit_expressions() {
+        use crate::rng::{uniform_inclusive, SeedDeriver};
+        let mut rng = SeedDeriver::new(7, "clock").rng();
+        let edges = [
+            0u64,
+            1,
+            999_999_999,
+            1_000_000_000,
+            3_600_000_000_000,
+            u64::MAX / 3,
+            u64::MAX,
+        ];
+        let drifts = [
+            0i64,
+            1,
+            -1,
+            499_999_999,
+            -500_000_000,
+            500_000_000,
+            12_345,
+            -987_654,
+        ];
+        for _ in 0..20_000 {
+            let t = if uniform_inclusive(&mut rng, 0, 3) == 0 {
+                edges[uniform_inclusive(&mut rng, 0, edges.len() as u64 - 1) as usize]
+            } else {
+                let bits = uniform_inclusive(&mut rng, 1, 63);
+                uniform_inclusive(&mut rng, 0, 1 << bits)
+            };
+            let d = if uniform_inclusive(&mut rng, 0, 1) == 0 {
+                drifts[uniform_inclusive(&mut rng, 0, drifts.len() as u64 - 1) as usize]
+            } else {
+                uniform_inclusive(&mut rng, 0, 1_000_000_000) as i64 - 500_000_000
+            };
+            let wide = i128::from(t) * i128::from(d) / BILLION;
+            assert_eq!(drift_part(t, d), wide, "{t} {d}");
+            let target = i128::from(t) - EPOCH_NANOS;
+            let rate = BILLION + i128::from(d);
+            let wide = (target * BILLION + rate - 1).div_euclid(rate);
+            assert_eq!(ceil_scaled(target, rate), wide, "{target} {rate}");
+        }
     }
 }

@@ -388,7 +388,7 @@ impl Checker {
 }
 
 impl Observer for Checker {
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
         let now = at;
         match *observation {

@@ -361,8 +361,16 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         }
     }
 
+    /// [`handle`](Self::handle), out of line: for the events that queued at
+    /// a paused host (the loop's own calls are inlined).
+    #[inline(never)]
+    fn handle_deferred(&mut self, event: HostEvent<H>) {
+        self.handle(event);
+    }
+
     /// Hands a host event to its host; ends the life of a process that
     /// asked to exit.
+    #[inline(always)]
     fn handle(&mut self, event: HostEvent<H>) {
         self.events += 1;
         let (to, exit) = match event {
@@ -667,7 +675,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             if self.is_stale(&event) {
                 continue;
             }
-            self.handle(event);
+            self.handle_deferred(event);
         }
     }
 }

@@ -61,7 +61,7 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     }
 
     /// Hands `observation` to every observer.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn observe(&mut self, observation: &Observation<'_>) {
         self.observers.observe(self.now, observation);
     }

@@ -26,6 +26,7 @@ impl DownstreamHost {
 }
 
 impl DownstreamHost {
+    #[inline(always)]
     pub(crate) fn receive<H: Hosts, O: Observer>(
         &mut self,
         msg: ToDownstream,

@@ -32,6 +32,7 @@ impl LeaseStoreHost {
         }
     }
 
+    #[inline(always)]
     pub(super) fn receive<O: Observer>(&mut self, msg: ToStore, out: Out<'_, '_, O>) {
         let now = out.local_now();
         match msg {

@@ -85,33 +85,34 @@ impl Hosts for FencedHosts {
 
     #[inline]
     fn deliver<O: Observer>(&mut self, to: Address, msg: Message, out: &mut Outbox<'_, Self, O>) {
-        match (to, msg) {
-            (_, Message::Store(msg)) => self.store.receive(msg, out),
-            (_, Message::Downstream(msg)) => self.downstream.receive(msg, out),
-            (Address::Process { pid, .. }, Message::Process(msg)) => {
-                self.process(pid).receive(msg, out)
-            }
-            (Address::Server(_), Message::Process(_)) => {
-                unreachable!("process messages are addressed to processes")
-            }
+        // Matched on the message alone (not a tuple with the address), so
+        // the message is not copied once more on the way to its host.
+        match msg {
+            Message::Store(msg) => self.store.receive(msg, out),
+            Message::Downstream(msg) => self.downstream.receive(msg, out),
+            Message::Process(msg) => match to {
+                Address::Process { pid, .. } => self.process(pid).receive(msg, out),
+                Address::Server(_) => unreachable!("process messages are addressed to processes"),
+            },
         }
     }
 
     #[inline]
     fn fire<O: Observer>(&mut self, to: Address, timer: Timer, out: &mut Outbox<'_, Self, O>) {
-        match (to, timer) {
-            (Address::Server(_), Timer::Registry { .. }) => self.store.registry_due(out),
-            (Address::Process { pid, .. }, Timer::Elector { .. }) => {
-                self.process(pid).elector_due(out)
-            }
-            (Address::Process { pid, .. }, Timer::Heartbeat) => self.process(pid).heartbeat(out),
-            (Address::Process { pid, .. }, Timer::Work { .. }) => self.process(pid).work_tick(out),
-            (Address::Process { pid, .. }, Timer::WorkDone { token, unit }) => {
-                self.process(pid).work_done(token, unit, out)
-            }
-            (Address::Process { pid, .. }, Timer::Stop) => self.process(pid).stop(out),
-            (Address::Process { pid, .. }, Timer::WorkFails) => self.process(pid).work_fails(out),
-            (to, timer) => unreachable!("{timer:?} is never set for {to:?}"),
+        let pid = match (to, timer) {
+            (Address::Server(_), Timer::Registry { .. }) => return self.store.registry_due(out),
+            (Address::Process { pid, .. }, _) => pid,
+            (Address::Server(_), _) => unreachable!("{timer:?} is never set for {to:?}"),
+        };
+        let process = self.process(pid);
+        match timer {
+            Timer::Elector { .. } => process.elector_due(out),
+            Timer::Heartbeat => process.heartbeat(out),
+            Timer::Work { .. } => process.work_tick(out),
+            Timer::WorkDone { token, unit } => process.work_done(token, unit, out),
+            Timer::Stop => process.stop(out),
+            Timer::WorkFails => process.work_fails(out),
+            Timer::Registry { .. } => unreachable!("{timer:?} is never set for {to:?}"),
         }
     }
 

@@ -116,12 +116,14 @@ impl NodeProcess {
         self.worker.crash();
     }
 
+    #[inline(always)]
     pub(super) fn heartbeat<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         let (pid, node) = (self.pid, self.node);
         self.to_store(ToStore::Heartbeat { pid, node }, out);
         out.set_timer_after(self.timings.heartbeat_interval, Timer::Heartbeat);
     }
 
+    #[inline(always)]
     pub(super) fn receive<O: Observer>(&mut self, msg: ToProcess, out: Out<'_, '_, O>) {
         let local = out.local_now();
         match msg {
@@ -153,6 +155,7 @@ impl NodeProcess {
     }
 
     /// The elector's timer fired.
+    #[inline(always)]
     pub(super) fn elector_due<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         self.timer_at = None;
         let local = out.local_now();
@@ -222,6 +225,7 @@ impl NodeProcess {
     }
 
     /// The worker's timer: start a unit if still leading.
+    #[inline(always)]
     pub(super) fn work_tick<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         // The unit checks leadership at its start: bring the elector up to
         // date first, so a deadline due now is honoured.

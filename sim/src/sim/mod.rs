@@ -51,7 +51,7 @@ pub(crate) struct Observers {
 }
 
 impl Observer for Observers {
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
         self.tracer.observe(at, observation);
         self.checker.observe(at, observation);

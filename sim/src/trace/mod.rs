@@ -1,12 +1,14 @@
 //! The trace: one canonical line per thing that happened, and a hash of it all.
 //!
 //! Every record is folded into a 64-bit hash as a fixed sequence of `u64`
-//! words (a tag, the true time in nanoseconds, then the record's numeric fields
-//! in a fixed order) — never formatted text, so hashing costs a few
-//! multiplications per record and is always on. The text line is formatted
-//! only when a trace writer is attached.
+//! words (the true time in nanoseconds, the host's code, a tag, then the
+//! record's numeric fields in a fixed order) — never formatted text, so
+//! hashing costs a few multiplications per record and is always on. The text
+//! line is formatted only when a trace writer is attached.
 //!
-//! `observe.rs` maps each observation of the stream to its record.
+//! `hash.rs` folds each observation of the stream straight into the hash;
+//! `observe.rs` maps it to its record for the text line, only when one is
+//! written.
 //!
 //! The hash function is stable across machines and versions of Rust: per word,
 //! `h = (h.rotate_left(5) ^ word) * 0x51_7cc1_b727_220a95` (the FxHash step),
@@ -24,6 +26,7 @@ use crate::observation::{
 };
 use crate::rng::mix64;
 
+mod hash;
 mod observe;
 
 impl DropReason {
@@ -58,39 +61,15 @@ impl MessageKind {
 const HASH_START: u64 = 0xcbf2_9ce4_8422_2325;
 const HASH_MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
 
-/// A host as traces name and hash it.
+/// A host as the text trace names it.
 #[derive(Clone, Copy, Debug)]
 struct TraceHost<'a> {
-    /// Stable numeric identity: 0 lease-store, 1 downstream, 2.. endpoints
-    /// of nodes; processes add their incarnation in the high bits.
-    code: u64,
     name: &'a str,
 }
 
-/// The endpoint of the first node; the lease store is 0, the downstream 1.
-const FIRST_NODE_CODE: u64 = 2;
-
 impl<'a> TraceHost<'a> {
-    /// Stable codes: 0 lease-store, 1 downstream, `2 + index` a node as an
-    /// endpoint; a process is its node's code with the incarnation in the
-    /// high bits (so two lives of one node hash differently), named by its
-    /// owner.
     fn of(host: HostRef<'a>) -> Self {
-        let code = match host {
-            HostRef::LeaseStore => 0,
-            HostRef::Downstream => 1,
-            HostRef::Node(node) => FIRST_NODE_CODE + u64::from(node.index),
-            HostRef::Process(p) => {
-                (FIRST_NODE_CODE + u64::from(p.node.index)) | (u64::from(p.incarnation) << 32)
-            }
-            // Another protocol's servers: the top bit keeps them apart from
-            // every node and process code.
-            HostRef::Server { endpoint, .. } => (1 << 63) | u64::from(endpoint),
-        };
-        TraceHost {
-            code,
-            name: host.name(),
-        }
+        TraceHost { name: host.name() }
     }
 }
 
@@ -242,217 +221,6 @@ impl Tracer {
             out.flush()?;
         }
         Ok(())
-    }
-
-    #[inline]
-    fn word(&mut self, w: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(HASH_MULTIPLIER);
-    }
-
-    /// Folds a text into the hash: its length, then 8 bytes at a time. Only
-    /// other designs' records carry text: kept out of line so the fenced
-    /// protocol's hot path stays lean.
-    #[cold]
-    #[inline(never)]
-    fn bytes(&mut self, text: &[u8]) {
-        self.word(text.len() as u64);
-        for chunk in text.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.word(u64::from_le_bytes(word));
-        }
-    }
-
-    /// Records that `rec` happened at true time `t` on `host`.
-    #[inline]
-    fn record(&mut self, t: u64, host: TraceHost<'_>, rec: Record<'_>) {
-        self.records += 1;
-        self.word(t);
-        self.word(host.code);
-        self.encode(&rec);
-        if self.out.is_some() {
-            self.write_line(t, host, &rec);
-        }
-    }
-
-    fn token_word(token: Option<FencingToken>) -> u64 {
-        token.map_or(0, FencingToken::get)
-    }
-
-    fn encode(&mut self, rec: &Record<'_>) {
-        match *rec {
-            Record::ProcessStarted => self.word(1),
-            Record::ProcessCrashed => self.word(2),
-            Record::ProcessStopped => self.word(25),
-            Record::WorkFailed { led } => {
-                self.word(26);
-                self.word(u64::from(led));
-            }
-            Record::Skipped(what) => {
-                self.word(24);
-                self.word(what as u64);
-            }
-            Record::Healed => self.word(23),
-            Record::Paused => self.word(3),
-            Record::Resumed { deferred } => {
-                self.word(4);
-                self.word(deferred);
-            }
-            Record::Isolated { start } => {
-                self.word(5);
-                self.word(u64::from(start));
-            }
-            Record::Cut { to, start } => {
-                self.word(6);
-                self.word(to.code);
-                self.word(u64::from(start));
-            }
-            Record::Partitioned { start, .. } => {
-                self.word(7);
-                self.word(u64::from(start));
-            }
-            Record::Dropped { to, kind, reason } => {
-                self.word(8);
-                self.word(to.code);
-                self.word(kind as u64);
-                self.word(reason.code());
-            }
-            Record::LeaseHandled {
-                from,
-                request,
-                result,
-            } => {
-                self.word(9);
-                self.word(from.code);
-                self.word(request);
-                match result {
-                    LeaseResult::Granted { token, expires_at } => {
-                        self.word(1);
-                        self.word(token.get());
-                        self.word(expires_at.as_nanos());
-                    }
-                    LeaseResult::Renewed { token, expires_at } => {
-                        self.word(2);
-                        self.word(token.get());
-                        self.word(expires_at.as_nanos());
-                    }
-                    LeaseResult::Held { holder } => {
-                        self.word(3);
-                        self.word(holder.token.get());
-                        self.word(holder.expires_at.as_nanos());
-                    }
-                }
-            }
-            Record::LeaseRejected { from, request, .. } => {
-                self.word(10);
-                self.word(from.code);
-                self.word(request);
-            }
-            Record::ReleaseHandled {
-                from,
-                token,
-                released,
-            } => {
-                self.word(11);
-                self.word(from.code);
-                self.word(token.get());
-                self.word(u64::from(released));
-            }
-            Record::HeartbeatHandled { from, joined } => {
-                self.word(12);
-                self.word(from.code);
-                self.word(u64::from(joined));
-            }
-            Record::MemberLeft { node } => {
-                self.word(13);
-                self.word(node.code);
-            }
-            Record::ResponseHandled {
-                request,
-                disposition,
-                acquired,
-            } => {
-                self.word(14);
-                self.word(request);
-                // Fixed codes: part of the hash's stable encoding.
-                self.word(match disposition {
-                    ResponseDisposition::Applied => 0,
-                    ResponseDisposition::Stale => 1,
-                    ResponseDisposition::TooLate => 2,
-                    ResponseDisposition::AlreadyReleased => 3,
-                });
-                self.word(Self::token_word(acquired));
-            }
-            Record::RequestFailed { request } => {
-                self.word(15);
-                self.word(request);
-            }
-            Record::TermStarted { token } => {
-                self.word(16);
-                self.word(token.get());
-            }
-            Record::TermEnded { token, reason, why } => {
-                self.word(17);
-                self.word(token.get());
-                self.word(match reason {
-                    StepDownReason::LocalDeadline => 1,
-                    StepDownReason::Superseded { token, .. } => 2 | (token.get() << 8),
-                    StepDownReason::NewTerm { token } => 3 | (token.get() << 8),
-                    StepDownReason::Stopped => 4,
-                    StepDownReason::Abdicated => 5,
-                });
-                if let Some(why) = why {
-                    self.bytes(why.as_bytes());
-                }
-            }
-            Record::ClockJumped { by_nanos } => {
-                self.word(41);
-                self.word(by_nanos as u64);
-            }
-            Record::Restarted { durable } => self.word(42 | u64::from(durable) << 8),
-            Record::Holder {
-                truth,
-                holder,
-                token,
-            } => {
-                self.word(40 | u64::from(truth) << 8);
-                if let Some(owner) = holder {
-                    self.bytes(owner.as_str().as_bytes());
-                }
-                self.word(token.map_or(0, |t| t.wrapping_add(1)));
-            }
-            Record::WorkStarted { token, unit } => {
-                self.word(18);
-                self.word(token.get());
-                self.word(unit);
-            }
-            Record::WriteSent { token, unit } => {
-                self.word(19);
-                self.word(token.get());
-                self.word(unit);
-            }
-            Record::WorkCancelled { token, unit } => {
-                self.word(20);
-                self.word(token.get());
-                self.word(unit);
-            }
-            Record::WriteHandled {
-                from,
-                token,
-                unit,
-                outcome,
-            } => {
-                self.word(21);
-                self.word(from.code);
-                self.word(token.get());
-                self.word(unit);
-                self.word(match outcome {
-                    WriteOutcome::Accepted => 1,
-                    WriteOutcome::RejectedStale { highest, .. } => 2 | (highest.get() << 8),
-                    WriteOutcome::RejectedWrongWriter { .. } => 3,
-                });
-            }
-        }
     }
 
     fn write_line(&mut self, t: u64, host: TraceHost<'_>, rec: &Record<'_>) {
