@@ -378,10 +378,15 @@ impl Elector {
         earliest(earliest(self.next_request_at, deadline), deafness)
     }
 
-    /// Begins contending: the first request goes out at once. No-op unless idle.
+    /// Begins contending: the first request goes out at once. Otherwise a
+    /// no-op unless idle — except that, like every input, it honours the
+    /// local deadline: a leader past it steps down (a `start` handled late,
+    /// after a pause, must not leave a leader believing past its deadline
+    /// until the next timeout).
     pub fn start(&mut self, now: Instant) {
         let now = self.latest_now.observe(now);
         if self.phase != Phase::Idle {
+            self.check_deadline(now);
             return;
         }
         self.outstanding_at_stop.clear();
