@@ -19,7 +19,7 @@ import re
 import statistics
 import sys
 
-SEED = re.compile(r"oracle: caught by (\S+) at seed (\d+)")
+SEED = re.compile(r"oracle: caught by (.+?) at seed (\d+)")
 
 
 def read_lines(path):
@@ -37,8 +37,12 @@ def load(directory):
     out = os.path.join(directory, "mutants.out")
     outcome = {}
     seeds = {}
+    # --iterate lumps an earlier run's caught and unviable mutants together
+    # as previously_caught.txt; previously_unviable.txt (written by hand from
+    # the earlier run's unviable.txt) tells them apart again.
+    unviable_before = set(read_lines(os.path.join(out, "previously_unviable.txt")))
     for name in read_lines(os.path.join(out, "previously_caught.txt")):
-        outcome[name] = "caught"
+        outcome[name] = "unviable" if name in unviable_before else "caught"
     outcomes_path = os.path.join(out, "outcomes.json")
     if os.path.exists(outcomes_path):
         with open(outcomes_path, encoding="utf-8") as f:
@@ -61,7 +65,10 @@ def load(directory):
                 with open(log, encoding="utf-8", errors="replace") as f:
                     m = SEED.search(f.read())
                 if m:
-                    seeds[name] = (m.group(1), int(m.group(2)))
+                    what = m.group(1).split()[0]  # "scenario <file>" -> "scenario"
+                    seeds[name] = (what, int(m.group(2)))
+                else:
+                    seeds[name] = ("panic or timeout", 0)
     # Lists written by an interrupted run (outcomes.json is rewritten as
     # it goes, but be lenient).
     for kind in ("caught", "missed", "unviable", "timeout"):
@@ -90,7 +97,7 @@ def main(dirs):
         score = f"{100 * (total['caught'] + total['timeout']) / viable:.0f}%" if viable else "-"
         print(f"| **all** | {total['caught']} | {total['missed']} | {total['unviable']} | {total['timeout']} | {score} |\n")
         if seeds:
-            n = [s for _, s in seeds.values()]
+            n = [s for w, s in seeds.values() if w != "panic or timeout"]
             by = collections.Counter(w for w, _ in seeds.values())
             print(f"Seeds needed by the {len(n)} caught mutants with a recorded seed: "
                   f"median {statistics.median(n):g}, worst {max(n)} "
