@@ -84,6 +84,9 @@ struct Life {
     /// The local send time of the request whose grant or renewal was last
     /// applied.
     anchor: Option<Instant>,
+    /// When (true time) that answer was applied, while no request has gone
+    /// out since: the renewal it schedules is still to come.
+    renewal_due_since: Option<SimTime>,
 }
 
 /// Every process slot and node the stream has named.
@@ -188,6 +191,49 @@ impl Lives {
 }
 
 impl Checker {
+    /// Process `p` sent request `request` at `local` on its clock — and,
+    /// invariant `local-deadline`'s renewal half: the first request after a
+    /// grant or renewal (its anchor) goes out no later than
+    /// `renew_interval` after the anchor, on the holder's clock (jitter only
+    /// shortens it), unless the answer itself came later (then at once) or
+    /// the process could not act (paused, or its clock stepped: then the
+    /// instant it could again). A renewal scheduled late leaves less of the
+    /// lease to renew in — or none. The fenced elector only
+    /// ([`CheckerSettings::renew_interval`]).
+    pub(super) fn on_request_sent(
+        &mut self,
+        now: SimTime,
+        p: ProcessRef<'_>,
+        request: u64,
+        local: Instant,
+    ) {
+        const ROUNDING: std::time::Duration = std::time::Duration::from_micros(1);
+        let late = match (self.settings.renew_interval, self.lives.life_mut(p.id)) {
+            (Some(renew), Some(life)) => match (life.anchor, life.renewal_due_since.take()) {
+                (Some(anchor), Some(applied))
+                    if life.term.is_some()
+                        && local > anchor + renew + ROUNDING
+                        && applied != now
+                        && life.recovered_at != Some(now) =>
+                {
+                    Some((anchor, renew))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((anchor, renew)) = late {
+            let detail = format!(
+                "{} renewed its lease {} after its anchor, later than renew_interval {} (its last successful request was sent at {anchor} by its clock)",
+                p.owner,
+                secs(local - anchor),
+                secs(renew),
+            );
+            self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
+        }
+        self.lives.sent(p.id, request, local);
+    }
+
     /// A process of `p.node` started with owner id `p.owner`.
     pub(super) fn on_process_started(&mut self, now: SimTime, p: ProcessRef<'_>) {
         if !self.lives.started {
@@ -209,6 +255,7 @@ impl Checker {
             term: None,
             sent: VecDeque::new(),
             anchor: None,
+            renewal_due_since: None,
         });
         let slots = &mut self.lives.node(p.node.index).0;
         if !slots.contains(&p.id) {
@@ -371,6 +418,7 @@ impl Checker {
     /// A process's elector handled the answer to `request`.
     pub(super) fn on_response(
         &mut self,
+        now: SimTime,
         p: ProcessRef<'_>,
         request: u64,
         disposition: ResponseDisposition,
@@ -384,6 +432,7 @@ impl Checker {
         if disposition == ResponseDisposition::Applied && acquired.is_some() {
             if let Some(at) = life.sent.iter().position(|(sent, _)| *sent == request) {
                 life.anchor = Some(life.sent[at].1);
+                life.renewal_due_since = Some(now);
                 life.sent.drain(..=at);
             }
         }

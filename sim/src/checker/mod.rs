@@ -98,6 +98,9 @@ pub struct CheckerSettings {
     pub end: Duration,
     /// The node registry's liveness TTL: `membership` is judged when set.
     pub liveness_ttl: Option<Duration>,
+    /// The fenced elector's renew interval: when set, `local-deadline` also
+    /// judges that a holder renews no later than this after its anchor.
+    pub renew_interval: Option<Duration>,
 }
 
 impl CheckerSettings {
@@ -114,6 +117,7 @@ impl CheckerSettings {
             heal_at: None,
             end: Duration::MAX,
             liveness_ttl: None,
+            renew_interval: None,
         }
     }
 
@@ -132,6 +136,8 @@ impl CheckerSettings {
             heal_at: scenario.heal_at,
             end: scenario.duration,
             liveness_ttl: Some(scenario.membership.liveness_ttl),
+            renew_interval: (scenario.election.protocol == crate::scenario::ProtocolSpec::Fenced)
+                .then_some(scenario.election.renew_interval),
         }
     }
 }
@@ -437,7 +443,7 @@ impl Observer for Checker {
                 process,
                 local,
                 request,
-            } => self.lives.sent(process.id, request, local),
+            } => self.on_request_sent(now, process, request, local),
             Observation::LeaseHandled { from, result, .. } => {
                 self.on_lease_result(now, from, result)
             }
@@ -454,7 +460,7 @@ impl Observer for Checker {
                 disposition,
                 acquired,
                 renewal,
-            } => self.on_response(process, request, disposition, acquired, renewal),
+            } => self.on_response(now, process, request, disposition, acquired, renewal),
             Observation::TermStarted { process, token } => self.on_term_start(now, process, token),
             Observation::TermEnded {
                 process,

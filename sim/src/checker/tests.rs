@@ -593,3 +593,48 @@ fn membership_wrong_answers_break_it() {
     registry(&mut checker, 2.0, counts(7));
     assert!(invariants(&checker.verdict(at(3.0))).is_empty());
 }
+
+#[test]
+fn local_deadline_a_renewal_later_than_renew_interval_breaks_it_one_on_time_does_not() {
+    let cast = Cast::new();
+    let settings = || CheckerSettings {
+        renew_interval: Some(Duration::from_secs(10)),
+        ..settings()
+    };
+    let renew_at = |local_s: u64| {
+        let mut checker = Checker::new(settings());
+        a_leads_from_a_request_at_10s(&mut checker, &cast);
+        checker.observe(
+            at(local_s as f64 - 10.0),
+            &Observation::RequestSent {
+                process: cast.a(),
+                request: 2,
+                local: Instant::from_nanos(local_s * S),
+            },
+        );
+        invariants(&checker.verdict(at(30.0)))
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // Anchored at 10 s: due by 20 s on a's clock.
+    assert!(renew_at(20).is_empty());
+    assert_eq!(renew_at(21), ["local-deadline"]);
+    // Without a renew interval in the settings (another protocol, a real
+    // run's history), renewals are not judged.
+    let mut checker = Checker::new(super::CheckerSettings::new(
+        true,
+        Duration::from_secs(30),
+        Duration::from_secs(27),
+    ));
+    a_leads_from_a_request_at_10s(&mut checker, &cast);
+    checker.observe(
+        at(20.0),
+        &Observation::RequestSent {
+            process: cast.a(),
+            request: 2,
+            local: Instant::from_nanos(30 * S),
+        },
+    );
+    assert!(invariants(&checker.verdict(at(30.0))).is_empty());
+}
