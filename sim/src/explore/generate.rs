@@ -68,6 +68,10 @@ pub struct Mix {
     /// fraction drawn in `[0.05, 0.5)`), for a fenced base without jitter of
     /// its own. From its own stream.
     pub jitter: bool,
+    /// A GC pause of the lease store itself (and its registry): requests,
+    /// heartbeats and its timers wait, then are handled late, in a burst.
+    /// From its own stream.
+    pub store_pause: bool,
 }
 
 impl Mix {
@@ -88,6 +92,7 @@ impl Mix {
             (self.abdicate, "abdicate"),
             (self.restart, "restart"),
             (self.jitter, "jitter"),
+            (self.store_pause, "store-pause"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -164,6 +169,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         duplicate: coin(&mut rng, 0.3),
         slow_network: false,
         jitter: false,
+        store_pause: false,
         stop: false,
         abdicate: false,
         restart: false,
@@ -355,6 +361,18 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
     if coin(&mut jitter, 0.2) && fenced && base.election.jitter == 0.0 {
         mix.jitter = true;
         s.election.jitter = 0.05 + 0.45 * unit_f64(&mut jitter);
+    }
+    // A pause of the lease store: what it does late — prune the registry
+    // past expiries, answer stale requests — in a tenth of fenced seeds.
+    let mut store = SeedDeriver::new(seed, "explore-store-pause").rng();
+    if coin(&mut store, 0.1) && fenced {
+        mix.store_pause = true;
+        let (at, duration) = (at(&mut store), fault_length(&mut store, base));
+        s.faults.push(FaultSpec::Pause {
+            host: crate::scenario::LEASE_STORE.to_string(),
+            at,
+            duration,
+        });
     }
     // Graceful stops and failing work reach the elector's `stop` and
     // `abdicate` paths; each from a stream of its own, like the slow network.
