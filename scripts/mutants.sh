@@ -43,7 +43,7 @@ case "$oracle" in
         # --cargo-arg reaches the build too: only the oracle's test binary
         # is built for each mutant, not every test target of the package.
         exec cargo mutants --package fenced "${args[@]}" \
-            --profile mutants --timeout 600 -o mutants-sim ${MUTANTS_EXTRA:-} \
+            --profile mutants --timeout 120 -o mutants-sim ${MUTANTS_EXTRA:-} \
             --cargo-arg=--test=mutation_oracle \
             -- -- --ignored --nocapture
         ;;
