@@ -11,7 +11,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -25,7 +25,7 @@ fn lab_scenario(name: &str) -> PathBuf {
 /// Runs `scenario` for real at `scale`, with `extra` flags; returns the exit
 /// code and the JSON report.
 async fn run(url: &str, scenario: &Path, scale: &str, extra: &[&str]) -> (i32, Value) {
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let child = tokio::process::Command::new(support::program())
         .args(["run", "--postgres", url, "--json", "--time-scale", scale])
         .args(extra)
