@@ -9,12 +9,12 @@
 //! 3. Apply each planned step at its real time (from the run's start), and
 //!    say what it did: which process got which signal, which link stalled.
 //! 4. At the end — or on Ctrl-C / SIGTERM, a failure, or a panic — kill
-//!    every process, stop the proxies, drop the schema, and remove the logs
-//!    unless `--keep DIR`.
-//!
-//! What the run *means* — its history, the checker's verdict, the
-//! simulator's prediction next to it — is not judged here yet: the report
-//! says what was done, and when.
+//!    every process, stop the proxies, drop the schema.
+//! 5. Judge the run's histories (each process's and the lab's own, in the
+//!    run's directory) with the simulator's checker, cut at the run's end
+//!    ([`crate::judge`]), and run the simulator on the same scaled scenario
+//!    and seed ([`crate::compare`]); the directory is removed unless
+//!    `--keep DIR`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
