@@ -403,3 +403,92 @@ impl fmt::Display for Comparison {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fenced_sim::report::{Failover, Term};
+
+    /// leader-crash, with a 200 ms retry interval and 100 ms writes.
+    fn scenario() -> Scenario {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/leader-crash.toml");
+        let mut scenario: Scenario = fenced_sim::file::load(&path).expect("a shipped scenario");
+        scenario.election.retry_interval = Duration::from_millis(200);
+        scenario.work.write_interval = Duration::from_millis(100);
+        scenario
+    }
+
+    fn report(terms: &[(&str, u64)], gaps: &[u64], split_brain: bool) -> Report {
+        let mut short = scenario();
+        short.duration = Duration::from_secs(2);
+        short.faults.clear();
+        let mut report =
+            fenced_sim::Simulation::from_scenario(&short, fenced_sim::RunOptions::with_seed(None))
+                .expect("the scenario runs")
+                .report();
+        report.terms = terms
+            .iter()
+            .map(|(owner, token)| Term {
+                node: owner.to_string(),
+                owner: owner.to_string(),
+                token: *token,
+                start_ms: 0,
+                end_ms: 0,
+                end_reason: "run-ended".to_string(),
+            })
+            .collect();
+        report.max_token = terms.iter().map(|t| t.1).max().unwrap_or(0);
+        report.failovers = gaps
+            .iter()
+            .map(|&gap_ms| Failover {
+                from: "a".to_string(),
+                to: "b".to_string(),
+                gap_ms,
+                from_token: 1,
+                to_token: 2,
+                at_ms: 0,
+                from_owner: "a#1".to_string(),
+                to_owner: "b#1".to_string(),
+            })
+            .collect();
+        report.split_brain = split_brain;
+        report
+    }
+
+    #[test]
+    fn the_gap_tolerance_is_the_larger_of_a_fifth_and_two_retries_plus_a_write_interval() {
+        let (retry, write) = (Duration::from_millis(200), Duration::from_millis(100));
+        assert_eq!(gap_tolerance(3000, retry, write), 700);
+        assert_eq!(gap_tolerance(1000, retry, write), 500);
+    }
+
+    #[test]
+    fn another_follower_winning_may_differ_but_a_gap_out_of_tolerance_or_split_brain_disagrees() {
+        // Proves which differences are flagged: owners and write counts are
+        // informational; gaps beyond the tolerance and verdicts are not.
+        let scenario = scenario();
+        let sim = report(&[("a#1", 1), ("c#1", 2)], &[3000], false);
+        let near = report(&[("a#1", 1), ("b#1", 2)], &[3500], false);
+        let comparison = Comparison::new(&scenario, &near, &sim);
+        assert!(comparison.agrees(), "{comparison}");
+        assert!(comparison
+            .differences
+            .iter()
+            .any(|d| d.what == "term owners"));
+        let far = report(&[("a#1", 1), ("b#1", 2)], &[9000], true);
+        let comparison = Comparison::new(&scenario, &far, &sim);
+        assert!(!comparison.agrees());
+        let flagged: Vec<&str> = comparison
+            .differences
+            .iter()
+            .filter(|d| d.disagreement)
+            .map(|d| d.what.as_str())
+            .collect();
+        assert!(flagged.contains(&"split-brain"), "{flagged:?}");
+        assert!(
+            flagged.iter().any(|w| w.starts_with("failover 1 gap")),
+            "{flagged:?}"
+        );
+    }
+}
