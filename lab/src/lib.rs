@@ -15,11 +15,20 @@
 //! * [`schema`]: the run's own PostgreSQL schema, created and dropped by it;
 //! * [`faketime`]: node clock offsets and drifts with libfaketime, verified;
 //! * [`node`]: the node program (`fenced-lab node`);
+//! * [`lab_history`]: the lab's own history file (faults, kills);
+//! * [`judge`]: the run's histories judged by the simulator's checker, and
+//!   the simulator's prediction of the same scaled scenario;
+//! * [`compare`]: the two side by side, with what must agree;
+//! * [`output`]: what `run` prints (text, JSON, SVG) and its exit code;
 //! * [`runner`]: `fenced-lab run`, which ties them together.
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod faketime;
+pub mod judge;
+pub mod lab_history;
 pub mod node;
+pub mod output;
 pub mod plan;
 pub mod proxy;
 pub mod report;

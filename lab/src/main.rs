@@ -1,7 +1,6 @@
 //! The `fenced-lab` binary: `run` a scenario for real, or be one `node` of
 //! such a run (the runner starts itself as each node process).
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -16,8 +15,9 @@ use fenced_lab::runner::{self, RunArgs};
     version,
     about = "Run a fenced-sim scenario for real: node processes, a fault-injecting TCP proxy, \
              libfaketime clocks and PostgreSQL.",
-    after_help = "Exit codes: 0 ran, 1 lab failure or interrupted, 2 bad input or a scenario \
-                  the lab cannot run for real.\n\n\
+    after_help = "Exit codes: 0 the real run passed the checker; 1 a violation or an unmet \
+                  expectation in the real run's histories, a lab failure, or an interrupt; 2 bad \
+                  input or a scenario the lab cannot run for real.\n\n\
                   Example:\n  fenced-lab run scenarios/gc-pause-fenced.toml \
                   --postgres postgres://postgres@127.0.0.1:5432/lab --time-scale 0.1"
 )]
@@ -29,7 +29,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a scenario's nodes as real processes against PostgreSQL, with its
-    /// faults applied at real times; report what was done.
+    /// faults applied at real times; judge their histories with the
+    /// simulator's checker and print the simulator's prediction next to it.
     Run(RunArgs),
     /// One node process (started by `run`; not for direct use).
     #[command(hide = true)]
@@ -83,18 +84,13 @@ fn run(args: &RunArgs) -> ExitCode {
         }
     };
     match runtime.block_on(runner::run(args)) {
-        Ok(report) => {
-            let mut out = std::io::stdout().lock();
-            let written = if args.json {
-                writeln!(out, "{}", report.to_json())
-            } else {
-                writeln!(out, "{report}")
-            };
-            if written.is_err() {
-                return ExitCode::from(1);
+        Ok(outcome) => match fenced_lab::output::publish(args, &outcome) {
+            Ok(code) => ExitCode::from(code),
+            Err(error) => {
+                eprintln!("fenced-lab: {error}");
+                ExitCode::from(1)
             }
-            ExitCode::SUCCESS
-        }
+        },
         Err(error) => {
             eprintln!("fenced-lab: {error}");
             ExitCode::from(error.exit_code())

@@ -20,23 +20,32 @@
 //!
 //! What happens is printed on standard output, one line per event
 //! (`node-a#1 write unit=3 token=1 outcome=accepted`) for people and tests;
-//! the elector's own logs go to standard error. Recording a history for the
-//! checker is not done here yet: it will be one more field of
-//! [`NodeConfig`], set by the runner.
+//! the elector's own logs go to standard error.
+//!
+//! With `--history FILE` (set by the runner: `<run dir>/<owner>.jsonl`) the
+//! process records its history ([`fenced::history`]) for the checker: the
+//! elector, the heartbeat task and the PostgreSQL stores record through
+//! clones of one [`Recorder`], and the worker records its own units
+//! (`work-started` with the elector's clock, `write-sent`,
+//! `work-cancelled`), and `process-stopped` at a graceful exit.
 //!
 //! The connection URLs travel in environment variables
 //! (`FENCED_LAB_LEASE_URL`, ...), so a password never shows in `ps`.
 
 use std::ffi::OsString;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use fenced::history::{Event, Header, Recorder, Settings};
 use fenced::postgres::tokio_postgres::{self, Client, NoTls};
 use fenced::postgres::{Namespace, PostgresFencedTable, PostgresOptions, PostgresStore};
-use fenced::tokio::{CancellationToken, ElectorOptions, HeartbeatTask, LeaseLeaderElector};
+use fenced::tokio::{
+    CancellationToken, Clock, ElectorOptions, HeartbeatTask, LeadershipHandle, LeaseLeaderElector,
+};
 use fenced::{
     ElectorTimings, FencingToken, Jitter, NodeId, OwnerId, ResourceId, Role, WriteOutcome,
 };
@@ -128,6 +137,12 @@ pub struct NodeArgs {
     /// Write to the plain table, which accepts every write.
     #[arg(long)]
     unfenced: bool,
+    /// Record this process's history (JSON lines) in this file.
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
+    /// The run's name, written in the history's header.
+    #[arg(long)]
+    run_name: Option<String>,
 }
 
 /// Everything one node process needs, validated.
@@ -163,6 +178,10 @@ pub struct NodeConfig {
     pub query_timeout: Duration,
     /// Fenced table or plain table.
     pub fencing: bool,
+    /// Where to record the history, if anywhere.
+    pub history: Option<PathBuf>,
+    /// The run's name, for the history's header.
+    pub run_name: Option<String>,
 }
 
 /// Why a node could not run.
@@ -229,6 +248,8 @@ impl NodeConfig {
             work_duration: args.work_ms,
             query_timeout: args.query_timeout,
             fencing: !args.unfenced,
+            history: args.history,
+            run_name: args.run_name,
         };
         config.owner()?;
         for (flag, value) in [
@@ -297,6 +318,12 @@ impl NodeConfig {
         }
         if let Some(delay) = self.timings.rejoin_delay {
             args.extend(["--rejoin-delay".into(), human(delay)]);
+        }
+        if let Some(path) = &self.history {
+            args.extend(["--history".into(), path.display().to_string()]);
+        }
+        if let Some(name) = &self.run_name {
+            args.extend(["--run-name".into(), name.clone()]);
         }
         if !self.timings.release_on_deadline {
             args.push("--keep-lease-on-deadline".into());
@@ -388,6 +415,60 @@ struct WorkContext {
     downstream: Downstream,
     abdicate: Notify,
     units: AtomicU64,
+    /// The history, or off.
+    recorder: Recorder,
+    /// The elector's clock (the `local_ns` of `work-started`).
+    clock: Clock,
+    /// The elector's leadership, checked (against the local deadline) when
+    /// a unit starts.
+    leadership: LeadershipHandle,
+    /// Units started and not yet sent: `(token, unit)`.
+    in_flight: std::sync::Mutex<std::collections::BTreeSet<(FencingToken, u64)>>,
+}
+
+impl WorkContext {
+    fn set_in_flight(&self, token: FencingToken, unit: u64, on: bool) {
+        if let Ok(mut units) = self.in_flight.lock() {
+            if on {
+                units.insert((token, unit));
+            } else {
+                units.remove(&(token, unit));
+            }
+        }
+    }
+
+    /// At a graceful exit: every unit still working is cancelled with the
+    /// process, and says so in the history.
+    fn cancel_in_flight(&self) {
+        let units = match self.in_flight.lock() {
+            Ok(mut units) => std::mem::take(&mut *units),
+            Err(_) => return,
+        };
+        for (token, unit) in units {
+            self.recorder
+                .record(|| Event::WorkCancelled { token, unit });
+        }
+    }
+}
+
+/// Opens the history file `config` names (off without one).
+fn open_recorder(config: &NodeConfig, owner: &OwnerId) -> Result<Recorder, NodeError> {
+    let Some(path) = &config.history else {
+        return Ok(Recorder::off());
+    };
+    let settings = Settings::new(config.role.as_str(), &config.timings, config.fencing)
+        .with_liveness_ttl(config.liveness_ttl)
+        .with_work(config.write_interval, config.work_duration);
+    let mut header = Header::node(
+        config.node.clone(),
+        config.incarnation,
+        owner.clone(),
+        settings,
+    );
+    if let Some(name) = &config.run_name {
+        header = header.with_run(name.clone());
+    }
+    Recorder::to_file(path, header).map_err(infra)
 }
 
 /// Runs the node until SIGTERM.
@@ -396,10 +477,12 @@ struct WorkContext {
 /// [`NodeError`] when a store cannot be set up.
 pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
     let owner = config.owner()?;
+    let recorder = open_recorder(&config, &owner)?;
     let options = PostgresOptions::default()
         .with_namespace(config.namespace.clone())
         .with_query_timeout(config.query_timeout)
-        .with_connect_timeout(config.query_timeout);
+        .with_connect_timeout(config.query_timeout)
+        .with_recorder(recorder.clone());
     let lease = PostgresStore::new(&config.lease_url, options.clone()).map_err(infra)?;
     let registry = PostgresStore::new(&config.registry_url, options.clone())
         .map_err(infra)?
@@ -420,6 +503,14 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
             client: Mutex::new(None),
         }))
     };
+    let elector = LeaseLeaderElector::new(
+        lease,
+        ElectorOptions::new(owner.clone())
+            .with_timings(config.timings)
+            .with_clock(Clock::new())
+            .with_stop_timeout(config.write_interval + config.work_duration)
+            .with_recorder(recorder.clone()),
+    );
     let context = Arc::new(WorkContext {
         owner: owner.clone(),
         resource: config.resource.clone(),
@@ -428,6 +519,10 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
         downstream,
         abdicate: Notify::new(),
         units: AtomicU64::new(0),
+        recorder: recorder.clone(),
+        clock: elector.clock(),
+        leadership: elector.handle(),
+        in_flight: std::sync::Mutex::new(std::collections::BTreeSet::new()),
     });
     let shutdown = CancellationToken::new();
     let mut terminate = signal(SignalKind::terminate()).map_err(infra)?;
@@ -451,16 +546,12 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
         })
     };
     let heartbeat = HeartbeatTask::new(registry, config.node.clone(), config.heartbeat_interval)
-        .map_err(infra)?;
+        .map_err(infra)?
+        .with_recorder(recorder.clone());
     let heartbeat = tokio::spawn(heartbeat.run(shutdown.clone().cancelled_owned()));
-    let elector = LeaseLeaderElector::new(
-        lease,
-        ElectorOptions::new(owner.clone())
-            .with_timings(config.timings)
-            .with_stop_timeout(config.write_interval + config.work_duration),
-    );
     say(&owner, format_args!("start pid={}", std::process::id()));
-    let work = move |token, cancel| work(token, cancel, context.clone());
+    let worker = context.clone();
+    let work = move |token, cancel| work(token, cancel, worker.clone());
     let ran = elector
         .run(
             config.role.clone(),
@@ -472,6 +563,8 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
     let _ = heartbeat.await;
     signals.abort();
     ran.map_err(infra)?;
+    context.cancel_in_flight();
+    recorder.process_stopped();
     say(&owner, format_args!("exit"));
     Ok(())
 }
@@ -491,7 +584,18 @@ async fn work(token: FencingToken, cancel: CancellationToken, context: Arc<WorkC
                 return;
             }
             _ = ticks.tick() => {
+                // The unit's leadership check, on the local deadline: a
+                // process resumed past it starts nothing, even before its
+                // elector has woken up to step down.
+                if context.leadership.token() != Some(token) {
+                    continue;
+                }
                 let unit = context.units.fetch_add(1, Ordering::Relaxed) + 1;
+                let local_ns = context.clock.now().as_nanos();
+                context.set_in_flight(token, unit, true);
+                context
+                    .recorder
+                    .record(|| Event::WorkStarted { token, unit, local_ns });
                 // Detached: a unit's write goes out even after the term ends,
                 // exactly as the simulator's stalled leader's does.
                 tokio::spawn(run_unit(unit, token, context.clone()));
@@ -504,6 +608,8 @@ async fn work(token: FencingToken, cancel: CancellationToken, context: Arc<WorkC
 async fn run_unit(unit: u64, token: FencingToken, context: Arc<WorkContext>) {
     tokio::time::sleep(context.work_duration).await;
     let owner = &context.owner;
+    context.set_in_flight(token, unit, false);
+    context.recorder.record(|| Event::WriteSent { token, unit });
     let payload = format!("{owner} unit {unit}");
     let outcome = match &context.downstream {
         Downstream::Fenced(table) => table
@@ -522,7 +628,14 @@ async fn run_unit(unit: u64, token: FencingToken, context: Arc<WorkContext>) {
         Downstream::Plain(table) => table
             .write(&context.resource, token, owner, payload.as_bytes())
             .await
-            .map(|()| "outcome=accepted".to_string()),
+            .map(|()| {
+                // The plain table judges nothing: every write it stores is
+                // accepted, and this process is the only one that knows.
+                context.recorder.record(|| {
+                    Event::write_handled(owner, token, Some(unit), &WriteOutcome::Accepted)
+                });
+                "outcome=accepted".to_string()
+            }),
     };
     match outcome {
         Ok(outcome) => say(
@@ -600,6 +713,8 @@ mod tests {
             work_duration: Duration::from_nanos(5_000_001),
             query_timeout: Duration::from_millis(750),
             fencing: false,
+            history: Some(PathBuf::from("/tmp/run 1/node-a#3.jsonl")),
+            run_name: Some("gc-pause-fenced".to_string()),
         };
         let (args, env) = config.to_command();
         for (key, value) in &env {

@@ -2,8 +2,9 @@
 //! each process's life, and what the downstream holds at the end — as text
 //! or as one JSON object (`--json`).
 //!
-//! It reports what was *done*. Whether the run broke an invariant is for
-//! the checker over the run's history, which this report does not have yet.
+//! It reports what was *done*. Whether the run broke an invariant is the
+//! checker's verdict over the run's histories ([`crate::judge`]), printed
+//! after it with the simulator's prediction ([`crate::compare`]).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -164,7 +165,7 @@ impl RunReport {
             "downstream": self.downstream,
             "notes": self.notes,
             "logs": self.logs.as_ref().map(|p| p.display().to_string()),
-            "judged": false,
+            "judged": true,
         })
     }
 }
@@ -215,12 +216,8 @@ impl fmt::Display for RunReport {
             writeln!(f, "downstream: {downstream}")?;
         }
         match &self.logs {
-            Some(dir) => writeln!(f, "logs: {}", dir.display())?,
-            None => writeln!(f, "logs: removed (--keep DIR keeps them)")?,
+            Some(dir) => write!(f, "histories and logs: {}", dir.display()),
+            None => write!(f, "histories and logs: removed (--keep DIR keeps them)"),
         }
-        write!(
-            f,
-            "not judged: the run's history, its check and the simulator's prediction are not wired in yet"
-        )
     }
 }

@@ -9,12 +9,12 @@
 //! 3. Apply each planned step at its real time (from the run's start), and
 //!    say what it did: which process got which signal, which link stalled.
 //! 4. At the end — or on Ctrl-C / SIGTERM, a failure, or a panic — kill
-//!    every process, stop the proxies, drop the schema, and remove the logs
-//!    unless `--keep DIR`.
-//!
-//! What the run *means* — its history, the checker's verdict, the
-//! simulator's prediction next to it — is not judged here yet: the report
-//! says what was done, and when.
+//!    every process, stop the proxies, drop the schema.
+//! 5. Judge the run's histories (each process's and the lab's own, in the
+//!    run's directory) with the simulator's checker, cut at the run's end
+//!    ([`crate::judge`]), and run the simulator on the same scaled scenario
+//!    and seed ([`crate::compare`]); the directory is removed unless
+//!    `--keep DIR`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -31,6 +31,7 @@ use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::time::{sleep_until, Instant};
 
 use crate::faketime::{self, FaketimeSupport};
+use crate::lab_history::LabHistory;
 use crate::node::NodeConfig;
 use crate::plan::{self, Action, Cause, Direction, LabPlan, Link, PlanOptions, Server, TimeScale};
 use crate::proxy::{DirectionRules, Proxy};
@@ -59,9 +60,31 @@ pub struct RunArgs {
     /// Print one JSON object instead of the text report.
     #[arg(long)]
     pub json: bool,
-    /// Keep the node processes' logs in this directory (created if missing).
+    /// Keep the run's directory — each process's history (`<owner>.jsonl`),
+    /// the lab's (`lab.jsonl`) and logs — here (created if missing).
     #[arg(long)]
     pub keep: Option<PathBuf>,
+    /// Write the real run's timeline (SVG), as `fenced-sim check-history
+    /// --svg` draws it.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// A run that completed: what was done, the checker's verdict on its
+/// histories, and the simulator's prediction next to it.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// What the lab did.
+    pub lab: RunReport,
+    /// The scenario as run (scaled, with the run's seed).
+    pub scenario: fenced_sim::Scenario,
+    /// The checker's verdict on the real histories.
+    pub judged: fenced_sim::history::Judged,
+    /// The simulator's run of the same scaled scenario and seed, or why
+    /// there is none.
+    pub simulated: Result<fenced_sim::Report, String>,
+    /// The two side by side, when there is a simulation.
+    pub comparison: Option<crate::compare::Comparison>,
 }
 
 /// Why a run did not complete.
@@ -199,7 +222,7 @@ fn child_seed(seed: u64, parts: &[u64]) -> u64 {
 ///
 /// # Errors
 /// [`RunError`]; everything started is gone when it returns.
-pub async fn run(args: &RunArgs) -> Result<RunReport, RunError> {
+pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let mut interrupts = Interrupts::new()?;
     let program = std::env::current_exe().map_err(|e| infra(format!("current_exe: {e}")))?;
     let scenario = plan::load(&args.scenario).map_err(|e| RunError::BadInput(e.to_string()))?;
@@ -235,6 +258,9 @@ pub async fn run(args: &RunArgs) -> Result<RunReport, RunError> {
             (dir.path().to_path_buf(), Some(dir))
         }
     };
+    let scaled = crate::judge::scaled_scenario(&scenario, time_scale, plan.seed);
+    let history =
+        LabHistory::create(&log_dir.join("lab.jsonl"), &plan.scenario, &scaled).map_err(infra)?;
     let schema = RunSchema::create(&args.postgres).await.map_err(infra)?;
     let mut lab = Lab {
         plan: &plan,
@@ -251,6 +277,9 @@ pub async fn run(args: &RunArgs) -> Result<RunReport, RunError> {
         killed_by: BTreeSet::new(),
         applied: Vec::new(),
         verbose: !args.json,
+        run_dir: log_dir.clone(),
+        history,
+        ended_ns: None,
     };
     let outcome = lab.drive(&mut interrupts).await;
     // Tear down in every case: processes, proxies, then the schema.
@@ -263,7 +292,20 @@ pub async fn run(args: &RunArgs) -> Result<RunReport, RunError> {
     let dropped = schema.drop_schema().await;
     outcome?;
     dropped.map_err(infra)?;
-    Ok(RunReport::new(
+    if lab.history.write_errors() > 0 {
+        return Err(infra(format!(
+            "{} lines of the lab's history could not be written",
+            lab.history.write_errors()
+        )));
+    }
+    let judged = crate::judge::judge_histories(&log_dir, &scaled, lab.ended_ns, args.svg.is_some())
+        .map_err(infra)?;
+    let simulated = crate::judge::simulate(&scaled);
+    let comparison = simulated
+        .as_ref()
+        .ok()
+        .map(|sim| crate::compare::Comparison::new(&scaled, &judged.report, sim));
+    let report = RunReport::new(
         &plan,
         &options.faketime,
         lab.schema_name,
@@ -271,7 +313,14 @@ pub async fn run(args: &RunArgs) -> Result<RunReport, RunError> {
         lab.supervisor.processes(),
         downstream,
         args.keep.clone(),
-    ))
+    );
+    Ok(RunOutcome {
+        lab: report,
+        scenario: scaled,
+        judged,
+        simulated,
+        comparison,
+    })
 }
 
 /// What the downstream holds at the end, in words.
@@ -325,6 +374,12 @@ struct Lab<'a> {
     killed_by: BTreeSet<usize>,
     applied: Vec<Applied>,
     verbose: bool,
+    /// The run's directory: logs and histories.
+    run_dir: PathBuf,
+    /// The lab's own history (faults, kills).
+    history: LabHistory,
+    /// The history clock when the run ended (its planned end).
+    ended_ns: Option<u64>,
 }
 
 impl Lab<'_> {
@@ -346,7 +401,9 @@ impl Lab<'_> {
             }
             self.applied.push(applied);
         }
-        self.wait_until(start + self.plan.end, interrupts).await
+        self.wait_until(start + self.plan.end, interrupts).await?;
+        self.ended_ns = fenced::history::clock::now_ns().ok();
+        Ok(())
     }
 
     /// Waits for `deadline`, noting process endings as they happen (so a
@@ -434,6 +491,11 @@ impl Lab<'_> {
             query_timeout: (settings.timings.lease_ttl / 4)
                 .clamp(Duration::from_millis(100), Duration::from_secs(5)),
             fencing: settings.fencing,
+            history: Some(
+                self.run_dir
+                    .join(format!("{}#{incarnation}.jsonl", self.node_name(node))),
+            ),
+            run_name: Some(self.plan.scenario.clone()),
         };
         let (args, mut env) = config.to_command();
         if let Some(clock) = &self.plan.nodes[node].clock {
@@ -559,9 +621,13 @@ impl Lab<'_> {
             }
             Action::Pause { node } => {
                 self.paused.entry(node).or_default().insert(fault);
+                for owner in self.live_owners(node) {
+                    self.history.paused(fault, owner.as_str());
+                }
                 self.signal_node(node, Signal::Stop)?
             }
             Action::Resume { node } => {
+                self.history.ended(fault);
                 let faults = self.paused.entry(node).or_default();
                 faults.remove(&fault);
                 if faults.is_empty() {
@@ -579,7 +645,14 @@ impl Lab<'_> {
                     Action::Kill { .. } => Signal::Kill,
                     _ => Signal::Terminate,
                 };
-                self.signal_node(node, signal)?
+                let owners = self.live_owners(node);
+                let said = self.signal_node(node, signal)?;
+                if signal == Signal::Kill {
+                    for owner in &owners {
+                        self.history.killed(owner);
+                    }
+                }
+                said
             }
             Action::Restart { node, after } => {
                 let name = self.node_name(node);
@@ -592,15 +665,41 @@ impl Lab<'_> {
                 }
             }
             Action::Abdicate { node } => self.signal_node(node, Signal::User1)?,
-            Action::Block { link, direction } => self.set_block(link, direction, fault, true),
-            Action::Unblock { link, direction } => self.set_block(link, direction, fault, false),
-            Action::ServerDown { server } => self.set_down(server, fault, true),
-            Action::ServerUp { server } => self.set_down(server, fault, false),
+            Action::Block { link, direction } => {
+                self.history.link_fault(fault, &self.node_name(link.node));
+                self.set_block(link, direction, fault, true)
+            }
+            Action::Unblock { link, direction } => {
+                self.history.ended(fault);
+                self.set_block(link, direction, fault, false)
+            }
+            Action::ServerDown { server } => {
+                self.history.server_fault(fault, server.name());
+                self.set_down(server, fault, true)
+            }
+            Action::ServerUp { server } => {
+                self.history.ended(fault);
+                self.set_down(server, fault, false)
+            }
             Action::Heal => self.heal()?,
         })
     }
 
+    /// The owner ids of `node`'s live processes.
+    fn live_owners(&mut self, node: usize) -> Vec<fenced::OwnerId> {
+        let name = self.node_name(node);
+        self.supervisor
+            .live(&name)
+            .into_iter()
+            .filter_map(|index| {
+                let incarnation = self.supervisor.processes()[index].incarnation;
+                fenced::OwnerId::new(format!("{name}#{incarnation}")).ok()
+            })
+            .collect()
+    }
+
     fn heal(&mut self) -> Result<String, RunError> {
+        self.history.heal();
         let mut said = Vec::new();
         self.paused.clear();
         let stopped: Vec<usize> = self.stopped.keys().copied().collect();

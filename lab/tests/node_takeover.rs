@@ -36,6 +36,8 @@ fn config(url: &str, schema: &RunSchema, node: &str) -> NodeConfig {
         work_duration: Duration::from_millis(300),
         query_timeout: Duration::from_millis(500),
         fencing: true,
+        history: None,
+        run_name: None,
     }
 }
 

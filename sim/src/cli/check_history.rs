@@ -45,6 +45,7 @@ pub(super) fn check_history(args: &CheckHistoryArgs) -> Outcome {
     let options = CheckOptions {
         scenario: scenario.as_ref(),
         timeline: args.svg.is_asked(),
+        until_ns: None,
     };
     let judged = check_paths(&args.files, options).map_err(bad_input)?;
     if let Some(path) = &args.trace {

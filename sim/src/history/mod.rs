@@ -170,6 +170,13 @@ pub struct CheckOptions<'a> {
     pub scenario: Option<&'a Scenario>,
     /// Whether to build the timeline (for a picture).
     pub timeline: bool,
+    /// The run's end on the history clock, if the caller knows it (a lab
+    /// that ran the processes and killed them after it): lines stamped
+    /// later are not judged, the report ends there, and a process whose
+    /// history has neither `process-stopped` nor a lab's `process-killed`
+    /// was running when the run ended — as a simulated run's processes are
+    /// — rather than crashed at its last line.
+    pub until_ns: Option<u64>,
 }
 
 /// The verdict on some histories.
@@ -501,11 +508,12 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
         of_file,
     } = identify(&files)?;
     let (mut scenario, settings) = setting(&files, &nodes, idents.len(), options.scenario)?;
-    let merged = merge(&files, &of_file, &idents);
+    let merged = until(merge(&files, &of_file, &idents), options.until_ns);
     let (Some(first), Some(last)) = (merged.first(), merged.last()) else {
         return Err(HistoryError::NoEvents);
     };
-    let (start_ns, end_ns) = (first.at_ns, last.at_ns);
+    let start_ns = first.at_ns;
+    let end_ns = options.until_ns.unwrap_or(last.at_ns).max(start_ns);
     let span = Duration::from_nanos(end_ns - start_ns);
     scenario.duration = span;
     let ns = Duration::from_nanos;
@@ -631,6 +639,17 @@ fn merge<'f>(files: &'f [File], of_file: &[Option<usize>], idents: &[Ident]) -> 
         }
     }
     merged.sort_by_key(|m| (m.at_ns, m.file, m.line));
+    merged
+}
+
+/// `merged` without what happened after `until_ns`: later lines, and the
+/// end markers of unterminated files — the caller that knows the run's end
+/// vouches that a process neither stopped nor killed was running then.
+fn until(mut merged: Vec<Merged<'_>>, until_ns: Option<u64>) -> Vec<Merged<'_>> {
+    let Some(until_ns) = until_ns else {
+        return merged;
+    };
+    merged.retain(|m| m.at_ns <= until_ns && m.event.is_some());
     merged
 }
 

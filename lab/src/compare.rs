@@ -1,0 +1,494 @@
+//! The real run next to the simulator's prediction of it.
+//!
+//! Both reports come from the same checker (the real one over the run's
+//! histories, the simulated one over the simulation's observations), so the
+//! same figures are compared: the terms (owner, token), how many, the
+//! highest token, the failover gaps, the writes accepted and rejected,
+//! split-brain, and the violations.
+//!
+//! # What must agree, and what may differ
+//!
+//! A real run is not the simulation: its processes start after `fork`,
+//! `exec` and a PostgreSQL connection; its timers fire late by scheduling
+//! jitter; the lease store decides on the database's clock; each proxy adds
+//! its latency to every round trip. So:
+//!
+//! * **must agree** (a disagreement is flagged): the violations (by
+//!   invariant), split-brain yes/no, the number of terms, the highest token,
+//!   the number of failovers, and each failover gap within
+//!   [`gap_tolerance`] of the simulated one;
+//! * **may differ** (listed, with the likely reason, not flagged): who won a
+//!   race between followers, and the number of writes (their ticks run on
+//!   each process's own timer from its own start).
+//!
+//! The failover gap tolerance is `max(20 % of the simulated gap, 2 ×
+//! retry_interval) + write_interval`: a follower notices a free lease on its
+//! retry tick (one retry interval of phase, plus a late one), and a gap is
+//! measured between accepted writes, which land on each leader's
+//! `write_interval` grid.
+
+use std::fmt;
+use std::time::Duration;
+
+use fenced_sim::{Report, Scenario};
+use serde_json::{json, Value};
+
+/// The figures of one run that are compared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Each term's owner and token, in start order.
+    pub terms: Vec<(String, u64)>,
+    /// The highest token granted.
+    pub max_token: u64,
+    /// Each failover's gap, ms, in order.
+    pub gaps_ms: Vec<u64>,
+    /// Writes accepted.
+    pub accepted: u64,
+    /// Writes rejected (stale or wrong writer).
+    pub rejected: u64,
+    /// Split-brain.
+    pub split_brain: bool,
+    /// The invariants violated, sorted, each once.
+    pub violations: Vec<String>,
+}
+
+impl Outcome {
+    /// The figures of `report`.
+    pub fn of(report: &Report) -> Outcome {
+        let mut violations: Vec<String> = report
+            .violations
+            .iter()
+            .map(|v| v.invariant.clone())
+            .collect();
+        violations.sort();
+        violations.dedup();
+        Outcome {
+            terms: report
+                .terms
+                .iter()
+                .map(|t| (t.owner.clone(), t.token))
+                .collect(),
+            max_token: report.max_token,
+            gaps_ms: report.failovers.iter().map(|f| f.gap_ms).collect(),
+            accepted: report.writes.accepted,
+            rejected: report.writes.rejected_stale + report.writes.rejected_wrong_writer,
+            split_brain: report.split_brain,
+            violations,
+        }
+    }
+
+    /// The longest failover gap, ms.
+    pub fn max_gap_ms(&self) -> Option<u64> {
+        self.gaps_ms.iter().copied().max()
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "terms": self.terms.iter().map(|(owner, token)| json!({"owner": owner, "token": token})).collect::<Vec<_>>(),
+            "term_count": self.terms.len(),
+            "max_token": self.max_token,
+            "failover_gaps_ms": self.gaps_ms,
+            "failover_gap_max_ms": self.max_gap_ms(),
+            "writes_accepted": self.accepted,
+            "writes_rejected": self.rejected,
+            "split_brain": self.split_brain,
+            "violations": self.violations,
+        })
+    }
+}
+
+/// The failover gap tolerance for a simulated gap of `simulated_ms` (see the
+/// module docs), in ms.
+pub fn gap_tolerance(simulated_ms: u64, retry_interval: Duration, write_interval: Duration) -> u64 {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    (simulated_ms / 5)
+        .max(ms(retry_interval).saturating_mul(2))
+        .saturating_add(ms(write_interval))
+}
+
+/// One figure on which the runs differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// The figure.
+    pub what: String,
+    /// Its real value.
+    pub real: String,
+    /// Its simulated value.
+    pub simulated: String,
+    /// The likely reason.
+    pub reason: String,
+    /// Whether the figure must agree (a disagreement), or may differ.
+    pub disagreement: bool,
+}
+
+/// The real run next to the simulated one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comparison {
+    /// The real run's figures.
+    pub real: Outcome,
+    /// The simulation's.
+    pub simulated: Outcome,
+    /// Every difference, disagreements first.
+    pub differences: Vec<Difference>,
+    /// The tolerance of each simulated failover gap, ms.
+    pub gap_tolerances_ms: Vec<u64>,
+}
+
+const JITTER: &str = "real scheduling jitter: a timer fired late, or a retry landed on the other \
+                      side of an expiry";
+const RACE: &str = "a race between followers: whose retry reached PostgreSQL first is real \
+                    scheduling, not the simulator's seeded draw";
+const TICKS: &str = "each real process starts its write ticks from its own start (fork, exec, \
+                     connection set-up), and the database clock decides expiry";
+const GAPS: &str = "connection set-up through the proxy after the fault, proxy latency on each \
+                    round trip, the database clock, and scheduling jitter";
+const VERDICT: &str = "a real difference in behaviour: read the real run's histories \
+                       (--keep DIR) next to `fenced-sim run --trace`";
+
+impl Comparison {
+    /// Compares `real` with `simulated`, both of `scenario` (scaled).
+    pub fn new(scenario: &Scenario, real: &Report, simulated: &Report) -> Comparison {
+        let (real, simulated) = (Outcome::of(real), Outcome::of(simulated));
+        let gap_tolerances_ms: Vec<u64> = simulated
+            .gaps_ms
+            .iter()
+            .map(|&gap| {
+                gap_tolerance(
+                    gap,
+                    scenario.election.retry_interval,
+                    scenario.work.write_interval,
+                )
+            })
+            .collect();
+        let mut gaps = Vec::new();
+        for (index, ((r, s), tolerance)) in real
+            .gaps_ms
+            .iter()
+            .zip(&simulated.gaps_ms)
+            .zip(&gap_tolerances_ms)
+            .enumerate()
+        {
+            if r != s {
+                gaps.push(Difference {
+                    what: format!("failover {} gap (tolerance ±{tolerance} ms)", index + 1),
+                    real: format!("{r} ms"),
+                    simulated: format!("{s} ms"),
+                    reason: GAPS.to_string(),
+                    disagreement: r.abs_diff(*s) > *tolerance,
+                });
+            }
+        }
+        let mut differences = Vec::new();
+        let mut differ = |what: &str, r: String, s: String, reason: &str, disagreement: bool| {
+            if r != s {
+                differences.push(Difference {
+                    what: what.to_string(),
+                    real: r,
+                    simulated: s,
+                    reason: reason.to_string(),
+                    disagreement,
+                });
+            }
+        };
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        differ(
+            "violations",
+            list(&real.violations),
+            list(&simulated.violations),
+            VERDICT,
+            true,
+        );
+        differ(
+            "split-brain",
+            real.split_brain.to_string(),
+            simulated.split_brain.to_string(),
+            VERDICT,
+            true,
+        );
+        differ(
+            "terms",
+            real.terms.len().to_string(),
+            simulated.terms.len().to_string(),
+            JITTER,
+            true,
+        );
+        differ(
+            "highest token",
+            real.max_token.to_string(),
+            simulated.max_token.to_string(),
+            JITTER,
+            true,
+        );
+        differ(
+            "failovers",
+            real.gaps_ms.len().to_string(),
+            simulated.gaps_ms.len().to_string(),
+            JITTER,
+            true,
+        );
+        let owners = |o: &Outcome| {
+            o.terms
+                .iter()
+                .map(|(owner, token)| format!("{owner}:{token}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        differ(
+            "term owners",
+            owners(&real),
+            owners(&simulated),
+            RACE,
+            false,
+        );
+        differ(
+            "writes accepted",
+            real.accepted.to_string(),
+            simulated.accepted.to_string(),
+            TICKS,
+            false,
+        );
+        differ(
+            "writes rejected",
+            real.rejected.to_string(),
+            simulated.rejected.to_string(),
+            TICKS,
+            false,
+        );
+        differences.extend(gaps);
+        differences.sort_by_key(|d| !d.disagreement);
+        Comparison {
+            real,
+            simulated,
+            differences,
+            gap_tolerances_ms,
+        }
+    }
+
+    /// Whether every figure that must agree does.
+    pub fn agrees(&self) -> bool {
+        !self.differences.iter().any(|d| d.disagreement)
+    }
+
+    /// The comparison as JSON (the `comparison` key of `run --json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "agrees": self.agrees(),
+            "real": self.real.to_json(),
+            "simulated": self.simulated.to_json(),
+            "failover_gap_tolerances_ms": self.gap_tolerances_ms,
+            "tolerance": "max(20% of the simulated gap, 2 x retry_interval) + write_interval",
+            "differences": self.differences.iter().map(|d| json!({
+                "what": d.what,
+                "real": d.real,
+                "simulated": d.simulated,
+                "reason": d.reason,
+                "disagreement": d.disagreement,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn gaps_text(gaps: &[u64]) -> String {
+    if gaps.is_empty() {
+        return "none".to_string();
+    }
+    let max = gaps.iter().copied().max().unwrap_or(0);
+    let each: Vec<String> = gaps.iter().map(|g| format!("{g}")).collect();
+    format!("max {max} ms ({} ms)", each.join(", "))
+}
+
+impl fmt::Display for Comparison {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (r, s) = (&self.real, &self.simulated);
+        let terms = |o: &Outcome| {
+            let shown: Vec<String> = o
+                .terms
+                .iter()
+                .take(6)
+                .map(|(owner, token)| format!("{owner}:{token}"))
+                .collect();
+            let more = o.terms.len().saturating_sub(6);
+            if more > 0 {
+                format!("{} +{more}", shown.join(" "))
+            } else if shown.is_empty() {
+                "none".to_string()
+            } else {
+                shown.join(" ")
+            }
+        };
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        let rows = [
+            ("terms (owner:token)", terms(r), terms(s)),
+            (
+                "number of terms",
+                r.terms.len().to_string(),
+                s.terms.len().to_string(),
+            ),
+            (
+                "highest token",
+                r.max_token.to_string(),
+                s.max_token.to_string(),
+            ),
+            (
+                "failover gaps",
+                gaps_text(&r.gaps_ms),
+                gaps_text(&s.gaps_ms),
+            ),
+            (
+                "writes accepted",
+                r.accepted.to_string(),
+                s.accepted.to_string(),
+            ),
+            (
+                "writes rejected",
+                r.rejected.to_string(),
+                s.rejected.to_string(),
+            ),
+            (
+                "split-brain writes",
+                if r.split_brain { "yes" } else { "no" }.to_string(),
+                if s.split_brain { "yes" } else { "no" }.to_string(),
+            ),
+            ("violations", list(&r.violations), list(&s.violations)),
+        ];
+        let width = rows
+            .iter()
+            .map(|(_, real, _)| real.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        writeln!(f, "real run vs simulation (same scenario, scale and seed):")?;
+        writeln!(f, "  {:<20} {:<width$}  simulated", "", "real")?;
+        for (what, real, simulated) in &rows {
+            writeln!(f, "  {what:<20} {real:<width$}  {simulated}")?;
+        }
+        if self.differences.is_empty() {
+            return write!(f, "agreement: every figure is the same");
+        }
+        writeln!(f, "differences:")?;
+        for d in &self.differences {
+            let tag = if d.disagreement {
+                "DISAGREES"
+            } else {
+                "may differ"
+            };
+            writeln!(
+                f,
+                "  [{tag}] {}: real {}, simulated {} — likely {}",
+                d.what, d.real, d.simulated, d.reason
+            )?;
+        }
+        if self.agrees() {
+            write!(
+                f,
+                "agreement: violations, split-brain, terms, tokens and failover gaps agree"
+            )
+        } else {
+            write!(
+                f,
+                "DISAGREEMENT: the real run and the simulation differ on a figure that must agree"
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fenced_sim::report::{Failover, Term};
+
+    /// leader-crash, with a 200 ms retry interval and 100 ms writes.
+    fn scenario() -> Scenario {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/leader-crash.toml");
+        let mut scenario: Scenario = fenced_sim::file::load(&path).expect("a shipped scenario");
+        scenario.election.retry_interval = Duration::from_millis(200);
+        scenario.work.write_interval = Duration::from_millis(100);
+        scenario
+    }
+
+    fn report(terms: &[(&str, u64)], gaps: &[u64], split_brain: bool) -> Report {
+        let mut short = scenario();
+        short.duration = Duration::from_secs(2);
+        short.faults.clear();
+        let mut report =
+            fenced_sim::Simulation::from_scenario(&short, fenced_sim::RunOptions::with_seed(None))
+                .expect("the scenario runs")
+                .report();
+        report.terms = terms
+            .iter()
+            .map(|(owner, token)| Term {
+                node: owner.to_string(),
+                owner: owner.to_string(),
+                token: *token,
+                start_ms: 0,
+                end_ms: 0,
+                end_reason: "run-ended".to_string(),
+            })
+            .collect();
+        report.max_token = terms.iter().map(|t| t.1).max().unwrap_or(0);
+        report.failovers = gaps
+            .iter()
+            .map(|&gap_ms| Failover {
+                from: "a".to_string(),
+                to: "b".to_string(),
+                gap_ms,
+                from_token: 1,
+                to_token: 2,
+                at_ms: 0,
+                from_owner: "a#1".to_string(),
+                to_owner: "b#1".to_string(),
+            })
+            .collect();
+        report.split_brain = split_brain;
+        report
+    }
+
+    #[test]
+    fn the_gap_tolerance_is_the_larger_of_a_fifth_and_two_retries_plus_a_write_interval() {
+        let (retry, write) = (Duration::from_millis(200), Duration::from_millis(100));
+        assert_eq!(gap_tolerance(3000, retry, write), 700);
+        assert_eq!(gap_tolerance(1000, retry, write), 500);
+    }
+
+    #[test]
+    fn another_follower_winning_may_differ_but_a_gap_out_of_tolerance_or_split_brain_disagrees() {
+        // Proves which differences are flagged: owners and write counts are
+        // informational; gaps beyond the tolerance and verdicts are not.
+        let scenario = scenario();
+        let sim = report(&[("a#1", 1), ("c#1", 2)], &[3000], false);
+        let near = report(&[("a#1", 1), ("b#1", 2)], &[3500], false);
+        let comparison = Comparison::new(&scenario, &near, &sim);
+        assert!(comparison.agrees(), "{comparison}");
+        assert!(comparison
+            .differences
+            .iter()
+            .any(|d| d.what == "term owners"));
+        let far = report(&[("a#1", 1), ("b#1", 2)], &[9000], true);
+        let comparison = Comparison::new(&scenario, &far, &sim);
+        assert!(!comparison.agrees());
+        let flagged: Vec<&str> = comparison
+            .differences
+            .iter()
+            .filter(|d| d.disagreement)
+            .map(|d| d.what.as_str())
+            .collect();
+        assert!(flagged.contains(&"split-brain"), "{flagged:?}");
+        assert!(
+            flagged.iter().any(|w| w.starts_with("failover 1 gap")),
+            "{flagged:?}"
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! After a real run: its histories judged by the simulator's checker, and
+//! the simulator's prediction of the same scenario.
+//!
+//! 1. [`scaled_scenario`]: the scenario as the lab ran it — every duration
+//!    multiplied by the time scale exactly as [`crate::plan`] scales it, and
+//!    the run's seed — so the checker's expectations (`max_failover`, ...)
+//!    and the simulator's prediction are those of the run that happened.
+//! 2. [`judge_histories`]: the run directory's history files (`*.jsonl`)
+//!    through [`fenced_sim::history::check_paths`], the library path of
+//!    `fenced-sim check-history --scenario`, cut at the run's end.
+//! 3. [`simulate`]: [`fenced_sim::Simulation`] on the same scaled scenario
+//!    and seed.
+
+use std::path::{Path, PathBuf};
+
+use fenced_sim::history::{check_paths, CheckOptions, Judged};
+use fenced_sim::{ClockOffset, FaultSpec, Report, RunOptions, Scenario, Simulation};
+use fenced_sim::{DurationRange, ValidScenario};
+
+use crate::plan::TimeScale;
+
+/// `scenario` as the lab runs it at `scale` with `seed`.
+pub fn scaled_scenario(scenario: &ValidScenario, scale: TimeScale, seed: u64) -> Scenario {
+    let d = |d| scale.scale(d);
+    let core = scenario.elector_timings(0);
+    let mut s: Scenario = scenario.scenario().clone();
+    s.seed = seed;
+    s.duration = d(s.duration);
+    s.election.lease_ttl = d(s.election.lease_ttl);
+    s.election.renew_interval = d(s.election.renew_interval);
+    s.election.retry_interval = d(s.election.retry_interval);
+    // As the plan gives the nodes: the core's resolved values, scaled.
+    s.election.safety_margin = core.safety_margin.map(d);
+    s.election.rejoin_delay = core.rejoin_delay.map(d);
+    s.membership.heartbeat_interval = d(s.membership.heartbeat_interval);
+    s.membership.liveness_ttl = d(s.membership.liveness_ttl);
+    s.work.write_interval = d(s.work.write_interval);
+    s.work.work_duration = d(s.work.work_duration);
+    s.network.latency = (d(s.network.latency.0), d(s.network.latency.1));
+    for node in &mut s.nodes {
+        node.start_at = d(node.start_at);
+        node.clock_offset = ClockOffset(scale.scale_nanos(node.clock_offset.0));
+    }
+    for fault in &mut s.faults {
+        scale_fault(fault, scale);
+    }
+    s.heal_at = s.heal_at.map(d);
+    s.expect.max_failover = s.expect.max_failover.map(d);
+    s.expect.max_overlap = s.expect.max_overlap.map(d);
+    s.expect.min_overlap = s.expect.min_overlap.map(d);
+    s
+}
+
+fn scale_fault(fault: &mut FaultSpec, scale: TimeScale) {
+    let d = |d: &mut std::time::Duration| *d = scale.scale(*d);
+    match fault {
+        FaultSpec::Pause { at, duration, .. }
+        | FaultSpec::Isolate { at, duration, .. }
+        | FaultSpec::Cut { at, duration, .. }
+        | FaultSpec::Partition { at, duration, .. }
+        | FaultSpec::Restart { at, duration, .. } => {
+            d(at);
+            d(duration);
+        }
+        FaultSpec::Crash {
+            at, restart_after, ..
+        }
+        | FaultSpec::Stop {
+            at, restart_after, ..
+        } => {
+            d(at);
+            if let Some(after) = restart_after {
+                d(after);
+            }
+        }
+        FaultSpec::Replace { at, .. } | FaultSpec::Abdicate { at, .. } => d(at),
+        FaultSpec::ClockJump { at, by, .. } => {
+            d(at);
+            *by = ClockOffset(scale.scale_nanos(by.0));
+        }
+        FaultSpec::Recurring {
+            every, duration, ..
+        } => {
+            d(every);
+            let DurationRange { low, high } = *duration;
+            *duration = DurationRange {
+                low: scale.scale(low),
+                high: scale.scale(high),
+            };
+        }
+    }
+}
+
+/// The history files of a run directory (`*.jsonl`), sorted by name.
+///
+/// # Errors
+/// The directory cannot be read.
+pub fn history_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Judges the histories in `dir` against `scenario` (scaled), cut at the
+/// history clock `until_ns` (the run's end), as `check-history` would.
+///
+/// # Errors
+/// Why there is no verdict (bad input to the checker), in words.
+pub fn judge_histories(
+    dir: &Path,
+    scenario: &Scenario,
+    until_ns: Option<u64>,
+    timeline: bool,
+) -> Result<Judged, String> {
+    let files = history_files(dir)
+        .map_err(|e| format!("cannot list the histories in {}: {e}", dir.display()))?;
+    let options = CheckOptions {
+        scenario: Some(scenario),
+        timeline,
+        until_ns,
+    };
+    check_paths(&files, options).map_err(|e| format!("the run's histories: {e}"))
+}
+
+/// The simulator's run of `scenario` (scaled, with the run's seed).
+///
+/// # Errors
+/// The simulator refuses the scenario or halts, in words.
+pub fn simulate(scenario: &Scenario) -> Result<Report, String> {
+    let options = RunOptions::with_seed(Some(scenario.seed));
+    let mut sim = Simulation::from_scenario(scenario, options)
+        .map_err(|e| format!("the simulator refuses the scaled scenario: {e}"))?;
+    sim.run_to_end();
+    if let Some(halt) = sim.halted() {
+        return Err(format!("the simulation halted: {halt}"));
+    }
+    Ok(sim.report())
+}
