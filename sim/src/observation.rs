@@ -125,7 +125,8 @@ pub enum RegistryAnswer<'a> {
         node: NodeRef<'a>,
         /// `Heartbeat::Joined`.
         joined: bool,
-        /// `is_live(node, local)`.
+        /// `is_live(node, local)`, asked when the node joined (`true`
+        /// unasked after a refresh).
         live: bool,
     },
     /// After `node` left: whether the registry still calls it live.

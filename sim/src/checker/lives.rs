@@ -178,16 +178,6 @@ impl Lives {
             }
         }
     }
-
-    /// Process `pid` sent request `request` at `local` on its clock.
-    pub(super) fn sent(&mut self, pid: ProcessId, request: u64, local: Instant) {
-        if let Some(life) = self.life_mut(pid) {
-            if life.sent.len() == fenced::MAX_OUTSTANDING {
-                life.sent.pop_front();
-            }
-            life.sent.push_back((request, local));
-        }
-    }
 }
 
 impl Checker {
@@ -208,20 +198,25 @@ impl Checker {
         local: Instant,
     ) {
         const ROUNDING: std::time::Duration = std::time::Duration::from_micros(1);
-        let late = match (self.settings.renew_interval, self.lives.life_mut(p.id)) {
-            (Some(renew), Some(life)) => match (life.anchor, life.renewal_due_since.take()) {
-                (Some(anchor), Some(applied))
-                    if life.term.is_some()
-                        && local > anchor + renew + ROUNDING
-                        && applied != now
-                        && life.recovered_at != Some(now) =>
-                {
-                    Some((anchor, renew))
-                }
-                _ => None,
-            },
+        let renew = self.settings.renew_interval;
+        let Some(life) = self.lives.life_mut(p.id) else {
+            return;
+        };
+        let late = match (renew, life.anchor, life.renewal_due_since.take()) {
+            (Some(renew), Some(anchor), Some(applied))
+                if life.term.is_some()
+                    && local > anchor + renew + ROUNDING
+                    && applied != now
+                    && life.recovered_at != Some(now) =>
+            {
+                Some((anchor, renew))
+            }
             _ => None,
         };
+        if life.sent.len() == fenced::MAX_OUTSTANDING {
+            life.sent.pop_front();
+        }
+        life.sent.push_back((request, local));
         if let Some((anchor, renew)) = late {
             let detail = format!(
                 "{} renewed its lease {} after its anchor, later than renew_interval {} (its last successful request was sent at {anchor} by its clock)",
@@ -231,7 +226,6 @@ impl Checker {
             );
             self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
         }
-        self.lives.sent(p.id, request, local);
     }
 
     /// A process of `p.node` started with owner id `p.owner`.

@@ -170,12 +170,15 @@ impl LeaseStoreHost {
         }
         let changed = !changes.is_empty();
         if let Some((node, joined)) = heartbeat {
+            // `is_live` is asked when the node joins (a refresh is the
+            // common case, and the registry has just refreshed it).
+            let live = !joined || self.registry.is_live(names.node_id(node), local);
             out.observe(&Observation::RegistryAnswered {
                 local,
                 answer: RegistryAnswer::Heartbeat {
                     node: names.node_ref(node),
                     joined,
-                    live: self.registry.is_live(names.node_id(node), local),
+                    live,
                 },
             });
         }
