@@ -61,6 +61,20 @@ pub const REGISTRY_URL_VAR: &str = "FENCED_LAB_REGISTRY_URL";
 /// The environment variable of `--downstream-url`.
 pub const DOWNSTREAM_URL_VAR: &str = "FENCED_LAB_DOWNSTREAM_URL";
 
+/// Reads a `--plant` value: `None` stays `None`; an unknown name is an error
+/// naming the flag and the known bugs.
+///
+/// # Errors
+/// The name is no [`fenced::PlantedBug`].
+#[cfg(feature = "planted-bugs")]
+pub fn parse_plant(name: Option<&str>) -> Result<Option<fenced::PlantedBug>, String> {
+    name.map(|name| {
+        name.parse::<fenced::PlantedBug>()
+            .map_err(|e| format!("--plant: {e}"))
+    })
+    .transpose()
+}
+
 fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
 }
@@ -143,6 +157,10 @@ pub struct NodeArgs {
     /// The run's name, written in the history's header.
     #[arg(long)]
     run_name: Option<String>,
+    /// Plant this deliberate bug in the elector (negative controls only).
+    #[cfg(feature = "planted-bugs")]
+    #[arg(long, value_name = "BUG", hide = true)]
+    plant: Option<String>,
 }
 
 /// Everything one node process needs, validated.
@@ -182,6 +200,9 @@ pub struct NodeConfig {
     pub history: Option<PathBuf>,
     /// The run's name, for the history's header.
     pub run_name: Option<String>,
+    /// A deliberate bug planted in the elector (negative controls only).
+    #[cfg(feature = "planted-bugs")]
+    pub planted: Option<fenced::PlantedBug>,
 }
 
 /// Why a node could not run.
@@ -250,6 +271,8 @@ impl NodeConfig {
             fencing: !args.unfenced,
             history: args.history,
             run_name: args.run_name,
+            #[cfg(feature = "planted-bugs")]
+            planted: parse_plant(args.plant.as_deref()).map_err(bad)?,
         };
         config.owner()?;
         for (flag, value) in [
@@ -327,6 +350,10 @@ impl NodeConfig {
         }
         if !self.timings.release_on_deadline {
             args.push("--keep-lease-on-deadline".into());
+        }
+        #[cfg(feature = "planted-bugs")]
+        if let Some(bug) = self.planted {
+            args.extend(["--plant".into(), bug.name().to_string()]);
         }
         if let Some(jitter) = self.timings.jitter {
             args.extend([
@@ -503,14 +530,20 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
             client: Mutex::new(None),
         }))
     };
-    let elector = LeaseLeaderElector::new(
-        lease,
-        ElectorOptions::new(owner.clone())
-            .with_timings(config.timings)
-            .with_clock(Clock::new())
-            .with_stop_timeout(config.write_interval + config.work_duration)
-            .with_recorder(recorder.clone()),
-    );
+    let options = ElectorOptions::new(owner.clone())
+        .with_timings(config.timings)
+        .with_clock(Clock::new())
+        .with_stop_timeout(config.write_interval + config.work_duration)
+        .with_recorder(recorder.clone());
+    #[cfg(feature = "planted-bugs")]
+    let options = match config.planted {
+        Some(bug) => {
+            say(&owner, format_args!("planted bug {}", bug.name()));
+            options.with_planted_bug(bug)
+        }
+        None => options,
+    };
+    let elector = LeaseLeaderElector::new(lease, options);
     let context = Arc::new(WorkContext {
         owner: owner.clone(),
         resource: config.resource.clone(),
@@ -715,6 +748,8 @@ mod tests {
             fencing: false,
             history: Some(PathBuf::from("/tmp/run 1/node-a#3.jsonl")),
             run_name: Some("gc-pause-fenced".to_string()),
+            #[cfg(feature = "planted-bugs")]
+            planted: Some(fenced::PlantedBug::ElectorIgnoresDeadline),
         };
         let (args, env) = config.to_command();
         for (key, value) in &env {

@@ -68,6 +68,12 @@ pub struct RunArgs {
     /// --svg` draws it.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Plant this deliberate bug in every node's elector — a negative
+    /// control: the checker must catch it in the real histories. Never a
+    /// production setting. Names: those of `fenced::PlantedBug`.
+    #[cfg(feature = "planted-bugs")]
+    #[arg(long, value_name = "BUG")]
+    pub plant: Option<String>,
 }
 
 /// A run that completed: what was done, the checker's verdict on its
@@ -225,6 +231,8 @@ fn child_seed(seed: u64, parts: &[u64]) -> u64 {
 pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let mut interrupts = Interrupts::new()?;
     let program = std::env::current_exe().map_err(|e| infra(format!("current_exe: {e}")))?;
+    #[cfg(feature = "planted-bugs")]
+    let planted = crate::node::parse_plant(args.plant.as_deref()).map_err(RunError::BadInput)?;
     let scenario = plan::load(&args.scenario).map_err(|e| RunError::BadInput(e.to_string()))?;
     let time_scale =
         TimeScale::new(args.time_scale).map_err(|e| RunError::BadInput(e.to_string()))?;
@@ -280,6 +288,8 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         run_dir: log_dir.clone(),
         history,
         ended_ns: None,
+        #[cfg(feature = "planted-bugs")]
+        planted,
     };
     let outcome = lab.drive(&mut interrupts).await;
     // Tear down in every case: processes, proxies, then the schema.
@@ -380,6 +390,9 @@ struct Lab<'a> {
     history: LabHistory,
     /// The history clock when the run ended (its planned end).
     ended_ns: Option<u64>,
+    /// The bug every node's elector is given (`--plant`).
+    #[cfg(feature = "planted-bugs")]
+    planted: Option<fenced::PlantedBug>,
 }
 
 impl Lab<'_> {
@@ -496,6 +509,8 @@ impl Lab<'_> {
                     .join(format!("{}#{incarnation}.jsonl", self.node_name(node))),
             ),
             run_name: Some(self.plan.scenario.clone()),
+            #[cfg(feature = "planted-bugs")]
+            planted: self.planted,
         };
         let (args, mut env) = config.to_command();
         if let Some(clock) = &self.plan.nodes[node].clock {

@@ -182,3 +182,39 @@ async fn a_slow_clock_under_libfaketime_is_fenced_for_real() {
     assert!(rejected(&report) >= 1, "{:#}", report["writes"]);
     assert_agrees(&report);
 }
+
+#[cfg(feature = "planted-bugs")]
+#[tokio::test(flavor = "current_thread")]
+async fn a_planted_elector_that_ignores_its_deadline_is_caught_in_the_real_history() {
+    // A negative control for the real runtime: the GC-pause scenario with
+    // `--plant elector-ignores-deadline` in every node's elector. The stalled
+    // leader resumes 10 s (scaled) past its local deadline; with the bug its
+    // `LeadershipHandle::token()` still answers, so it starts units of work
+    // after its deadline, and the checker finds `local-deadline` in the real
+    // histories. The same run without the plant has no violation
+    // (`a_stalled_leaders_late_write_is_rejected_for_real_and_the_simulation_agrees`).
+    // The simulation is not compared: it runs the elector without the bug.
+    let Some(url) = support::database_url("gc_pause_planted_ignores_deadline_for_real") else {
+        return;
+    };
+    let (code, report) = run(
+        &url,
+        &lab_scenario("lab-gc-pause-fenced"),
+        "0.1",
+        &["--plant", "elector-ignores-deadline"],
+    )
+    .await;
+    assert_eq!(report["judged"], true);
+    let violations = report["violations"].as_array().expect("violations");
+    let caught: Vec<&Value> = violations
+        .iter()
+        .filter(|v| v["invariant"] == "local-deadline")
+        .collect();
+    assert!(
+        !caught.is_empty(),
+        "no local-deadline violation: {violations:#?}"
+    );
+    eprintln!("caught: {}", caught[0]);
+    // The scenario expects no violation, so the run fails its expectations.
+    assert_eq!(code, 1, "{:#}", report["expect"]);
+}

@@ -38,6 +38,8 @@ fn config(url: &str, schema: &RunSchema, node: &str) -> NodeConfig {
         fencing: true,
         history: None,
         run_name: None,
+        #[cfg(feature = "planted-bugs")]
+        planted: None,
     }
 }
 

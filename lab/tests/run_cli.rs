@@ -43,6 +43,22 @@ fn a_time_scale_out_of_range_is_bad_input() {
     }
 }
 
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn an_unknown_planted_bug_is_bad_input_naming_the_flag_and_the_known_bugs() {
+    let output = lab()
+        .args(["run", "--postgres", "postgres://x@127.0.0.1:1/x"])
+        .arg(support::scenario("steady-state"))
+        .args(["--plant", "no-such-bug"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--plant"), "{stderr}");
+    assert!(stderr.contains("no-such-bug"), "{stderr}");
+    assert!(stderr.contains("elector-ignores-deadline"), "{stderr}");
+}
+
 #[test]
 fn a_database_that_cannot_be_reached_is_a_lab_failure_with_nothing_started() {
     // Port 1 refuses connections: exit 1, a clear message, no process.

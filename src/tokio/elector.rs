@@ -33,6 +33,8 @@ pub struct ElectorOptions {
     clock: Option<Clock>,
     stop_timeout: Duration,
     recorder: Recorder,
+    #[cfg(feature = "planted-bugs")]
+    planted: Option<crate::planted::PlantedBug>,
 }
 
 impl ElectorOptions {
@@ -53,6 +55,8 @@ impl ElectorOptions {
             clock: None,
             stop_timeout: Self::DEFAULT_STOP_TIMEOUT,
             recorder: Recorder::off(),
+            #[cfg(feature = "planted-bugs")]
+            planted: None,
         }
     }
 
@@ -87,6 +91,18 @@ impl ElectorOptions {
     /// started and ended, releases. Off by default.
     pub fn with_recorder(mut self, recorder: Recorder) -> Self {
         self.recorder = recorder;
+        self
+    }
+
+    /// Plants `bug` in the elector [`run`](LeaseLeaderElector::run) drives (see
+    /// [`Elector::plant`]).
+    ///
+    /// For negative controls only — a test that shows a checker catches the
+    /// bug in a real history. Never use it in production: every planted bug
+    /// breaks the elector's safety or liveness on purpose.
+    #[cfg(feature = "planted-bugs")]
+    pub fn with_planted_bug(mut self, bug: crate::planted::PlantedBug) -> Self {
+        self.planted = Some(bug);
         self
     }
 
@@ -367,9 +383,15 @@ impl<B: LeaseBackend> LeaseLeaderElector<B> {
             ElectorConfig::new(options.owner, role, options.timings).map_err(RunError::Config)?;
         let span =
             tracing::info_span!("lease_elector", role = %config.role(), owner = %config.owner());
+        #[cfg_attr(not(feature = "planted-bugs"), allow(unused_mut))]
+        let mut elector = Elector::new(config);
+        #[cfg(feature = "planted-bugs")]
+        if let Some(bug) = options.planted {
+            elector.plant(bug);
+        }
         let driver = Driver {
             backend,
-            elector: Elector::new(config),
+            elector,
             clock,
             state,
             work,
