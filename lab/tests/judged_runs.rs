@@ -123,15 +123,18 @@ async fn a_crashed_leader_is_replaced_within_the_bound_and_the_svg_is_drawn() {
     let (code, report) = run(
         &url,
         &support::scenario("leader-crash"),
-        "0.05",
+        // 0.1, not less: the simulated gap (27.0 s) is 2 s inside the bound
+        // (29 s), which at 0.05 leaves 100 ms for real scheduling under a
+        // loaded CI machine — once measured 16 ms short.
+        "0.1",
         &["--svg", &svg_arg],
     )
     .await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     let failovers = report["failovers"].as_array().expect("failovers");
     assert_eq!(failovers.len(), 1, "{failovers:?}");
-    // max_failover = 29 s, scaled by 0.05.
-    assert!(failovers[0]["gap_ms"].as_u64().expect("gap") <= 1450);
+    // max_failover = 29 s, scaled by 0.1.
+    assert!(failovers[0]["gap_ms"].as_u64().expect("gap") <= 2900);
     let text = std::fs::read_to_string(&svg).expect("the SVG is written");
     assert!(
         text.starts_with("<svg") || text.starts_with("<?xml"),
