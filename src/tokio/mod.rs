@@ -66,6 +66,7 @@ mod backend;
 mod clock;
 mod elector;
 mod heartbeat;
+mod options;
 mod store;
 
 use std::fmt;
@@ -73,10 +74,9 @@ use std::sync::{Mutex, MutexGuard};
 
 pub use backend::{BackendError, InProcessLeaseBackend, LeaseBackend};
 pub use clock::Clock;
-pub use elector::{
-    DriverStopped, ElectorOptions, Leadership, LeadershipHandle, LeaseLeaderElector, RunError,
-};
+pub use elector::{DriverStopped, Leadership, LeadershipHandle, LeaseLeaderElector, RunError};
 pub use heartbeat::{HeartbeatError, HeartbeatTask, InProcessRegistry, RegistryBackend};
+pub use options::ElectorOptions;
 pub use store::SharedFencedStore;
 /// Re-exported from `tokio-util`: the token handed to the work, cancelled when
 /// its term ends.
