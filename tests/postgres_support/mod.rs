@@ -2,41 +2,12 @@
 //! is, a loud skip when it is not there, and a schema of its own per test.
 #![allow(dead_code)] // Each test file uses a different part of it.
 
-use std::io::Write;
-
 use fenced::postgres::tokio_postgres::{self, Client, NoTls};
 use fenced::postgres::{Namespace, PostgresOptions, PostgresStore};
 
-/// The connection URL of the database the tests use.
-pub const URL_VAR: &str = "FENCED_POSTGRES_URL";
-/// Set to `1` (CI does) to make a missing URL fail instead of skip.
-pub const REQUIRE_VAR: &str = "FENCED_REQUIRE_POSTGRES";
-
-/// The database URL, or `None` after saying loudly that `test` is skipped.
-///
-/// # Panics
-/// When the URL is missing and `FENCED_REQUIRE_POSTGRES=1`: CI must never
-/// pass with these tests silently skipped.
-pub fn database_url(test: &str) -> Option<String> {
-    match std::env::var(URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            let required = std::env::var(REQUIRE_VAR).is_ok_and(|v| v.trim() == "1");
-            assert!(
-                !required,
-                "{REQUIRE_VAR}=1 but {URL_VAR} is not set: the PostgreSQL test `{test}` cannot run"
-            );
-            // Straight to the process's stderr: the test harness captures
-            // `eprintln!` of passing tests, and a skip must not go unseen.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {test}: no PostgreSQL. Set {URL_VAR}=postgres://user@host:port/db \
-                 to run the PostgreSQL tests ({REQUIRE_VAR}=1 turns this skip into a failure)."
-            );
-            None
-        }
-    }
-}
+mod url;
+#[allow(unused_imports)] // Not every test file needs each.
+pub use url::{database_url, URL_VAR};
 
 /// A schema name of its own for the test `tag` in this process, so tests
 /// running in parallel (and test runs on one database) never meet.
