@@ -2,9 +2,10 @@
 //! mutant of the core machines break something the *simulation* can see —
 //! an invariant, an expectation, liveness — without any unit test's help?
 //!
-//! Ignored in the normal suite (`cargo test` already runs the shipped
-//! scenarios with their snapshots, and explore's own tests); run by
-//! `scripts/mutants.sh sim` as cargo-mutants' test command. It lives in the
+//! Part of the normal suite (≈3 s with the test profile), so the whole
+//! suite — oracle (a) — contains the simulator's oracle (b): whatever the
+//! simulation catches, the suite catches. `scripts/mutants.sh sim` runs it
+//! alone as cargo-mutants' test command. It lives in the
 //! `fenced` package (dev-depending on `fenced-sim`) because cargo-mutants
 //! runs the mutated package's tests. It fails with
 //! the first thing the simulation catches and prints, on standard error,
@@ -39,7 +40,6 @@ fn seeds() -> u64 {
 }
 
 #[test]
-#[ignore = "the mutation oracle: run by scripts/mutants.sh sim"]
 fn the_simulation_alone_judges_the_core_machines() {
     // 1. Every shipped scenario of the fenced protocol meets its
     //    expectations (its invariants and measures, not its snapshot).
