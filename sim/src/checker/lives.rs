@@ -4,6 +4,7 @@
 //! (`local-deadline`), and membership.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
 
 use fenced::{FencingToken, Instant, OwnerId, ResponseDisposition, StepDownReason};
 
@@ -89,9 +90,36 @@ struct Life {
     renewal_due_since: Option<SimTime>,
 }
 
+/// How a renewal's send time compared with its anchor
+/// ([`Checker::on_request_sent`]).
+enum RenewalTiming {
+    Late { anchor: Instant, renew: Duration },
+    Early { anchor: Instant, renew: Duration },
+    OnSchedule { shortened: bool },
+}
+
+/// A jitter that can shorten an interval by less than this is not judged
+/// for spreading renewals: one that can shorten it by 1 ms leaves a renewal
+/// within the 1 µs rounding with a chance of at most 10⁻³.
+const SPREAD_MIN: Duration = Duration::from_millis(1);
+
+/// Renewals on schedule after which a configured jitter must have
+/// shortened one: (10⁻³)⁸ = 10⁻²⁴.
+const UNSPREAD_LIMIT: u64 = 8;
+
+/// Renewals judged on schedule so far, and how many of them jitter
+/// shortened.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Renewals {
+    on_schedule: u64,
+    shortened: u64,
+}
+
 /// Every process slot and node the stream has named.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Lives {
+    /// Renewal timing counts, for `local-deadline`'s jitter rule.
+    renewals: Renewals,
     slots: Vec<Option<Life>>,
     /// Per node: its slots, and its endpoint's disturbances.
     nodes: Vec<(Vec<ProcessId>, Disturbance)>,
@@ -188,8 +216,12 @@ impl Checker {
     /// shortens it), unless the answer itself came later (then at once) or
     /// the process could not act (paused, or its clock stepped: then the
     /// instant it could again). A renewal scheduled late leaves less of the
-    /// lease to renew in — or none. The fenced elector only
-    /// ([`CheckerSettings::renew_interval`]).
+    /// lease to renew in — or none. Nor does it go out earlier than
+    /// `renew_interval × (1 − jitter)` (the elector's timer fires when its
+    /// clock reaches the instant, never before), and a configured jitter
+    /// must actually spread renewals ([`CheckerSettings::jitter`]): a
+    /// thundering herd of renewals is what jitter is for. The fenced
+    /// elector only ([`CheckerSettings::renew_interval`]).
     pub(super) fn on_request_sent(
         &mut self,
         now: SimTime,
@@ -199,33 +231,64 @@ impl Checker {
     ) {
         const ROUNDING: std::time::Duration = std::time::Duration::from_micros(1);
         let renew = self.settings.renew_interval;
+        let jitter = self.settings.jitter;
         let Some(life) = self.lives.life_mut(p.id) else {
             return;
         };
-        let late = match (renew, life.anchor, life.renewal_due_since.take()) {
-            (Some(renew), Some(anchor), Some(applied))
-                if life.term.is_some()
-                    && local > anchor + renew + ROUNDING
-                    && applied != now
-                    && life.recovered_at != Some(now) =>
-            {
-                Some((anchor, renew))
+        let mut timing = None;
+        if let (Some(renew), Some(anchor), Some(applied)) =
+            (renew, life.anchor, life.renewal_due_since.take())
+        {
+            if life.term.is_some() {
+                let elapsed = local.saturating_duration_since(anchor);
+                let exempt = applied == now || life.recovered_at == Some(now);
+                if elapsed > renew + ROUNDING && !exempt {
+                    timing = Some(RenewalTiming::Late { anchor, renew });
+                } else if elapsed + ROUNDING < renew.mul_f64(1.0 - jitter.clamp(0.0, 1.0)) {
+                    timing = Some(RenewalTiming::Early { anchor, renew });
+                } else if !exempt {
+                    timing = Some(RenewalTiming::OnSchedule {
+                        shortened: elapsed + ROUNDING < renew,
+                    });
+                }
             }
-            _ => None,
-        };
+        }
         if life.sent.len() == fenced::MAX_OUTSTANDING {
             life.sent.pop_front();
         }
         life.sent.push_back((request, local));
-        if let Some((anchor, renew)) = late {
-            let detail = format!(
+        let detail = match timing {
+            None => return,
+            Some(RenewalTiming::OnSchedule { shortened }) => {
+                self.lives.renewals.on_schedule += 1;
+                self.lives.renewals.shortened += u64::from(shortened);
+                let spreads = renew.is_some_and(|r| r.mul_f64(jitter.clamp(0.0, 1.0)) >= SPREAD_MIN);
+                if !spreads
+                    || self.lives.renewals.on_schedule != UNSPREAD_LIMIT
+                    || self.lives.renewals.shortened > 0
+                {
+                    return;
+                }
+                format!(
+                    "the first {UNSPREAD_LIMIT} renewals on schedule all came exactly renew_interval {} after their anchors although jitter {jitter} is configured: the jitter is not applied ({} last)",
+                    secs(renew.unwrap_or_default()),
+                    p.owner,
+                )
+            }
+            Some(RenewalTiming::Late { anchor, renew }) => format!(
                 "{} renewed its lease {} after its anchor, later than renew_interval {} (its last successful request was sent at {anchor} by its clock)",
                 p.owner,
                 secs(local - anchor),
                 secs(renew),
-            );
-            self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
-        }
+            ),
+            Some(RenewalTiming::Early { anchor, renew }) => format!(
+                "{} renewed its lease {} after its anchor, earlier than renew_interval {} shortened by jitter {jitter} allows (its last successful request was sent at {anchor} by its clock)",
+                p.owner,
+                secs(local.saturating_duration_since(anchor)),
+                secs(renew),
+            ),
+        };
+        self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
     }
 
     /// A process of `p.node` started with owner id `p.owner`.

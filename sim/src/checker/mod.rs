@@ -101,6 +101,13 @@ pub struct CheckerSettings {
     /// The fenced elector's renew interval: when set, `local-deadline` also
     /// judges that a holder renews no later than this after its anchor.
     pub renew_interval: Option<Duration>,
+    /// The fenced elector's jitter fraction (0: none), with
+    /// [`renew_interval`](Self::renew_interval): a renewal comes no earlier
+    /// than `renew_interval × (1 − jitter)` after its anchor, and — when
+    /// the jitter can shorten an interval by a millisecond or more — the
+    /// first eight renewals on schedule are not all unshortened (the chance
+    /// that a working jitter leaves them so is below 10⁻²⁴).
+    pub jitter: f64,
 }
 
 impl CheckerSettings {
@@ -118,6 +125,7 @@ impl CheckerSettings {
             end: Duration::MAX,
             liveness_ttl: None,
             renew_interval: None,
+            jitter: 0.0,
         }
     }
 
@@ -138,6 +146,7 @@ impl CheckerSettings {
             liveness_ttl: Some(scenario.membership.liveness_ttl),
             renew_interval: (scenario.election.protocol == crate::scenario::ProtocolSpec::Fenced)
                 .then_some(scenario.election.renew_interval),
+            jitter: scenario.election.jitter,
         }
     }
 }

@@ -638,3 +638,76 @@ fn local_deadline_a_renewal_later_than_renew_interval_breaks_it_one_on_time_does
     );
     assert!(invariants(&checker.verdict(at(30.0))).is_empty());
 }
+
+/// `a` leads from a request at 10 s on its clock (true time 0), then renews
+/// `gaps_ms.len()` times, each renewal `gap` after the previous anchor and
+/// applied at once; the verdict's invariants.
+fn renewals(settings: CheckerSettings, gaps_ms: &[u64]) -> Vec<String> {
+    let cast = Cast::new();
+    let mut checker = Checker::new(settings);
+    a_leads_from_a_request_at_10s(&mut checker, &cast);
+    let mut local_ms = 10_000;
+    for (i, gap) in gaps_ms.iter().enumerate() {
+        local_ms += gap;
+        let request = i as u64 + 2;
+        let true_s = (local_ms - 10_000) as f64 / 1000.0;
+        checker.observe(
+            at(true_s),
+            &Observation::RequestSent {
+                process: cast.a(),
+                request,
+                local: Instant::from_nanos(local_ms * 1_000_000),
+            },
+        );
+        checker.observe(
+            at(true_s + 0.001),
+            &Observation::ResponseHandled {
+                process: cast.a(),
+                request,
+                disposition: fenced::ResponseDisposition::Applied,
+                acquired: Some(token(1)),
+                renewal: true,
+            },
+        );
+    }
+    invariants(&checker.verdict(at(200.0)))
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn local_deadline_a_renewal_earlier_than_its_jitter_allows_breaks_it_one_inside_does_not() {
+    let settings = |jitter: f64| CheckerSettings {
+        renew_interval: Some(Duration::from_secs(10)),
+        jitter,
+        ..settings()
+    };
+    // Without jitter a renewal comes exactly renew_interval after its anchor.
+    assert!(renewals(settings(0.0), &[10_000]).is_empty());
+    assert_eq!(renewals(settings(0.0), &[9_999]), ["local-deadline"]);
+    // Jitter 0.2 shortens 10 s to no less than 8 s.
+    assert!(renewals(settings(0.2), &[8_000]).is_empty());
+    assert_eq!(renewals(settings(0.2), &[7_999]), ["local-deadline"]);
+}
+
+#[test]
+fn local_deadline_a_configured_jitter_that_never_shortens_breaks_it_one_that_does_not() {
+    let settings = |jitter: f64| CheckerSettings {
+        renew_interval: Some(Duration::from_secs(10)),
+        jitter,
+        ..settings()
+    };
+    // Eight renewals exactly on the nominal interval although jitter 0.1 is
+    // configured: the jitter is not applied.
+    assert_eq!(renewals(settings(0.1), &[10_000; 8]), ["local-deadline"]);
+    // Almost: one of the eight shortened by a millisecond.
+    let mut gaps = [10_000; 8];
+    gaps[5] = 9_999;
+    assert!(renewals(settings(0.1), &gaps).is_empty());
+    // Seven are not enough evidence; no jitter, nothing to spread; a jitter
+    // that can shorten 10 s by under 1 ms is not judged.
+    assert!(renewals(settings(0.1), &[10_000; 7]).is_empty());
+    assert!(renewals(settings(0.0), &[10_000; 8]).is_empty());
+    assert!(renewals(settings(0.000_05), &[10_000; 8]).is_empty());
+}
