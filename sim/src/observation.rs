@@ -294,6 +294,19 @@ pub enum Observation<'a> {
         /// The question and its answer.
         answer: RegistryAnswer<'a>,
     },
+    /// Trace-silent: a process's worker asked its elector for the token it
+    /// may act with (`Elector::token_at`) at `local` on its clock, right
+    /// before deciding whether to start a unit — before the elector has
+    /// handled any timer due at that instant, as a real driver asks between
+    /// inputs. For `local-deadline`: no token at or past the deadline.
+    TokenAnswered {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// Its clock when it asked.
+        local: Instant,
+        /// The answer.
+        token: Option<FencingToken>,
+    },
     /// A process's elector handled an answer.
     ResponseHandled {
         /// The process.

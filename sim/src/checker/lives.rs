@@ -552,6 +552,38 @@ impl Checker {
         token: FencingToken,
         local: Instant,
     ) {
+        self.judge_deadline(now, p, token, local, "started a unit of work with");
+    }
+
+    /// Invariant `local-deadline`, the elector's query: `token_at` answers
+    /// no token at or past the deadline, whether or not the elector has
+    /// handled its timer yet — work checks it right before acting.
+    pub(super) fn check_token_answer(
+        &mut self,
+        now: SimTime,
+        p: ProcessRef<'_>,
+        token: FencingToken,
+        local: Instant,
+    ) {
+        self.judge_deadline(
+            now,
+            p,
+            token,
+            local,
+            "was told by its elector it may act with",
+        );
+    }
+
+    /// `p` did `what` token `token` at `local`: a violation at or past its
+    /// deadline (its anchor + validity).
+    fn judge_deadline(
+        &mut self,
+        now: SimTime,
+        p: ProcessRef<'_>,
+        token: FencingToken,
+        local: Instant,
+        what: &str,
+    ) {
         let validity = self.settings.validity;
         let Some(anchor) = self.lives.life(p.id).and_then(|l| l.anchor) else {
             return;
@@ -559,7 +591,7 @@ impl Checker {
         if local >= anchor + validity {
             let over = local - (anchor + validity);
             let detail = format!(
-                "{} started a unit of work with token {token} {} past its local deadline \
+                "{} {what} token {token} {} past its local deadline \
                  (its last successful request was sent {} earlier by its clock)",
                 p.owner,
                 secs(over),

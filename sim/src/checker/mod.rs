@@ -529,6 +529,12 @@ impl Observer for Checker {
                     self.members.forget(now);
                 }
             }
+            Observation::TokenAnswered {
+                process,
+                local,
+                token: Some(token),
+            } => self.check_token_answer(now, process, token, local),
+            Observation::TokenAnswered { token: None, .. } => {}
             Observation::RegistryAnswered { local, answer } => {
                 self.on_registry_answer(now, local, answer)
             }

@@ -711,3 +711,29 @@ fn local_deadline_a_configured_jitter_that_never_shortens_breaks_it_one_that_doe
     assert!(renewals(settings(0.0), &[10_000; 8]).is_empty());
     assert!(renewals(settings(0.000_05), &[10_000; 8]).is_empty());
 }
+
+#[test]
+fn local_deadline_a_token_answered_at_the_deadline_breaks_it_one_just_before_or_none_does_not() {
+    let cast = Cast::new();
+    let answered = |local: Instant, answer: Option<FencingToken>| {
+        let mut checker = Checker::new(settings());
+        a_leads_from_a_request_at_10s(&mut checker, &cast);
+        checker.observe(
+            at(30.0),
+            &Observation::TokenAnswered {
+                process: cast.a(),
+                local,
+                token: answer,
+            },
+        );
+        invariants(&checker.verdict(at(31.0)))
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // Anchored at 10 s with a validity of 27 s: the deadline is 37 s.
+    let deadline = Instant::from_nanos(37 * S);
+    assert_eq!(answered(deadline, Some(token(1))), ["local-deadline"]);
+    assert!(answered(deadline - Duration::from_nanos(1), Some(token(1))).is_empty());
+    assert!(answered(deadline, None).is_empty());
+}

@@ -227,9 +227,20 @@ impl NodeProcess {
     /// The worker's timer: start a unit if still leading.
     #[inline(always)]
     pub(super) fn work_tick<O: Observer>(&mut self, out: Out<'_, '_, O>) {
-        // The unit checks leadership at its start: bring the elector up to
-        // date first, so a deadline due now is honoured.
+        // The unit checks leadership at its start. First the query a real
+        // driver makes between inputs, judged by the checker (trace-silent):
+        // `token_at` must honour a deadline whose timer is not handled yet.
         let local = out.local_now();
+        if self.worker.believed.is_some() {
+            let process = out.names.process_ref(self.pid);
+            out.observe(&Observation::TokenAnswered {
+                process,
+                local,
+                token: self.elector.token_at(local),
+            });
+        }
+        // Then bring the elector up to date, so a deadline due now is
+        // honoured by the trace as well.
         self.elector.handle_timeout(local);
         self.drain_elector(out);
         let Some(token) = self.worker.believed else {

@@ -286,6 +286,7 @@ impl Tracer {
             | Observation::MemberJoined(_)
             | Observation::LiveMembers(_)
             | Observation::RegistryAnswered { .. }
+            | Observation::TokenAnswered { .. }
             | Observation::FaultBegan { .. }
             | Observation::FaultEnded { .. } => return false,
         }

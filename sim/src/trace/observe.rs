@@ -223,6 +223,7 @@ fn record_of<'a>(observation: &Observation<'a>) -> Option<(TraceHost<'a>, Record
         | Observation::MemberJoined(_)
         | Observation::LiveMembers(_)
         | Observation::RegistryAnswered { .. }
+        | Observation::TokenAnswered { .. }
         | Observation::FaultBegan { .. }
         | Observation::FaultEnded { .. } => return None,
     };
