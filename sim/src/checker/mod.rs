@@ -42,13 +42,22 @@
 //!    deadline — the local send time of its last successful request (from
 //!    [`Observation::RequestSent`]) plus `lease_ttl - safety_margin`, on its
 //!    own clock. This is the elector's half of the protocol; fencing is the
-//!    downstream's.
+//!    downstream's. The same deadline bounds what `Elector::token_at`
+//!    answers ([`Observation::TokenAnswered`]), and, with
+//!    [`CheckerSettings::renew_interval`], the fenced elector's own timing:
+//!    it steps down at the deadline (not before; later only when it could
+//!    not act), and renews between `renew_interval × (1 − jitter)` and
+//!    `renew_interval` after its anchor, a configured jitter actually
+//!    spreading the renewals ([`CheckerSettings::jitter`]).
 //! 6. `liveness` (with [`CheckerSettings::heal_at`]): after every fault is
 //!    healed, one leader holds and its writes are accepted by the end.
 //! 7. `unique-owner`: no two live processes share one owner identity. Owner
 //!    ids are what the lease store and the downstream tell holders apart by;
 //!    two processes behind one id would both lead on one token and every
 //!    other invariant would be blind to it.
+//! 8. `membership` (with [`CheckerSettings::liveness_ttl`]): the node
+//!    registry's answers ([`Observation::RegistryAnswered`]) agree with the
+//!    checker's own model of heartbeats and the liveness TTL.
 //!
 //! Its state is bounded: one lease view, one downstream fence, a row per
 //! process slot and per node, counters, and capped lists.
