@@ -309,6 +309,25 @@ mod tests {
             None
         );
         assert_eq!(std::mem::size_of::<Option<FencingToken>>(), 8);
+        let seven = FencingToken::new(7).unwrap();
+        assert_eq!(seven.to_string(), "7");
+        assert_eq!(format!("{seven:?}"), "FencingToken(7)");
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong_with_which_identity() {
+        let long = "x".repeat(MAX_ID_LEN + 1);
+        assert_eq!(
+            OwnerId::new(&long).unwrap_err().to_string(),
+            format!(
+                "owner is {} bytes long; at most {MAX_ID_LEN} are allowed",
+                MAX_ID_LEN + 1
+            )
+        );
+        assert_eq!(
+            Role::new("a\tb").unwrap_err().to_string(),
+            "role must not contain control characters"
+        );
     }
 
     #[cfg(feature = "serde")]

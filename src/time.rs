@@ -182,7 +182,47 @@ mod tests {
     }
 
     #[test]
+    fn conversions_and_differences_are_exact_away_from_the_bounds() {
+        let t = Instant::from_nanos(7_345_678_901);
+        assert_eq!(t.as_nanos(), 7_345_678_901);
+        assert_eq!(t.as_millis(), 7_345);
+        assert_eq!(Instant::from_millis(2_999).as_millis(), 2_999);
+        assert_eq!(
+            t.saturating_sub(Duration::from_nanos(345_678_901)),
+            Instant::from_secs(7)
+        );
+        assert_eq!(
+            t - Duration::from_secs(2),
+            Instant::from_nanos(5_345_678_901)
+        );
+        assert_eq!(
+            t + Duration::from_nanos(99),
+            Instant::from_nanos(7_345_679_000)
+        );
+        assert_eq!(
+            t.saturating_duration_since(Instant::from_secs(7)),
+            Duration::from_nanos(345_678_901)
+        );
+        assert_eq!(
+            t.checked_duration_since(Instant::from_secs(1)),
+            Some(Duration::from_nanos(6_345_678_901))
+        );
+        assert_eq!(t - Instant::from_secs(7), Duration::from_nanos(345_678_901));
+        assert_eq!(
+            t.checked_add(Duration::from_secs(1)),
+            Some(Instant::from_nanos(8_345_678_901))
+        );
+    }
+
+    #[test]
     fn display_is_seconds_with_the_precision_needed() {
+        assert_eq!(
+            Instant::from_nanos(7_345_678_901).to_string(),
+            "7.345678901s"
+        );
+        assert_eq!(Instant::from_nanos(7_345_678_000).to_string(), "7.345678s");
+        assert_eq!(Instant::from_nanos(7_345_000_000).to_string(), "7.345s");
+        assert_eq!(Instant::from_nanos(2_000_001_000).to_string(), "2.000001s");
         assert_eq!(Instant::from_secs(12).to_string(), "12.000s");
         assert_eq!(Instant::from_nanos(3_500_000).to_string(), "0.003500s");
         assert_eq!(Instant::from_nanos(1).to_string(), "0.000000001s");
