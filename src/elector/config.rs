@@ -310,6 +310,27 @@ mod tests {
     }
 
     #[test]
+    fn the_settings_given_are_the_settings_kept() {
+        let jitter = Jitter {
+            fraction: 0.25,
+            seed: 9,
+        };
+        let c = config(ElectorTimings {
+            safety_margin: Some(Duration::from_secs(5)),
+            rejoin_delay: Some(Duration::from_secs(7)),
+            release_on_deadline: false,
+            jitter: Some(jitter),
+            ..ElectorTimings::default()
+        })
+        .unwrap();
+        assert_eq!(c.safety_margin(), Duration::from_secs(5));
+        assert_eq!(c.validity(), Duration::from_secs(25));
+        assert_eq!(c.rejoin_delay(), Duration::from_secs(7));
+        assert!(!c.release_on_deadline());
+        assert_eq!(c.jitter(), Some(jitter));
+    }
+
+    #[test]
     fn zero_intervals_are_rejected() {
         let zero = Duration::ZERO;
         let t = ElectorTimings::default();
