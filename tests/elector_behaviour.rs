@@ -540,13 +540,28 @@ fn a_stale_answer_is_ignored_and_never_extends_leadership() {
             valid_until: secs(39),
         }
     );
-    // An idle elector calls every answer stale.
+    // An idle elector acts on no answer: a refusal is stale, and a grant —
+    // a lease it does not want — is released, never led on.
     let mut idle = elector("node-b");
+    let holder = Lease {
+        owner: owner("node-c"),
+        token: token(4),
+        expires_at: secs(30),
+    };
     assert_eq!(
-        idle.handle_response(RequestId(1), granted(1, secs(30)), secs(0)),
+        idle.handle_response(RequestId(1), LeaseResult::Held { holder }, secs(0)),
         ResponseDisposition::Stale
     );
     assert!(drain(&mut idle).is_empty());
+    assert_eq!(
+        idle.handle_response(RequestId(2), granted(1, secs(30)), secs(0)),
+        ResponseDisposition::AlreadyReleased
+    );
+    assert_eq!(
+        drain(&mut idle),
+        vec![ElectorOutput::Release { token: token(1) }]
+    );
+    assert_eq!(idle.token_at(secs(0)), None);
 }
 
 #[test]

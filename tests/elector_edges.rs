@@ -17,6 +17,10 @@ fn ms(m: u64) -> Instant {
     Instant::from_millis(m)
 }
 
+fn token(n: u64) -> FencingToken {
+    FencingToken::new(n).unwrap()
+}
+
 fn granted(n: u64, expires_at: Instant) -> LeaseResult {
     LeaseResult::Granted {
         token: FencingToken::new(n).unwrap(),
@@ -123,4 +127,43 @@ fn with_a_zero_rejoin_delay_a_follower_unheard_for_a_validity_keeps_its_requests
         e.handle_response(*ids.last().unwrap(), granted(1, secs(56)), ms(27_100)),
         ResponseDisposition::Stale
     );
+}
+
+#[test]
+fn a_grant_answering_a_retired_request_after_stop_is_released_too() {
+    // Proves that a grant reaching a stopped elector is released whichever request it answers: the
+    // renewal at 10 s is retired by its retry's answer, is handled by the store after the stop's
+    // release (a new term, token 2), and would otherwise hold the role unused for a TTL.
+    let mut e = elector(ElectorTimings::default());
+    e.start(secs(0));
+    let first = sent(&mut e)[0];
+    e.handle_response(first, granted(1, secs(30)), ms(1));
+    sent(&mut e);
+    e.handle_timeout(secs(10));
+    let renewal = sent(&mut e)[0];
+    e.handle_timeout(secs(12));
+    let retry = sent(&mut e)[0];
+    assert_eq!(
+        e.handle_response(
+            retry,
+            LeaseResult::Renewed {
+                token: token(1),
+                expires_at: secs(42)
+            },
+            secs(13)
+        ),
+        ResponseDisposition::Applied
+    );
+    e.stop(secs(14));
+    let at_stop: Vec<ElectorOutput> = std::iter::from_fn(|| e.poll_output()).collect();
+    assert!(at_stop.contains(&ElectorOutput::Release { token: token(1) }));
+    assert_eq!(
+        e.handle_response(renewal, granted(2, secs(45)), secs(15)),
+        ResponseDisposition::AlreadyReleased
+    );
+    assert_eq!(
+        e.poll_output(),
+        Some(ElectorOutput::Release { token: token(2) })
+    );
+    assert_eq!(e.poll_output(), None);
 }

@@ -239,8 +239,8 @@ pub enum ResponseDisposition {
     TooLate,
     /// It granted or renewed a term this elector will not lead on — it had
     /// released that term (the release was overtaken by the request), or it
-    /// was stopped while the request was in flight: not acted on, and a
-    /// release is sent so the lease does not sit unused until it expires.
+    /// is stopped: not acted on, and a release is sent so the lease does not
+    /// sit unused until it expires.
     AlreadyReleased,
 }
 
@@ -259,9 +259,6 @@ pub struct Elector {
     unanswered_since: Option<Instant>,
     /// The token of the last term this elector released.
     released: Option<FencingToken>,
-    /// The requests that were outstanding when the elector was stopped: a
-    /// grant answering one of them is released, not ignored.
-    outstanding_at_stop: VecDeque<RequestId>,
     observed: Option<ObservedLeader>,
     /// The highest token any applied answer carried (granted, renewed, or
     /// held by another): an answer with a lower one is older news.
@@ -288,7 +285,6 @@ impl Elector {
             last_request_id: 0,
             unanswered_since: None,
             released: None,
-            outstanding_at_stop: VecDeque::new(),
             observed: None,
             highest_token_seen: None,
             outputs: VecDeque::with_capacity(4),
@@ -389,25 +385,25 @@ impl Elector {
             self.check_deadline(now);
             return;
         }
-        self.outstanding_at_stop.clear();
         self.phase = Phase::Follower;
         self.next_request_at = Some(now);
         self.send_due_request(now);
     }
 
     /// Stops contending: ends the work if leading, then releases the lease.
-    /// Any response still in flight becomes stale, except that a grant
-    /// answering a request outstanding now is released when it arrives. No-op
-    /// when idle.
+    /// Any response still in flight becomes stale, except that a grant that
+    /// reaches the stopped elector is released when it arrives — whichever
+    /// request it answers: a stopped elector wants no lease, and a grant for
+    /// a request it had already retired (the store handled it late, after
+    /// the stop's release) would otherwise sit unused until it expires.
+    /// No-op when idle.
     pub fn stop(&mut self, now: Instant) {
         let _ = self.latest_now.observe(now);
         if let Phase::Leader { token, .. } = self.phase {
             self.end_term(token, StepDownReason::Stopped);
             self.release(token);
         }
-        if self.phase != Phase::Idle {
-            self.outstanding_at_stop = self.outstanding.drain(..).map(|r| r.id).collect();
-        }
+        self.outstanding.clear();
         self.phase = Phase::Idle;
         self.next_request_at = None;
         self.unanswered_since = None;
@@ -458,12 +454,10 @@ impl Elector {
     ) -> ResponseDisposition {
         let now = self.latest_now.observe(now);
         if self.phase == Phase::Idle {
-            if let Some(at) = self.outstanding_at_stop.iter().position(|&r| r == id) {
-                self.outstanding_at_stop.remove(at);
-                if let Some(token) = result.acquired_token() {
-                    self.release(token);
-                    return ResponseDisposition::AlreadyReleased;
-                }
+            // Stopped (or never started): any grant is one it does not want.
+            if let Some(token) = result.acquired_token() {
+                self.release(token);
+                return ResponseDisposition::AlreadyReleased;
             }
             return ResponseDisposition::Stale;
         }
