@@ -403,6 +403,29 @@ mod tests {
     }
 
     #[test]
+    fn the_default_maximum_ttl_is_one_day() {
+        let day = Duration::from_secs(86_400);
+        assert_eq!(LeaseStoreConfig::DEFAULT_MAX_TTL, day);
+        assert_eq!(LeaseStoreConfig::default().max_ttl(), day);
+        let mut store = LeaseStore::default();
+        assert!(store
+            .try_acquire_or_renew(&role("r"), &owner("a"), day, Instant::ZERO)
+            .is_ok());
+        assert_eq!(
+            store.try_acquire_or_renew(
+                &role("s"),
+                &owner("a"),
+                day + Duration::from_nanos(1),
+                Instant::ZERO
+            ),
+            Err(LeaseError::TtlAboveMaximum {
+                ttl: day + Duration::from_nanos(1),
+                max: day
+            })
+        );
+    }
+
+    #[test]
     fn release_of_unknown_role_is_a_no_op() {
         let mut store = LeaseStore::default();
         let result = store.release(&role("r"), &owner("a"), FencingToken::FIRST, Instant::ZERO);
