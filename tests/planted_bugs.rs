@@ -8,34 +8,15 @@
 //! tests — where a mutation of them is judged (`scripts/mutants.sh suite`).
 #![cfg(feature = "planted-bugs")]
 
-use std::time::Duration;
+mod elector_support;
+use elector_support::*;
 
-use fenced::{
-    Elector, ElectorConfig, ElectorOutput, ElectorTimings, FencedStore, Fencing, FencingToken,
-    Instant, LeaseResult, LeaseStore, OwnerId, PlantedBug, ReleaseResult, RequestId, ResourceId,
-    ResponseDisposition, Role, WriteOutcome,
-};
+use fenced::{FencedStore, Fencing, PlantedBug, ReleaseResult, ResourceId, WriteOutcome};
 
 const TTL: Duration = Duration::from_secs(30);
 
-fn secs(s: u64) -> Instant {
-    Instant::from_secs(s)
-}
-
-fn ms(m: u64) -> Instant {
-    Instant::from_millis(m)
-}
-
-fn token(n: u64) -> FencingToken {
-    FencingToken::new(n).unwrap()
-}
-
-fn owner(name: &str) -> OwnerId {
-    OwnerId::new(name).unwrap()
-}
-
 fn role() -> Role {
-    Role::new("reports").unwrap()
+    Role::new(ROLE).unwrap()
 }
 
 /// A lease store, with `bug` planted if given.
@@ -55,7 +36,7 @@ fn ask(store: &mut LeaseStore, who: &str, now: Instant) -> LeaseResult {
 
 /// An elector with the default timings (TTL 30 s, renew 10 s, retry 2 s,
 /// margin 3 s: 27 s of validity), `bug` planted if given.
-fn elector(bug: Option<PlantedBug>) -> Elector {
+fn planted_elector(bug: Option<PlantedBug>) -> Elector {
     let config = ElectorConfig::new(owner("a"), role(), ElectorTimings::default()).unwrap();
     let mut e = Elector::new(config);
     if let Some(bug) = bug {
@@ -64,32 +45,15 @@ fn elector(bug: Option<PlantedBug>) -> Elector {
     e
 }
 
-/// The ids of the requests in the elector's pending outputs, drained.
-fn sent(e: &mut Elector) -> Vec<RequestId> {
-    std::iter::from_fn(|| e.poll_output())
-        .filter_map(|o| match o {
-            ElectorOutput::SendLeaseRequest { id, .. } => Some(id),
-            _ => None,
-        })
-        .collect()
-}
-
 /// An elector started at `start` with a retry out at `start + 2 s`: two
 /// requests outstanding, their ids.
 fn two_outstanding(e: &mut Elector, start: Instant) -> (RequestId, RequestId) {
     e.start(start);
-    let first = sent(e);
+    let first = sent_ids(e);
     e.handle_timeout(start + Duration::from_secs(2));
-    let second = sent(e);
+    let second = sent_ids(e);
     assert_eq!((first.len(), second.len()), (1, 1), "one request each");
     (first[0], second[0])
-}
-
-fn granted(n: u64, expires_at: Instant) -> LeaseResult {
-    LeaseResult::Granted {
-        token: token(n),
-        expires_at,
-    }
 }
 
 /// The last instant `e` may act with `token`, found from `token_at` (ms
@@ -243,11 +207,11 @@ fn elector_ignores_deadline_keeps_leading_past_it() {
         (None, false),
         (Some(PlantedBug::ElectorIgnoresDeadline), true),
     ] {
-        let mut e = elector(bug);
+        let mut e = planted_elector(bug);
         e.start(secs(0));
-        let id = sent(&mut e)[0];
+        let id = sent_ids(&mut e)[0];
         e.handle_response(id, granted(1, secs(30)), ms(1));
-        sent(&mut e);
+        sent_ids(&mut e);
         // The renewals go unanswered.
         e.handle_timeout(secs(27));
         assert_eq!(e.token_at(secs(27)).is_some(), leads_at_27s);
@@ -264,7 +228,7 @@ fn elector_drops_slow_answers_ignores_an_answer_to_a_re_sent_request() {
             ResponseDisposition::Stale,
         ),
     ] {
-        let mut e = elector(bug);
+        let mut e = planted_elector(bug);
         let (old, _) = two_outstanding(&mut e, secs(0));
         assert_eq!(
             e.handle_response(old, granted(1, secs(30)), ms(2500)),
@@ -272,7 +236,7 @@ fn elector_drops_slow_answers_ignores_an_answer_to_a_re_sent_request() {
         );
     }
     // The answer to the newest request is applied, planted or not.
-    let mut e = elector(Some(PlantedBug::ElectorDropsSlowAnswers));
+    let mut e = planted_elector(Some(PlantedBug::ElectorDropsSlowAnswers));
     let (_, new) = two_outstanding(&mut e, secs(0));
     assert_eq!(
         e.handle_response(new, granted(1, secs(32)), ms(2500)),
@@ -288,7 +252,7 @@ fn elector_matches_newest_request_anchors_an_old_answer_at_the_newest_send() {
         (None, 26_999),
         (Some(PlantedBug::ElectorMatchesNewestRequest), 28_999),
     ] {
-        let mut e = elector(bug);
+        let mut e = planted_elector(bug);
         let (old, _) = two_outstanding(&mut e, secs(0));
         assert_eq!(
             e.handle_response(old, granted(1, secs(30)), ms(2500)),
@@ -304,9 +268,9 @@ fn elector_anchors_at_arrival_starts_the_validity_when_the_answer_arrives() {
         (None, 26_999),
         (Some(PlantedBug::ElectorAnchorsAtArrival), 27_999),
     ] {
-        let mut e = elector(bug);
+        let mut e = planted_elector(bug);
         e.start(secs(0));
-        let id = sent(&mut e)[0];
+        let id = sent_ids(&mut e)[0];
         e.handle_response(id, granted(1, secs(30)), secs(1));
         assert_eq!(last_valid_ms(&e, secs(1)), last_ms);
     }
@@ -321,16 +285,16 @@ fn elector_deadline_without_margin_leads_for_the_whole_ttl() {
         (None, 36_999),
         (Some(PlantedBug::ElectorDeadlineWithoutMargin), 39_999),
     ] {
-        let mut e = elector(bug);
+        let mut e = planted_elector(bug);
         e.start(secs(10));
-        let id = sent(&mut e)[0];
+        let id = sent_ids(&mut e)[0];
         e.handle_response(id, granted(1, secs(40)), secs(15));
         assert_eq!(last_valid_ms(&e, secs(15)), last_ms);
     }
     // Answered at once, the anchor stops at the arrival: 11 s + 27 s.
-    let mut e = elector(Some(PlantedBug::ElectorDeadlineWithoutMargin));
+    let mut e = planted_elector(Some(PlantedBug::ElectorDeadlineWithoutMargin));
     e.start(secs(10));
-    let id = sent(&mut e)[0];
+    let id = sent_ids(&mut e)[0];
     e.handle_response(id, granted(1, secs(40)), secs(11));
     assert_eq!(last_valid_ms(&e, secs(11)), 37_999);
 }
@@ -344,13 +308,13 @@ fn elector_applies_stale_answer_applies_an_answer_it_does_not_wait_for() {
             ResponseDisposition::Applied,
         ),
     ] {
-        let mut e = elector(bug);
+        let mut e = planted_elector(bug);
         e.start(secs(0));
-        let first = sent(&mut e)[0];
+        let first = sent_ids(&mut e)[0];
         // The first answer is lost; a retry is out at 2 s; a duplicate
         // answer to a request id never sent arrives.
         e.handle_timeout(secs(2));
-        sent(&mut e);
+        sent_ids(&mut e);
         let unknown = RequestId(first.0 + 100);
         assert_eq!(
             e.handle_response(unknown, granted(1, secs(32)), ms(2500)),
