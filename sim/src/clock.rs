@@ -92,6 +92,14 @@ impl HostClock {
             let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
             return Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX));
         }
+        self.drifting_local_nanos(t)
+    }
+
+    /// [`local_nanos`](Self::local_nanos) of a drifting clock. Out of line:
+    /// inlined, its (speculatable) 128-bit division was hoisted by the
+    /// optimiser above the drift test into every caller's hot path.
+    #[inline(never)]
+    fn drifting_local_nanos(self, t: u64) -> Instant {
         let local = i128::from(t)
             + drift_part(t, self.drift_ppb)
             + i128::from(self.offset_nanos)
