@@ -621,13 +621,18 @@ impl Elector {
         self.observe_leader(None);
     }
 
+    /// Sends the request that is due at `now`, if one is. Inlined: every
+    /// input asks, and the answer is usually not yet.
+    #[inline]
     fn send_due_request(&mut self, now: Instant) {
-        let Some(due) = self.next_request_at else {
-            return;
-        };
-        if now < due {
-            return;
+        if self.next_request_at.is_some_and(|due| now >= due) {
+            self.send_request(now);
         }
+    }
+
+    /// Sends a request now (one is due).
+    #[inline(never)]
+    fn send_request(&mut self, now: Instant) {
         // Requests whose answer could no longer be acted on are forgotten,
         // and so is the oldest one beyond the bound.
         // Oldest first: the expired ones are at the front.
