@@ -168,10 +168,14 @@ impl HostClock {
         let mut t = ceil_scaled(target, rate);
         t = t.max(i128::from(not_before));
         let mut t = u64::try_from(t).unwrap_or(u64::MAX);
+        let mut raised = false;
         while t < u64::MAX && self.local_nanos(t) < local {
             t += 1;
+            raised = true;
         }
-        while t > not_before && self.local_nanos(t - 1) >= local {
+        // Once raised, the clock read less than `local` at `t - 1`: only an
+        // estimate that was not raised can be too late.
+        while !raised && t > not_before && self.local_nanos(t - 1) >= local {
             t -= 1;
         }
         t
