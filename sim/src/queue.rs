@@ -56,7 +56,13 @@ impl<E> EventQueue<E> {
     pub(crate) fn push(&mut self, time: SimTime, event: E) {
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(event);
+                // A free slot is empty (`pop` took its event): it is filled
+                // in place, with no old event to drop first.
+                let entry = &mut self.slots[slot as usize];
+                match entry {
+                    None => *entry = Some(event),
+                    Some(_) => unreachable!("a free slot holds no event"),
+                }
                 slot
             }
             None => {
