@@ -120,7 +120,7 @@ impl Checker {
     ) {
         let entry = self.members.node(node.index);
         let m = *entry;
-        if m.member && !m.last.is_some_and(|h| h + ttl <= local) && joined != m.member && live {
+        if m.member && !joined && live && m.last.is_none_or(|h| h + ttl > local) {
             // The common case, a refresh that is as it should be: judged and
             // recorded without the rules below.
             entry.last = Some(local);
