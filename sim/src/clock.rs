@@ -87,11 +87,40 @@ impl HostClock {
 
     #[inline]
     fn local_nanos(self, t: u64) -> Instant {
+        if let Some(base) = self.steady_base() {
+            // The common case: `t + base`, which is never negative.
+            return Instant::from_nanos(t.saturating_add(base));
+        }
         if self.drift_ppb == 0 {
-            // The common case, without 128-bit division.
+            // Without 128-bit division.
             let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
             return Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX));
         }
+        self.drifting_local_nanos(t)
+    }
+
+    /// For a clock without drift whose offset does not reach below the
+    /// epoch (every validated offset: the epoch is ten days, offsets at
+    /// most two), `offset + EPOCH`: the clock reads `t + base`, saturating.
+    /// The 64-bit fast path of [`local_nanos`](Self::local_nanos) and
+    /// [`true_nanos_at`](Self::true_nanos_at).
+    #[inline(always)]
+    fn steady_base(self) -> Option<u64> {
+        const EPOCH: i64 = EPOCH_NANOS as i64;
+        if self.drift_ppb != 0 {
+            return None;
+        }
+        match self.offset_nanos.checked_add(EPOCH) {
+            Some(base) if base >= 0 => Some(base as u64),
+            _ => None,
+        }
+    }
+
+    /// [`local_nanos`](Self::local_nanos) of a drifting clock. Out of line:
+    /// inlined, its (speculatable) 128-bit division was hoisted by the
+    /// optimiser above the drift test into every caller's hot path.
+    #[inline(never)]
+    fn drifting_local_nanos(self, t: u64) -> Instant {
         let local = i128::from(t)
             + drift_part(t, self.drift_ppb)
             + i128::from(self.offset_nanos)
@@ -108,6 +137,25 @@ impl HostClock {
 
     #[inline]
     fn true_nanos_at(self, local: Instant, not_before: u64) -> u64 {
+        if let Some(base) = self.steady_base() {
+            // The clock reads `t + base`: if it reads less than `local` at
+            // `not_before` (so `local > not_before + base ≥ base`, without
+            // saturation), it first reads `local` at `local - base`, which
+            // lies after `not_before`.
+            let local = local.as_nanos();
+            return if not_before.saturating_add(base) >= local {
+                not_before
+            } else {
+                local - base
+            };
+        }
+        self.moving_true_nanos_at(local, not_before)
+    }
+
+    /// [`true_nanos_at`](Self::true_nanos_at) of any clock: the general
+    /// case, out of line.
+    #[inline(never)]
+    fn moving_true_nanos_at(self, local: Instant, not_before: u64) -> u64 {
         if self.local_nanos(not_before) >= local {
             return not_before;
         }
@@ -120,10 +168,14 @@ impl HostClock {
         let mut t = ceil_scaled(target, rate);
         t = t.max(i128::from(not_before));
         let mut t = u64::try_from(t).unwrap_or(u64::MAX);
+        let mut raised = false;
         while t < u64::MAX && self.local_nanos(t) < local {
             t += 1;
+            raised = true;
         }
-        while t > not_before && self.local_nanos(t - 1) >= local {
+        // Once raised, the clock read less than `local` at `t - 1`: only an
+        // estimate that was not raised can be too late.
+        while !raised && t > not_before && self.local_nanos(t - 1) >= local {
             t -= 1;
         }
         t
@@ -204,6 +256,38 @@ mod tests {
         let back = c.true_time_at(c.local(t), SimTime::ZERO);
         assert_eq!(back.as_nanos(), c.true_nanos_at(c.local(t), 0));
         assert_eq!(c.true_time_at(c.local(t), SimTime::MAX), SimTime::MAX);
+    }
+
+    #[test]
+    fn the_steady_fast_path_equals_the_general_one() {
+        use crate::rng::{uniform_inclusive, SeedDeriver};
+        let mut rng = SeedDeriver::new(11, "steady").rng();
+        let limit = 2 * MAX_CLOCK_OFFSET_NANOS as u64;
+        let edges = [0u64, 1, EPOCH_NANOS as u64, u64::MAX - 1, u64::MAX];
+        for _ in 0..20_000 {
+            let offset = uniform_inclusive(&mut rng, 0, 2 * limit) as i64 - limit as i64;
+            let c = HostClock {
+                offset_nanos: offset,
+                drift_ppb: 0,
+            };
+            let mut draw = || {
+                if uniform_inclusive(&mut rng, 0, 3) == 0 {
+                    edges[uniform_inclusive(&mut rng, 0, edges.len() as u64 - 1) as usize]
+                } else {
+                    let bits = uniform_inclusive(&mut rng, 1, 63);
+                    uniform_inclusive(&mut rng, 0, 1 << bits)
+                }
+            };
+            let (t, local) = (draw(), Instant::from_nanos(draw()));
+            let wide = i128::from(t) + i128::from(offset) + EPOCH_NANOS;
+            let wide = u64::try_from(wide.max(0)).unwrap_or(u64::MAX);
+            assert_eq!(c.local_nanos(t).as_nanos(), wide, "{offset} {t}");
+            assert_eq!(
+                c.true_nanos_at(local, t),
+                c.moving_true_nanos_at(local, t),
+                "{offset} {t} {local}"
+            );
+        }
     }
 
     #[test]

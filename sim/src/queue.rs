@@ -4,7 +4,7 @@
 //! number breaks ties in insertion order, which makes the order of
 //! simultaneous events — and so the whole run — deterministic.
 //!
-//! The heap holds only 24-byte keys; events live in a slab of reusable slots,
+//! The heaps hold only 16-byte keys; events live in a slab of reusable slots,
 //! so sifting moves small keys and steady-state runs allocate nothing.
 
 use std::cmp::Reverse;
@@ -28,10 +28,20 @@ pub(crate) const MAX_PENDING: usize = 1 << SLOT_BITS;
 /// because sequence numbers are unique. Events live in a slab of reusable
 /// slots, so sifting moves 16-byte keys and steady-state runs allocate
 /// nothing. (A radix heap was tried and measured slower at every fleet size
-/// of the benchmark.)
+/// of the benchmark; so was a 4-ary heap.)
+///
+/// Keys live in two heaps: `soon` for events the caller says come soon
+/// ([`push_soon`](Self::push_soon): messages in flight, due within a
+/// latency) and `later` for the rest (timers, due in seconds). A message is
+/// due before nearly every timer, so in one heap it would sift up to the
+/// root on every push and down from it on every pop; in a heap of the few
+/// messages in flight it moves a level or two. A pop takes the smaller of
+/// the two minimums: the keys are unique, so the order of events is exactly
+/// that of one heap.
 #[derive(Debug)]
 pub(crate) struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<u128>>,
+    soon: BinaryHeap<Reverse<u128>>,
+    later: BinaryHeap<Reverse<u128>>,
     slots: Vec<Option<E>>,
     free: Vec<u32>,
     next_seq: u64,
@@ -40,7 +50,8 @@ pub(crate) struct EventQueue<E> {
 impl<E> EventQueue<E> {
     pub(crate) fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::with_capacity(256),
+            soon: BinaryHeap::with_capacity(64),
+            later: BinaryHeap::with_capacity(256),
             slots: Vec::with_capacity(256),
             free: Vec::with_capacity(256),
             next_seq: 0,
@@ -54,9 +65,30 @@ impl<E> EventQueue<E> {
     /// bounds a simulation reaches only through a bug.
     #[inline]
     pub(crate) fn push(&mut self, time: SimTime, event: E) {
+        let key = self.key(time, event);
+        self.later.push(Reverse(key));
+    }
+
+    /// [`push`](Self::push) for an event due soon (a message in flight):
+    /// the same order, a cheaper heap (see the type's documentation).
+    #[inline]
+    pub(crate) fn push_soon(&mut self, time: SimTime, event: E) {
+        let key = self.key(time, event);
+        self.soon.push(Reverse(key));
+    }
+
+    /// Stores `event` in a slot and returns its key.
+    #[inline]
+    fn key(&mut self, time: SimTime, event: E) -> u128 {
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(event);
+                // A free slot is empty (`pop` took its event): it is filled
+                // in place, with no old event to drop first.
+                let entry = &mut self.slots[slot as usize];
+                match entry {
+                    None => *entry = Some(event),
+                    Some(_) => unreachable!("a free slot holds no event"),
+                }
                 slot
             }
             None => {
@@ -71,23 +103,41 @@ impl<E> EventQueue<E> {
         let seq = self.next_seq;
         self.next_seq += 1;
         assert!(seq < 1 << 40, "more than 2^40 events scheduled");
-        let key =
-            (u128::from(time.as_nanos()) << 64) | (u128::from(seq) << SLOT_BITS) | u128::from(slot);
-        self.heap.push(Reverse(key));
+        (u128::from(time.as_nanos()) << 64) | (u128::from(seq) << SLOT_BITS) | u128::from(slot)
+    }
+
+    /// The smallest key, and whether it is in `soon`.
+    #[inline]
+    fn first(&self) -> Option<(u128, bool)> {
+        match (self.soon.peek(), self.later.peek()) {
+            (Some(&Reverse(soon)), Some(&Reverse(later))) => Some(if soon < later {
+                (soon, true)
+            } else {
+                (later, false)
+            }),
+            (Some(&Reverse(soon)), None) => Some((soon, true)),
+            (None, Some(&Reverse(later))) => Some((later, false)),
+            (None, None) => None,
+        }
     }
 
     /// The time of the earliest event, if any.
     #[inline]
     pub(crate) fn peek_time(&self) -> Option<SimTime> {
-        self.heap
-            .peek()
-            .map(|Reverse(key)| SimTime::from_nanos((key >> 64) as u64))
+        self.first()
+            .map(|(key, _)| SimTime::from_nanos((key >> 64) as u64))
     }
 
     /// Removes and returns the earliest event with its time.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<(SimTime, E)> {
-        let Reverse(key) = self.heap.pop()?;
+        let (_, soon) = self.first()?;
+        let heap = if soon {
+            &mut self.soon
+        } else {
+            &mut self.later
+        };
+        let Reverse(key) = heap.pop()?;
         let slot = (key & SLOT_MASK) as u32;
         let event = self.slots[slot as usize].take();
         self.free.push(slot);
@@ -96,7 +146,7 @@ impl<E> EventQueue<E> {
 
     /// How many events are pending.
     pub(crate) fn len(&self) -> usize {
-        self.heap.len()
+        self.soon.len() + self.later.len()
     }
 
     /// The pending events, in no particular order (slot order). For reports,
@@ -135,8 +185,13 @@ mod tests {
         let mut id = 0u64;
         for _ in 0..20_000 {
             if uniform_inclusive(&mut rng, 0, 2) > 0 || model.is_empty() {
+                // Either heap, whatever the time: the order is the keys'.
                 let time = now + uniform_inclusive(&mut rng, 0, 1_000_000_000);
-                q.push(SimTime::from_nanos(time), id);
+                if uniform_inclusive(&mut rng, 0, 1) == 0 {
+                    q.push(SimTime::from_nanos(time), id);
+                } else {
+                    q.push_soon(SimTime::from_nanos(time), id);
+                }
                 model.push((time, id));
                 id += 1;
             } else {

@@ -72,6 +72,17 @@ use crate::lease::LeaseResult;
 use crate::planted::{BugSlot, PlantedBug};
 use crate::time::{Instant, LatestNow};
 
+/// Removes the first `n` requests of `requests` (all of them if fewer).
+#[inline]
+fn remove_front(requests: &mut Vec<InFlight>, n: usize) {
+    if n >= requests.len() {
+        requests.clear();
+    } else if n > 0 {
+        requests.copy_within(n.., 0);
+        requests.truncate(requests.len() - n);
+    }
+}
+
 /// The earlier of two optional instants.
 #[inline]
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
@@ -250,8 +261,9 @@ pub struct Elector {
     config: ElectorConfig,
     phase: Phase,
     /// Unanswered requests, oldest first (ids strictly increasing), at most
-    /// [`MAX_OUTSTANDING`].
-    outstanding: VecDeque<InFlight>,
+    /// [`MAX_OUTSTANDING`]. A `Vec`, not a `VecDeque`: it holds one or two
+    /// requests almost always, and retiring a prefix is a short copy.
+    outstanding: Vec<InFlight>,
     /// When the next request is due (local clock); `None` while idle.
     next_request_at: Option<Instant>,
     last_request_id: u64,
@@ -280,7 +292,7 @@ impl Elector {
         Elector {
             config,
             phase: Phase::Idle,
-            outstanding: VecDeque::new(),
+            outstanding: Vec::new(),
             next_request_at: None,
             last_request_id: 0,
             unanswered_since: None,
@@ -478,7 +490,7 @@ impl Elector {
             self.outstanding[at]
         };
         // Older requests carry older news than this answer: retire them.
-        self.outstanding.drain(..=at);
+        remove_front(&mut self.outstanding, at + 1);
         self.unanswered_since = None;
         let answer_token = match &result {
             LeaseResult::Granted { token, .. } | LeaseResult::Renewed { token, .. } => *token,
@@ -573,6 +585,9 @@ impl Elector {
         }
     }
 
+    /// Steps down if leading and `now` is at or past the local deadline.
+    /// Inlined: every input asks, and the answer is almost always no.
+    #[inline]
     fn check_deadline(&mut self, now: Instant) {
         let Phase::Leader {
             token, valid_until, ..
@@ -583,6 +598,12 @@ impl Elector {
         if now < valid_until || self.planted.is(PlantedBug::ElectorIgnoresDeadline) {
             return;
         }
+        self.step_down_on_deadline(token, now);
+    }
+
+    /// The local deadline passed while leading with `token`.
+    #[inline(never)]
+    fn step_down_on_deadline(&mut self, token: FencingToken, now: Instant) {
         self.end_term(token, StepDownReason::LocalDeadline);
         if self.config.release_on_deadline() {
             self.release(token);
@@ -594,30 +615,34 @@ impl Elector {
         self.observe_leader(None);
     }
 
+    /// Sends the request that is due at `now`, if one is. Inlined: every
+    /// input asks, and the answer is usually not yet.
+    #[inline]
     fn send_due_request(&mut self, now: Instant) {
-        let Some(due) = self.next_request_at else {
-            return;
-        };
-        if now < due {
-            return;
+        if self.next_request_at.is_some_and(|due| now >= due) {
+            self.send_request(now);
         }
+    }
+
+    /// Sends a request now (one is due).
+    #[inline(never)]
+    fn send_request(&mut self, now: Instant) {
         // Requests whose answer could no longer be acted on are forgotten,
         // and so is the oldest one beyond the bound.
         // Oldest first: the expired ones are at the front.
         let validity = self.config.validity();
-        while self
+        let expired = self
             .outstanding
-            .front()
-            .is_some_and(|r| r.sent_at + validity <= now)
-        {
-            self.outstanding.pop_front();
-        }
+            .iter()
+            .take_while(|r| r.sent_at + validity <= now)
+            .count();
+        remove_front(&mut self.outstanding, expired);
         if self.outstanding.len() == MAX_OUTSTANDING {
-            self.outstanding.pop_front();
+            remove_front(&mut self.outstanding, 1);
         }
         self.last_request_id += 1;
         let id = RequestId(self.last_request_id);
-        self.outstanding.push_back(InFlight { id, sent_at: now });
+        self.outstanding.push(InFlight { id, sent_at: now });
         if self.unanswered_since.is_none() {
             self.unanswered_since = Some(now);
         }
@@ -712,7 +737,7 @@ impl Elector {
             .all(|(a, b)| a.id < b.id && a.sent_at <= b.sent_at));
         debug_assert!(self
             .outstanding
-            .back()
+            .last()
             .is_none_or(|r| r.id.0 <= self.last_request_id));
     }
 }

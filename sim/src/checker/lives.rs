@@ -80,7 +80,9 @@ struct Life {
     /// not act happens then.
     recovered_at: Option<SimTime>,
     term: Option<OpenTerm>,
-    /// Requests sent and not yet answered, with their local send times.
+    /// Requests sent and not yet answered, with their local send times,
+    /// oldest first (at most [`fenced::MAX_OUTSTANDING`]: a follower's are
+    /// never retired, so its ring stays full).
     sent: VecDeque<(u64, Instant)>,
     /// The local send time of the request whose grant or renewal was last
     /// applied.
@@ -93,10 +95,24 @@ struct Life {
 /// How a renewal's send time compared with its anchor
 /// ([`Checker::on_request_sent`]).
 enum RenewalTiming {
-    Late { anchor: Instant, renew: Duration },
-    Early { anchor: Instant, renew: Duration },
-    OnSchedule { shortened: bool },
+    Late {
+        anchor: Instant,
+        renew: Duration,
+    },
+    Early {
+        anchor: Instant,
+        renew: Duration,
+    },
+    OnSchedule {
+        shortened: bool,
+    },
+    /// Late, but the answer came late or the process could not act.
+    Exempt,
 }
+
+/// Clock conversions round to the nanosecond: renewal times are judged
+/// to within this.
+const ROUNDING: Duration = Duration::from_micros(1);
 
 /// A jitter that can shorten an interval by less than this is not judged
 /// for spreading renewals: one that can shorten it by 1 ms leaves a renewal
@@ -222,6 +238,7 @@ impl Checker {
     /// must actually spread renewals ([`CheckerSettings::jitter`]): a
     /// thundering herd of renewals is what jitter is for. The fenced
     /// elector only ([`CheckerSettings::renew_interval`]).
+    #[inline]
     pub(super) fn on_request_sent(
         &mut self,
         now: SimTime,
@@ -229,7 +246,6 @@ impl Checker {
         request: u64,
         local: Instant,
     ) {
-        const ROUNDING: std::time::Duration = std::time::Duration::from_micros(1);
         let renew = self.settings.renew_interval;
         let jitter = self.settings.jitter;
         let Some(life) = self.lives.life_mut(p.id) else {
@@ -242,52 +258,84 @@ impl Checker {
             if life.term.is_some() {
                 let elapsed = local.saturating_duration_since(anchor);
                 let exempt = applied == now || life.recovered_at == Some(now);
-                if elapsed > renew + ROUNDING && !exempt {
-                    timing = Some(RenewalTiming::Late { anchor, renew });
+                timing = Some(if elapsed > renew + ROUNDING && !exempt {
+                    RenewalTiming::Late { anchor, renew }
                 } else if elapsed + ROUNDING < renew.mul_f64(1.0 - jitter.clamp(0.0, 1.0)) {
-                    timing = Some(RenewalTiming::Early { anchor, renew });
+                    RenewalTiming::Early { anchor, renew }
                 } else if !exempt {
-                    timing = Some(RenewalTiming::OnSchedule {
+                    RenewalTiming::OnSchedule {
                         shortened: elapsed + ROUNDING < renew,
-                    });
-                }
+                    }
+                } else {
+                    RenewalTiming::Exempt
+                });
             }
         }
         if life.sent.len() == fenced::MAX_OUTSTANDING {
             life.sent.pop_front();
         }
         life.sent.push_back((request, local));
-        let detail = match timing {
-            None => return,
+        match timing {
+            None | Some(RenewalTiming::Exempt) => {}
             Some(RenewalTiming::OnSchedule { shortened }) => {
-                self.lives.renewals.on_schedule += 1;
-                self.lives.renewals.shortened += u64::from(shortened);
-                let spreads = renew.is_some_and(|r| r.mul_f64(jitter.clamp(0.0, 1.0)) >= SPREAD_MIN);
-                if !spreads
-                    || self.lives.renewals.on_schedule != UNSPREAD_LIMIT
-                    || self.lives.renewals.shortened > 0
-                {
-                    return;
+                let r = &mut self.lives.renewals;
+                r.on_schedule += 1;
+                r.shortened += u64::from(shortened);
+                if r.on_schedule == UNSPREAD_LIMIT && r.shortened == 0 {
+                    self.renewals_unspread(now, p);
                 }
-                format!(
-                    "the first {UNSPREAD_LIMIT} renewals on schedule all came exactly renew_interval {} after their anchors although jitter {jitter} is configured: the jitter is not applied ({} last)",
-                    secs(renew.unwrap_or_default()),
-                    p.owner,
-                )
             }
-            Some(RenewalTiming::Late { anchor, renew }) => format!(
+            Some(timing) => self.renewal_mistimed(now, p, local, timing),
+        }
+    }
+
+    /// The `local-deadline` violation of a renewal sent late or early.
+    #[cold]
+    #[inline(never)]
+    fn renewal_mistimed(
+        &mut self,
+        now: SimTime,
+        p: ProcessRef<'_>,
+        local: Instant,
+        timing: RenewalTiming,
+    ) {
+        let jitter = self.settings.jitter;
+        let detail = match timing {
+            RenewalTiming::Late { anchor, renew } => format!(
                 "{} renewed its lease {} after its anchor, later than renew_interval {} (its last successful request was sent at {anchor} by its clock)",
                 p.owner,
                 secs(local - anchor),
                 secs(renew),
             ),
-            Some(RenewalTiming::Early { anchor, renew }) => format!(
+            RenewalTiming::Early { anchor, renew } => format!(
                 "{} renewed its lease {} after its anchor, earlier than renew_interval {} shortened by jitter {jitter} allows (its last successful request was sent at {anchor} by its clock)",
                 p.owner,
                 secs(local.saturating_duration_since(anchor)),
                 secs(renew),
             ),
+            RenewalTiming::OnSchedule { .. } | RenewalTiming::Exempt => return,
         };
+        self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
+    }
+
+    /// The `local-deadline` violation of a configured jitter that left the
+    /// first [`UNSPREAD_LIMIT`] renewals on schedule all unshortened — when
+    /// it could shorten an interval by [`SPREAD_MIN`] or more.
+    #[cold]
+    #[inline(never)]
+    fn renewals_unspread(&mut self, now: SimTime, p: ProcessRef<'_>) {
+        let jitter = self.settings.jitter.clamp(0.0, 1.0);
+        let Some(renew) = self.settings.renew_interval else {
+            return;
+        };
+        if renew.mul_f64(jitter) < SPREAD_MIN {
+            return;
+        }
+        let detail = format!(
+            "the first {UNSPREAD_LIMIT} renewals on schedule all came exactly renew_interval {} after their anchors although jitter {jitter} is configured: the jitter is not applied ({} last)",
+            secs(renew),
+            p.owner,
+        );
         self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
     }
 
@@ -490,7 +538,10 @@ impl Checker {
             if let Some(at) = life.sent.iter().position(|(sent, _)| *sent == request) {
                 life.anchor = Some(life.sent[at].1);
                 life.renewal_due_since = Some(now);
-                life.sent.drain(..=at);
+                // Retired one by one: cheaper than a `drain` of a prefix.
+                for _ in 0..=at {
+                    life.sent.pop_front();
+                }
             }
         }
         if disposition != ResponseDisposition::Applied && renewal && believes {

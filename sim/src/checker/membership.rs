@@ -79,6 +79,8 @@ impl MembershipModel {
 
 impl Checker {
     /// Judges one registry answer at true time `now` (see the module docs).
+    /// Inlined: a heartbeat's answer comes with every heartbeat.
+    #[inline]
     pub(super) fn on_registry_answer(
         &mut self,
         now: SimTime,
@@ -106,7 +108,31 @@ impl Checker {
         }
     }
 
+    #[inline]
     fn on_registry_heartbeat(
+        &mut self,
+        now: SimTime,
+        local: Instant,
+        ttl: Duration,
+        node: NodeRef<'_>,
+        joined: bool,
+        live: bool,
+    ) {
+        let entry = self.members.node(node.index);
+        let m = *entry;
+        if m.member && !joined && live && m.last.is_none_or(|h| h + ttl > local) {
+            // The common case, a refresh that is as it should be: judged and
+            // recorded without the rules below.
+            entry.last = Some(local);
+            return;
+        }
+        self.judge_registry_heartbeat(now, local, ttl, node, joined, live);
+    }
+
+    /// [`on_registry_heartbeat`](Self::on_registry_heartbeat) for a join or
+    /// a wrong answer.
+    #[inline(never)]
+    fn judge_registry_heartbeat(
         &mut self,
         now: SimTime,
         local: Instant,
@@ -154,6 +180,7 @@ impl Checker {
         entry.member = true;
     }
 
+    #[inline(never)]
     fn on_registry_left(
         &mut self,
         now: SimTime,
@@ -204,6 +231,7 @@ impl Checker {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn on_registry_counts(
         &mut self,
         now: SimTime,

@@ -80,10 +80,10 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
         }
         match self.net.transit(self.now) {
             Transit::Lost => self.dropped(to, &msg, DropReason::Lost),
-            Transit::Once(at) => self.queue.push(at, Event::Deliver { from, to, msg }),
+            Transit::Once(at) => self.queue.push_soon(at, Event::Deliver { from, to, msg }),
             Transit::Twice(first, second) => {
                 let copy = msg.clone();
-                self.queue.push(
+                self.queue.push_soon(
                     first,
                     Event::Deliver {
                         from,
@@ -91,7 +91,8 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
                         msg: copy,
                     },
                 );
-                self.queue.push(second, Event::Deliver { from, to, msg });
+                self.queue
+                    .push_soon(second, Event::Deliver { from, to, msg });
             }
         }
     }

@@ -137,10 +137,14 @@ impl LeaseStoreHost {
         // Changes come in batches (a heartbeat prunes, then may re-add the
         // very node it pruned); collected first, so that a node's `Left`
         // answer is asked knowing whether it rejoined in the same batch. No
-        // allocation when nothing changed.
+        // allocation when nothing changed (a heartbeat that refreshed a
+        // member, the common case).
         let mut changes = Vec::new();
-        while let Some(change) = self.registry.poll_change() {
-            changes.push(change);
+        if let Some(first) = self.registry.poll_change() {
+            changes.push(first);
+            while let Some(change) = self.registry.poll_change() {
+                changes.push(change);
+            }
         }
         for (i, change) in changes.iter().enumerate() {
             match change {
