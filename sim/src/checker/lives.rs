@@ -596,6 +596,7 @@ impl Checker {
     /// deadline, measured from the send time of the request that last
     /// succeeded, on its own clock — from the record of what was sent and
     /// answered, not from the elector's state.
+    #[inline]
     pub(super) fn check_local_deadline(
         &mut self,
         now: SimTime,
@@ -609,6 +610,7 @@ impl Checker {
     /// Invariant `local-deadline`, the elector's query: `token_at` answers
     /// no token at or past the deadline, whether or not the elector has
     /// handled its timer yet — work checks it right before acting.
+    #[inline]
     pub(super) fn check_token_answer(
         &mut self,
         now: SimTime,
@@ -626,7 +628,9 @@ impl Checker {
     }
 
     /// `p` did `what` token `token` at `local`: a violation at or past its
-    /// deadline (its anchor + validity).
+    /// deadline (its anchor + validity). Inlined: asked at every unit and
+    /// every work tick, and the answer is almost always no.
+    #[inline]
     fn judge_deadline(
         &mut self,
         now: SimTime,
@@ -640,16 +644,31 @@ impl Checker {
             return;
         };
         if local >= anchor + validity {
-            let over = local - (anchor + validity);
-            let detail = format!(
-                "{} {what} token {token} {} past its local deadline \
-                 (its last successful request was sent {} earlier by its clock)",
-                p.owner,
-                secs(over),
-                secs(local - anchor)
-            );
-            self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
+            self.past_deadline(now, p, token, local, anchor, what);
         }
+    }
+
+    /// The `local-deadline` violation of [`judge_deadline`](Self::judge_deadline).
+    #[cold]
+    #[inline(never)]
+    fn past_deadline(
+        &mut self,
+        now: SimTime,
+        p: ProcessRef<'_>,
+        token: FencingToken,
+        local: Instant,
+        anchor: Instant,
+        what: &str,
+    ) {
+        let over = local - (anchor + self.settings.validity);
+        let detail = format!(
+            "{} {what} token {token} {} past its local deadline \
+             (its last successful request was sent {} earlier by its clock)",
+            p.owner,
+            secs(over),
+            secs(local - anchor)
+        );
+        self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
     }
 
     pub(super) fn on_joined(&mut self, node: u32) {
