@@ -272,9 +272,10 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                 });
                 return None;
             }
-            let (time, event) = self.queue.pop()?;
+            let (time, slot) = self.queue.pop_slot()?;
             debug_assert!(time >= self.now, "time never runs backwards");
             self.now = time;
+            let event = self.queue.take(slot)?;
             let control = self.dispatch(event);
             if self.queue.len() > MAX_PENDING_EVENTS {
                 self.halt = Some(Halt::TooManyPending {
