@@ -225,3 +225,35 @@ fn a_grant_answering_a_retired_request_after_stop_is_released_too() {
         vec![ElectorOutput::Release { token: token(2) }]
     );
 }
+
+#[test]
+fn a_stale_grant_released_while_stopped_does_not_hide_a_newer_release() {
+    // Proves (a property-test find) that after a stop, a grant of a new term (token 2) released on
+    // arrival, then a stale copy of an old grant (token 1) released too, the restarted elector still
+    // refuses to lead on a renewal of token 2 — its release may be on its way to the store.
+    let mut e = leader_at_zero("node-a");
+    e.handle_timeout(secs(10));
+    let in_flight = sent_id(&drain(&mut e));
+    e.stop(secs(11));
+    drain(&mut e);
+    assert_eq!(
+        e.handle_response(in_flight, granted(2, secs(42)), secs(12)),
+        ResponseDisposition::AlreadyReleased
+    );
+    assert_eq!(
+        e.handle_response(RequestId(1), granted(1, secs(30)), secs(12)),
+        ResponseDisposition::AlreadyReleased
+    );
+    drain(&mut e);
+    e.start(secs(13));
+    let id = sent_id(&drain(&mut e));
+    assert_eq!(
+        e.handle_response(id, renewed(2, secs(43)), secs(13)),
+        ResponseDisposition::AlreadyReleased
+    );
+    assert_eq!(e.token_at(secs(13)), None);
+    assert_eq!(
+        drain(&mut e),
+        vec![ElectorOutput::Release { token: token(2) }]
+    );
+}

@@ -269,7 +269,7 @@ pub struct Elector {
     last_request_id: u64,
     /// Send time of the first request since the last answer, if unanswered.
     unanswered_since: Option<Instant>,
-    /// The token of the last term this elector released.
+    /// The highest token of a term this elector released.
     released: Option<FencingToken>,
     observed: Option<ObservedLeader>,
     /// The highest token any applied answer carried (granted, renewed, or
@@ -547,7 +547,11 @@ impl Elector {
     }
 
     fn release(&mut self, token: FencingToken) {
-        self.released = Some(token);
+        // The highest token released is the one a late renewal could bring
+        // back: tokens only grow, so a release of an older term (a stale
+        // grant reaching a stopped elector) must not make it forget a newer
+        // one whose release may still be on its way.
+        self.released = self.released.max(Some(token));
         self.outputs.push_back(ElectorOutput::Release { token });
     }
 
