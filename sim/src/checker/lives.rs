@@ -95,19 +95,9 @@ struct Life {
 /// How a renewal's send time compared with its anchor
 /// ([`Checker::on_request_sent`]).
 enum RenewalTiming {
-    Late {
-        anchor: Instant,
-        renew: Duration,
-    },
-    Early {
-        anchor: Instant,
-        renew: Duration,
-    },
-    OnSchedule {
-        shortened: bool,
-    },
-    /// Late, but the answer came late or the process could not act.
-    Exempt,
+    Late { anchor: Instant, renew: Duration },
+    Early { anchor: Instant, renew: Duration },
+    OnSchedule { shortened: bool },
 }
 
 /// Clock conversions round to the nanosecond: renewal times are judged
@@ -258,17 +248,19 @@ impl Checker {
             if life.term.is_some() {
                 let elapsed = local.saturating_duration_since(anchor);
                 let exempt = applied == now || life.recovered_at == Some(now);
-                timing = Some(if elapsed > renew + ROUNDING && !exempt {
-                    RenewalTiming::Late { anchor, renew }
+                // Late but exempt (the answer came late, or the process
+                // could not act): neither judged nor counted.
+                timing = if elapsed > renew + ROUNDING && !exempt {
+                    Some(RenewalTiming::Late { anchor, renew })
                 } else if elapsed + ROUNDING < renew.mul_f64(1.0 - jitter.clamp(0.0, 1.0)) {
-                    RenewalTiming::Early { anchor, renew }
+                    Some(RenewalTiming::Early { anchor, renew })
                 } else if !exempt {
-                    RenewalTiming::OnSchedule {
+                    Some(RenewalTiming::OnSchedule {
                         shortened: elapsed + ROUNDING < renew,
-                    }
+                    })
                 } else {
-                    RenewalTiming::Exempt
-                });
+                    None
+                };
             }
         }
         if life.sent.len() == fenced::MAX_OUTSTANDING {
@@ -276,7 +268,7 @@ impl Checker {
         }
         life.sent.push_back((request, local));
         match timing {
-            None | Some(RenewalTiming::Exempt) => {}
+            None => {}
             Some(RenewalTiming::OnSchedule { shortened }) => {
                 let r = &mut self.lives.renewals;
                 r.on_schedule += 1;
@@ -285,7 +277,12 @@ impl Checker {
                     self.renewals_unspread(now, p);
                 }
             }
-            Some(timing) => self.renewal_mistimed(now, p, local, timing),
+            Some(RenewalTiming::Late { anchor, renew }) => {
+                self.renewal_mistimed(now, p, local, anchor, renew, true)
+            }
+            Some(RenewalTiming::Early { anchor, renew }) => {
+                self.renewal_mistimed(now, p, local, anchor, renew, false)
+            }
         }
     }
 
@@ -297,24 +294,24 @@ impl Checker {
         now: SimTime,
         p: ProcessRef<'_>,
         local: Instant,
-        timing: RenewalTiming,
+        anchor: Instant,
+        renew: Duration,
+        late: bool,
     ) {
-        let jitter = self.settings.jitter;
-        let detail = match timing {
-            RenewalTiming::Late { anchor, renew } => format!(
-                "{} renewed its lease {} after its anchor, later than renew_interval {} (its last successful request was sent at {anchor} by its clock)",
-                p.owner,
-                secs(local - anchor),
+        let bound = if late {
+            format!("later than renew_interval {}", secs(renew))
+        } else {
+            format!(
+                "earlier than renew_interval {} shortened by jitter {} allows",
                 secs(renew),
-            ),
-            RenewalTiming::Early { anchor, renew } => format!(
-                "{} renewed its lease {} after its anchor, earlier than renew_interval {} shortened by jitter {jitter} allows (its last successful request was sent at {anchor} by its clock)",
-                p.owner,
-                secs(local.saturating_duration_since(anchor)),
-                secs(renew),
-            ),
-            RenewalTiming::OnSchedule { .. } | RenewalTiming::Exempt => return,
+                self.settings.jitter
+            )
         };
+        let detail = format!(
+            "{} renewed its lease {} after its anchor, {bound} (its last successful request was sent at {anchor} by its clock)",
+            p.owner,
+            secs(local.saturating_duration_since(anchor)),
+        );
         self.violate(Invariant::LocalDeadline, now, detail, Vec::new());
     }
 
@@ -332,7 +329,7 @@ impl Checker {
             return;
         }
         let detail = format!(
-            "the first {UNSPREAD_LIMIT} renewals on schedule all came exactly renew_interval {} after their anchors although jitter {jitter} is configured: the jitter is not applied ({} last)",
+            "the first {UNSPREAD_LIMIT} renewals on schedule all came exactly renew_interval {} after their anchors although jitter {jitter} is configured: the jitter is not applied (the eighth by {})",
             secs(renew),
             p.owner,
         );
