@@ -22,7 +22,15 @@ impl Tracer {
     #[cold]
     #[inline(never)]
     fn write_observation(&mut self, t: u64, observation: &Observation<'_>) {
-        if let Some((on, record)) = record_of(observation) {
+        // `fold` and `record_of` each list the trace-silent observations
+        // (both matches are exhaustive, so a new observation must be placed
+        // in each): a record the hash counts must have its line.
+        let record = record_of(observation);
+        debug_assert!(
+            record.is_some(),
+            "the trace hash folded {observation:?} but the text has no line for it"
+        );
+        if let Some((on, record)) = record {
             self.write_line(t, on, &record);
         }
     }
