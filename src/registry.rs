@@ -175,8 +175,13 @@ impl NodeRegistry {
     }
 
     /// How many nodes are live at `now`.
+    ///
+    /// O(expired entries not yet pruned), not O(nodes): entries are held in
+    /// expiry order, so the ones `now` has outlived are at the front — none
+    /// after any call that pruned at `now` or later.
     pub fn live_count(&self, now: Instant) -> usize {
-        self.live_nodes(now).count()
+        let now = self.latest_now.at(now);
+        self.last_heartbeat.len() - self.by_expiry.expired_at(now)
     }
 
     /// How many entries the registry holds (live, or expired and not yet
@@ -305,6 +310,17 @@ impl ExpiryQueue {
         self.unlink(slot);
         self.slots[slot as usize].expires_at = expires_at;
         self.link_back(slot);
+    }
+
+    /// How many entries, from the front, expire at or before `now`.
+    fn expired_at(&self, now: Instant) -> usize {
+        let mut count = 0;
+        let mut slot = self.head;
+        while slot != NIL && self.slots[slot as usize].expires_at <= now {
+            count += 1;
+            slot = self.slots[slot as usize].next;
+        }
+        count
     }
 
     /// Removes and returns the earliest entry.

@@ -221,3 +221,33 @@ fn a_zero_liveness_ttl_is_an_error() {
     let reg = NodeRegistry::new(Duration::from_nanos(1)).unwrap();
     assert_eq!(reg.liveness_ttl(), Duration::from_nanos(1));
 }
+
+proptest::proptest! {
+    /// Proves that `live_count` (counted from the expiry order, not by
+    /// listing) agrees with `live_nodes` and `is_live` at every instant,
+    /// including instants past expiries the registry has not pruned yet.
+    #[test]
+    fn live_count_agrees_with_the_listing_at_any_instant(
+        steps in proptest::collection::vec((0u64..8, 0u64..20_000, proptest::bool::ANY), 1..80),
+        probes in proptest::collection::vec(0u64..60_000, 1..8),
+    ) {
+        let mut reg = NodeRegistry::new(Duration::from_millis(3_000)).unwrap();
+        let mut now = 0;
+        for (who, advance, timeout) in steps {
+            now += advance / 4;
+            let at = Instant::from_nanos(now * 1_000_000);
+            if timeout {
+                reg.handle_timeout(at);
+            } else {
+                reg.heartbeat(&node(&format!("n{who}")), at);
+            }
+            for &ahead in &probes {
+                let probe = Instant::from_nanos((now + ahead / 8) * 1_000_000);
+                let listed = reg.live_nodes(probe).count();
+                proptest::prop_assert_eq!(reg.live_count(probe), listed);
+                let asked = (0..8).filter(|w| reg.is_live(&node(&format!("n{w}")), probe)).count();
+                proptest::prop_assert_eq!(listed, asked);
+            }
+        }
+    }
+}
