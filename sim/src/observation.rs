@@ -142,8 +142,10 @@ pub enum RegistryAnswer<'a> {
     Counts {
         /// `live_count(local)`.
         live: u64,
-        /// `live_nodes(local).count()`.
-        listed: u64,
+        /// `live_nodes(local).count()`, when counted: the host counts the
+        /// O(nodes) listing after a change only once every `entries / 16`
+        /// changes (after every change in a fleet of up to 16 nodes).
+        listed: Option<u64>,
         /// `len()`: entries held (live, or expired and not yet pruned).
         entries: u64,
         /// `is_empty()`.

@@ -31,26 +31,66 @@ use super::Checker;
 use crate::observation::{NodeRef, RegistryAnswer, SimTime};
 use crate::report::Invariant;
 
+/// No node: the end of the members' list.
+const NONE: u32 = u32::MAX;
+
 /// The model of one node's membership.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Member {
     /// The last heartbeat the registry accepted (registry clock).
     last: Option<Instant>,
     /// Whether it was announced as a member and has not left since.
     member: bool,
+    /// The neighbours in the members' list (see [`MembershipModel`]).
+    prev: u32,
+    next: u32,
+}
+
+impl Default for Member {
+    fn default() -> Self {
+        Member {
+            last: None,
+            member: false,
+            prev: NONE,
+            next: NONE,
+        }
+    }
 }
 
 /// The checker's model of the registry.
-#[derive(Clone, Debug, Default)]
+///
+/// The members are also linked in order of their last heartbeat, oldest
+/// first: every heartbeat is stamped with the latest registry time so far
+/// (the model's clock never runs backwards), so a refreshed or joining node
+/// goes to the back and the list stays sorted. "Is any member past its
+/// TTL?" is then a look at the front — O(1) where a scan of every node cost
+/// a 10 000-node fleet O(nodes) per change of the live set.
+#[derive(Clone, Debug)]
 pub(super) struct MembershipModel {
     nodes: Vec<Member>,
     members: u64,
+    /// The member with the oldest last heartbeat, and the newest.
+    oldest: u32,
+    newest: u32,
     /// The latest registry time answered: the registry's clock never runs
     /// backwards inside it, even when its host's clock steps back.
     latest: Option<Instant>,
     /// True time at which the registry's host last became able to act
     /// again after it could not (a resume, a restart, a clock step).
     recovered_at: Option<SimTime>,
+}
+
+impl Default for MembershipModel {
+    fn default() -> Self {
+        MembershipModel {
+            nodes: Vec::new(),
+            members: 0,
+            oldest: NONE,
+            newest: NONE,
+            latest: None,
+            recovered_at: None,
+        }
+    }
 }
 
 impl MembershipModel {
@@ -62,6 +102,70 @@ impl MembershipModel {
         &mut self.nodes[i]
     }
 
+    /// Unlinks member `index` from the list.
+    fn unlink(&mut self, index: u32) {
+        let Member { prev, next, .. } = self.nodes[index as usize];
+        match prev {
+            NONE => self.oldest = next,
+            prev => self.nodes[prev as usize].next = next,
+        }
+        match next {
+            NONE => self.newest = prev,
+            next => self.nodes[next as usize].prev = prev,
+        }
+    }
+
+    /// Links member `index` at the back (its heartbeat is the newest).
+    fn link_newest(&mut self, index: u32) {
+        let newest = self.newest;
+        let entry = self.node(index);
+        entry.prev = newest;
+        entry.next = NONE;
+        match newest {
+            NONE => self.oldest = index,
+            newest => self.nodes[newest as usize].next = index,
+        }
+        self.newest = index;
+    }
+
+    /// Node `index` heartbeated at `local` (the latest registry time) and
+    /// is a member now.
+    fn heartbeat(&mut self, index: u32, local: Instant) {
+        let m = *self.node(index);
+        if m.member {
+            self.unlink(index);
+        } else {
+            self.members += 1;
+        }
+        self.link_newest(index);
+        let entry = &mut self.nodes[index as usize];
+        entry.last = Some(local);
+        entry.member = true;
+    }
+
+    /// Node `index` left.
+    fn left(&mut self, index: u32) {
+        if self.node(index).member {
+            self.unlink(index);
+            self.members -= 1;
+        }
+        self.nodes[index as usize].member = false;
+    }
+
+    /// The lowest-numbered member past its TTL at `local`, if any.
+    fn stale(&self, local: Instant, ttl: Duration) -> Option<usize> {
+        // `NONE` (no member) is past the end of `nodes`.
+        let oldest = self.nodes.get(self.oldest as usize)?;
+        debug_assert!(oldest.member);
+        if oldest.last.is_none_or(|h| h + ttl > local) {
+            return None;
+        }
+        // Rare (a violation): which member, by the lowest index.
+        self.nodes
+            .iter()
+            .position(|m| m.member && m.last.is_some_and(|h| h + ttl <= local))
+    }
+
     /// The registry's host could act again at `now` (resumed, restarted,
     /// or its clock stepped).
     pub(super) fn recovered(&mut self, now: SimTime) {
@@ -70,9 +174,7 @@ impl MembershipModel {
 
     /// A volatile restart: the registry is empty again.
     pub(super) fn forget(&mut self, now: SimTime) {
-        self.nodes.clear();
-        self.members = 0;
-        self.latest = None;
+        *self = MembershipModel::default();
         self.recovered(now);
     }
 }
@@ -118,12 +220,11 @@ impl Checker {
         joined: bool,
         live: bool,
     ) {
-        let entry = self.members.node(node.index);
-        let m = *entry;
+        let m = *self.members.node(node.index);
         if m.member && !joined && live && m.last.is_none_or(|h| h + ttl > local) {
             // The common case, a refresh that is as it should be: judged and
             // recorded without the rules below.
-            entry.last = Some(local);
+            self.members.heartbeat(node.index, local);
             return;
         }
         self.judge_registry_heartbeat(now, local, ttl, node, joined, live);
@@ -172,12 +273,7 @@ impl Checker {
                 ),
             );
         }
-        if !m.member {
-            self.members.members += 1;
-        }
-        let entry = self.members.node(node.index);
-        entry.last = Some(local);
-        entry.member = true;
+        self.members.heartbeat(node.index, local);
     }
 
     #[inline(never)]
@@ -224,10 +320,7 @@ impl Checker {
                 ),
             );
         }
-        if m.member {
-            self.members.members -= 1;
-        }
-        self.members.node(node.index).member = false;
+        self.members.left(node.index);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -238,23 +331,20 @@ impl Checker {
         local: Instant,
         ttl: Duration,
         live: u64,
-        listed: u64,
+        listed: Option<u64>,
         entries: u64,
         empty: bool,
     ) {
-        let stale = self
-            .members
-            .nodes
-            .iter()
-            .position(|m| m.member && m.last.is_some_and(|h| h + ttl <= local));
-        if let Some(i) = stale {
+        if let Some(i) = self.members.stale(local, ttl) {
             self.membership_violation(
                 now,
                 format!("node #{i} is still a member at {local}, past its liveness TTL"),
             );
         }
         let model = self.members.members;
-        if live != model || listed != model || entries != model || empty != (model == 0) {
+        let listed_wrong = listed.is_some_and(|listed| listed != model);
+        if live != model || listed_wrong || entries != model || empty != (model == 0) {
+            let listed = listed.map_or_else(|| "-".to_owned(), |l| l.to_string());
             self.membership_violation(
                 now,
                 format!(

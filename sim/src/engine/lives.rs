@@ -60,6 +60,10 @@ pub(crate) struct Lives<E> {
     /// Each server endpoint's clock step (`clock-jump` faults), in ns.
     server_offsets: Vec<i64>,
     nodes: Vec<Node>,
+    /// Node indices sorted by id (ties by index), so that
+    /// [`node_index`](Self::node_index) costs O(log nodes): the registry's
+    /// membership changes name nodes by id, in a fleet of thousands.
+    by_id: Vec<u32>,
     procs: Vec<Life<E>>,
 }
 
@@ -73,18 +77,25 @@ impl<E> Lives<E> {
         nodes: impl IntoIterator<Item = (NodeId, HostClock)>,
     ) -> Self {
         let first_node = FIRST_NODE_ENDPOINT + servers.len().saturating_sub(1) as u16;
+        let nodes: Vec<Node> = nodes
+            .into_iter()
+            .enumerate()
+            .map(|(i, (id, clock))| Node {
+                id,
+                endpoint: first_node + i as u16,
+                clock,
+                pids: Vec::new(),
+                next_incarnation: 1,
+            })
+            .collect();
+        let mut by_id: Vec<u32> = (0..nodes.len() as u32).collect();
+        by_id.sort_by(|&a, &b| {
+            let (x, y) = (nodes[a as usize].id.as_str(), nodes[b as usize].id.as_str());
+            x.cmp(y).then(a.cmp(&b))
+        });
         Lives {
-            nodes: nodes
-                .into_iter()
-                .enumerate()
-                .map(|(i, (id, clock))| Node {
-                    id,
-                    endpoint: first_node + i as u16,
-                    clock,
-                    pids: Vec::new(),
-                    next_incarnation: 1,
-                })
-                .collect(),
+            nodes,
+            by_id,
             servers,
             first_node,
             server_offsets: vec![0; usize::from(first_node)],
@@ -132,10 +143,13 @@ impl<E> Lives<E> {
 
     /// The index of node `name`.
     pub(crate) fn node_index(&self, name: &str) -> Option<u32> {
-        self.nodes
-            .iter()
-            .position(|n| n.id.as_str() == name)
-            .map(|i| i as u32)
+        // The first index whose id is not below `name`: with duplicate ids,
+        // the lowest index, as a scan in order would find.
+        let at = self
+            .by_id
+            .partition_point(|&i| self.nodes[i as usize].id.as_str() < name);
+        let &index = self.by_id.get(at)?;
+        (self.nodes[index as usize].id.as_str() == name).then_some(index)
     }
 
     /// The endpoint of host `name` (a node, `lease-store` or `downstream`).
