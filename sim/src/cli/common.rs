@@ -36,7 +36,9 @@ pub(super) fn stopwatch() -> std::time::Instant {
 }
 
 /// A progress bar of `len` steps drawn with `template` on standard error
-/// when it is a terminal; hidden otherwise.
+/// when it is a terminal; hidden otherwise. Besides indicatif's keys, the
+/// template may use `{rate}`: steps per second as a person reads it (`1,577/s`,
+/// `12/s`, `0.4/s`), where indicatif's `{per_sec}` prints three decimals.
 pub(super) fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
@@ -45,9 +47,45 @@ pub(super) fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(len);
     bar.set_style(
         indicatif::ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&rate(state.per_sec()));
+                },
+            ),
     );
     bar
+}
+
+/// `per_second` as a person reads it: whole numbers with thousands
+/// separators from 10/s up, one decimal below.
+pub(super) fn rate(per_second: f64) -> String {
+    if !per_second.is_finite() || per_second < 0.0 {
+        return "-/s".to_owned();
+    }
+    if per_second < 10.0 {
+        return format!("{per_second:.1}/s");
+    }
+    let digits = format!("{:.0}", per_second);
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("{grouped}/s")
+}
+
+/// `count` and `noun`, with the noun's plural unless the count is one
+/// (`1 job`, `2 jobs`).
+pub(super) fn count_of(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 /// Loads the scenario at `path`, reporting why it cannot.
@@ -209,5 +247,27 @@ impl SvgArgs {
         };
         window.check(duration).map_err(bad_input)?;
         Ok(Some((path, window)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{count_of, rate};
+
+    #[test]
+    fn rates_read_as_a_person_reads_them() {
+        assert_eq!(rate(1_576.509), "1,577/s");
+        assert_eq!(rate(1_234_567.0), "1,234,567/s");
+        assert_eq!(rate(999.4), "999/s");
+        assert_eq!(rate(12.0), "12/s");
+        assert_eq!(rate(0.42), "0.4/s");
+        assert_eq!(rate(f64::NAN), "-/s");
+    }
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(count_of(1, "job"), "1 job");
+        assert_eq!(count_of(2, "job"), "2 jobs");
+        assert_eq!(count_of(0, "failure"), "0 failures");
     }
 }

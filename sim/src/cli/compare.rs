@@ -11,7 +11,9 @@ use fenced_sim::compare::{builtin, Matrix, Plan, Subject};
 use fenced_sim::sweep::Seeds;
 use fenced_sim::ProtocolSpec;
 
-use super::common::{bad_input, load_or_report, parse_jobs, progress_bar, stopwatch, Outcome};
+use super::common::{
+    bad_input, count_of, load_or_report, parse_jobs, progress_bar, stopwatch, Outcome,
+};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct CompareArgs {
@@ -133,15 +135,16 @@ pub(super) fn compare(args: &CompareArgs) -> Outcome {
             .min(fenced_sim::explore::MAX_JOBS)
     });
     let runs = (plan.rows.len() * plan.protocols.len()) as u64 * args.seeds;
-    let bar = progress_bar(runs, "{bar:40} {pos}/{len} runs  eta {eta}");
+    let bar = progress_bar(runs, "{bar:40} {pos}/{len} runs  {rate}  eta {eta}");
     let started = stopwatch();
     let matrix = plan.run(jobs, &|| bar.inc(1)).map_err(bad_input)?;
     bar.finish_and_clear();
     write_results(args, &matrix)?;
     eprintln!(
-        "{runs} runs, {} events, in {:.1}s with {jobs} jobs",
+        "{runs} runs, {} events, in {:.1}s with {}",
         matrix.events,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        count_of(jobs as u64, "job"),
     );
     let other = matrix.other_violations();
     if other > 0 {

@@ -14,8 +14,8 @@ use fenced_sim::merge::{
 use fenced_sim::{RunOptions, Scenario};
 
 use super::common::{
-    bad_input, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome, PlantArg,
-    ProtocolArg, EXIT_FAIL,
+    bad_input, count_of, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome,
+    PlantArg, ProtocolArg, EXIT_FAIL,
 };
 
 #[derive(clap::Args, Debug)]
@@ -320,7 +320,11 @@ pub(super) fn explore(args: &ExploreArgs) -> Outcome {
     let setup = Exploring::set_up(args.scenario.as_deref(), &args.plant, &args.protocol)?;
     let range = seed_range(args)?;
     let total = range.len();
-    let bar = progress_bar(total, "{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}");
+    let bar = progress_bar(
+        total,
+        "{bar:40} {pos}/{len} seeds  {msg}  {rate}  eta {eta}",
+    );
+    bar.set_message("0 failed");
     // Each outcome is printed (JSON: every seed; text: the failures) and
     // forgotten as soon as the seeds before it are done: memory holds the
     // totals and a window of outcomes, whatever the number of seeds.
@@ -336,6 +340,10 @@ pub(super) fn explore(args: &ExploreArgs) -> Outcome {
         &|| bar.inc(1),
         &mut |o| {
             summary.add(&o);
+            if !o.ok {
+                // Failures show in the bar as they happen.
+                bar.set_message(format!("{} failed", summary.failed));
+            }
             if let Some(shard) = shard_output.as_mut() {
                 shard.record(&o, &setup);
             }
@@ -440,7 +448,7 @@ fn write_outcome(
 fn report_campaign(summary: &CampaignSummary, range: &SeedRange, jobs: usize, seconds: f64) {
     let (shard, shards) = (range.shard, range.shards);
     eprintln!(
-        "{} seeds{} in {:.2}s ({:.0} seeds/s, {} jobs): {} failed{}; {} run twice for determinism",
+        "{} seeds{} in {:.2}s ({:.0} seeds/s, {}): {} failed{}; {} run twice for determinism",
         summary.seeds,
         if shards > 1 {
             format!(" (shard {shard}/{shards})")
@@ -449,7 +457,7 @@ fn report_campaign(summary: &CampaignSummary, range: &SeedRange, jobs: usize, se
         },
         seconds,
         summary.seeds as f64 / seconds.max(1e-9),
-        jobs,
+        count_of(jobs as u64, "job"),
         summary.failed,
         if summary.failures_by_invariant.is_empty() {
             String::new()

@@ -13,7 +13,7 @@ use fenced_sim::sweep::{
 };
 
 use super::common::{
-    bad_input, parse_duration, parse_jobs, progress_bar, stopwatch, Outcome, EXIT_FAIL,
+    bad_input, count_of, parse_duration, parse_jobs, progress_bar, stopwatch, Outcome, EXIT_FAIL,
 };
 
 #[derive(clap::Args, Debug)]
@@ -183,7 +183,7 @@ pub(super) fn sweep(args: &SweepArgs) -> Outcome {
     let cells = grid.validate().map_err(bad_input)?;
     let bar = progress_bar(
         cells.saturating_mul(args.seeds),
-        "{bar:40} {pos}/{len} runs  eta {eta}",
+        "{bar:40} {pos}/{len} runs  {rate}  eta {eta}",
     );
     let started = stopwatch();
     let sweep = grid
@@ -196,11 +196,12 @@ pub(super) fn sweep(args: &SweepArgs) -> Outcome {
     write_results(args, sweep.as_ref())?;
     let runs = sweep.runs();
     eprintln!(
-        "{runs} runs ({} cells × {} seeds × {} each) in {:.1}s with {jobs} jobs",
+        "{runs} runs ({} cells × {} seeds × {} each) in {:.1}s with {}",
         runs / args.seeds.max(1),
         args.seeds,
         humantime::format_duration(args.duration),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        count_of(jobs as u64, "job"),
     );
     let violations = sweep.violations();
     if violations > 0 {
