@@ -70,7 +70,6 @@ struct Inner {
 /// ```no_run
 /// use std::time::Duration;
 /// use fenced::history::{Event, Header, Recorder, Settings};
-/// use fenced::tokio::ElectorOptions;
 /// use fenced::{ElectorTimings, NodeId, OwnerId};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -80,7 +79,11 @@ struct Inner {
 ///     Settings::new("reports", &timings, true));
 /// // Off unless FENCED_HISTORY names a file (or use Recorder::to_file(path, header)).
 /// let recorder = Recorder::from_env(header)?;
-/// let options = ElectorOptions::new(owner).with_timings(timings).with_recorder(recorder.clone());
+/// // With the `tokio` feature, the driver records the elector's events itself:
+/// #[cfg(feature = "tokio")]
+/// let options = fenced::tokio::ElectorOptions::new(owner)
+///     .with_timings(timings)
+///     .with_recorder(recorder.clone());
 /// // ... run the elector; in the work loop:
 /// # let (token, unit, local) = (fenced::FencingToken::FIRST, 1, 0);
 /// recorder.record(|| Event::WorkStarted { token, unit, local_ns: local });
