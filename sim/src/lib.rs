@@ -41,7 +41,7 @@ pub mod report;
 mod rng;
 pub mod scenario;
 pub mod shrink;
-mod sim;
+mod simulation;
 pub mod summary;
 pub mod svg;
 pub mod sweep;
@@ -65,4 +65,4 @@ pub use scenario::{
     NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work,
     DOWNSTREAM, LEASE_STORE,
 };
-pub use sim::{RunOptions, Simulation};
+pub use simulation::{RunOptions, Simulation};

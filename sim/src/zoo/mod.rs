@@ -38,7 +38,7 @@ use crate::observation::{MessageKind, Observer};
 use crate::report::UnjudgedWrite;
 use crate::rng::SeedDeriver;
 use crate::scenario::{ProtocolSpec, ScenarioError, ValidScenario};
-use crate::sim::{Core, HostEvent, RunOptions, SimHosts};
+use crate::simulation::{Core, HostEvent, RunOptions, SimHosts};
 
 pub(crate) use process::ZooProcess;
 pub(crate) use server::ZooServer;
