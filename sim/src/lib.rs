@@ -23,7 +23,6 @@
 #![forbid(unsafe_code)]
 
 pub mod checker;
-mod clock;
 pub mod compare;
 mod engine;
 mod expect;
@@ -31,12 +30,9 @@ pub mod explore;
 pub mod file;
 pub mod history;
 mod hosts;
-pub mod limits;
 pub mod merge;
-mod network;
 pub mod observation;
 mod parallel;
-mod queue;
 pub mod report;
 mod rng;
 pub mod scenario;
@@ -52,8 +48,10 @@ mod trace;
 pub mod units;
 mod zoo;
 
+pub use engine::limits;
+
 pub use checker::{Checker, CheckerSettings, Verdict};
-pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
+pub use engine::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
 pub use limits::Halt;
 pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,

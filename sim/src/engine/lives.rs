@@ -4,8 +4,8 @@
 use fenced::{NodeId, OwnerId};
 
 use super::Address;
-use crate::clock::HostClock;
-use crate::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
+use crate::engine::clock::HostClock;
+use crate::engine::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
 use crate::observation::{HostRef, NodeRef, ProcessId, ProcessRef};
 use crate::scenario::{DOWNSTREAM, LEASE_STORE};
 

@@ -9,17 +9,21 @@
 //! engine's small API: pause and resume a host, cut links, start and kill
 //! processes.
 
+pub(crate) mod clock;
+pub mod limits;
 mod lives;
+pub(crate) mod network;
 mod outbox;
+mod queue;
 
 use std::fmt::Debug;
 
 use fenced::OwnerId;
 
-use crate::limits::{Halt, MAX_DEFERRED_MESSAGES, MAX_PENDING_EVENTS};
-use crate::network::Network;
+use crate::engine::limits::{Halt, MAX_DEFERRED_MESSAGES, MAX_PENDING_EVENTS};
+use crate::engine::network::Network;
+use crate::engine::queue::EventQueue;
 use crate::observation::{DropReason, HostRef, MessageKind, Observation, Observer, Skipped};
-use crate::queue::EventQueue;
 use crate::time::SimTime;
 
 pub(crate) use lives::{server_endpoint, server_index, Lives};

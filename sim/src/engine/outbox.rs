@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::{Address, Event, Hosts, Lives};
-use crate::clock::{server_local, server_true_time, HostClock};
-use crate::network::{Network, Transit};
+use crate::engine::clock::{server_local, server_true_time, HostClock};
+use crate::engine::network::{Network, Transit};
+use crate::engine::queue::EventQueue;
 use crate::observation::{DropReason, Observation, Observer, SimTime};
-use crate::queue::EventQueue;
 
 /// The clock a host reads.
 #[derive(Clone, Copy, Debug)]

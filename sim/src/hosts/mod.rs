@@ -15,8 +15,8 @@ pub(crate) use downstream::DownstreamHost;
 pub(crate) use lease_store::LeaseStoreHost;
 pub(crate) use node::{NodeProcess, WorkTimings};
 
+use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::{Address, Hosts, Outbox};
-use crate::network::STORE_ENDPOINT;
 use crate::observation::Observer;
 use crate::rng::SeedDeriver;
 use crate::scenario::with_jitter_seed;

@@ -10,8 +10,8 @@ use fenced::{FencingToken, OwnerId, StepDownReason};
 
 use super::messages::ToDownstream;
 use super::WorkTimings;
+use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{Address, Event, Hosts, Lives, Outbox};
-use crate::network::DOWNSTREAM_ENDPOINT;
 use crate::observation::{Observation, Observer};
 use crate::report::UnjudgedWrite;
 

@@ -24,11 +24,11 @@ use std::time::Duration;
 use fenced::{FencedStore, Fencing, LeaseStore, LeaseStoreConfig, NodeRegistry};
 
 use crate::checker::{Checker, CheckerSettings};
-use crate::clock::HostClock;
+use crate::engine::clock::HostClock;
+use crate::engine::limits::{Halt, DEFAULT_MAX_EVENTS};
+use crate::engine::network::Network;
 use crate::engine::{Control, Engine, Lives};
 use crate::hosts::{DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, WorkTimings};
-use crate::limits::{Halt, DEFAULT_MAX_EVENTS};
-use crate::network::Network;
 use crate::observation::{Observation, Observer, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError, ValidScenario};
@@ -175,7 +175,7 @@ impl<H: SimHosts> Core<H> {
     ) -> Result<Self, ScenarioError> {
         let scenario = valid.scenario();
         let max_events = options.event_budget();
-        crate::limits::check_budget(scenario, max_events)?;
+        crate::engine::limits::check_budget(scenario, max_events)?;
         let seed = options.seed.unwrap_or(scenario.seed);
         let seeds = SeedDeriver::new(seed, "fenced-sim");
         let nodes = valid

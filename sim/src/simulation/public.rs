@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::{Core, SimHosts};
-use crate::limits::Halt;
+use crate::engine::limits::Halt;
 use crate::report::Report;
 use crate::scenario::{FaultSpec, Scenario, ScenarioError, ValidScenario};
 use crate::timeline::Timeline;

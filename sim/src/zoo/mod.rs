@@ -29,11 +29,11 @@ use std::fmt::Debug;
 use fenced::{FencedStore, Fencing, OwnerId};
 use fenced_zoo::{ClientId, Protocol, ServerIndex};
 
+use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{server_index, Address, Envelope, Hosts, Lives, Outbox};
 use crate::hosts::messages::ToDownstream;
 use crate::hosts::worker::{self, WorkerHosts};
 use crate::hosts::{DownstreamHost, WorkTimings};
-use crate::network::DOWNSTREAM_ENDPOINT;
 use crate::observation::{MessageKind, Observer};
 use crate::report::UnjudgedWrite;
 use crate::rng::SeedDeriver;
