@@ -11,10 +11,12 @@
 //! This module holds the model's types; `validate.rs` the rules
 //! ([`Scenario::validate`]) and the warnings ([`Scenario::warnings`]).
 
+mod budget;
 mod protocol;
 mod valid;
 mod validate;
 
+pub use budget::{check_budget, estimated_events};
 pub use protocol::ProtocolSpec;
 
 pub(crate) use valid::with_jitter_seed;

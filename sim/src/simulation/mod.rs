@@ -175,7 +175,7 @@ impl<H: SimHosts> Core<H> {
     ) -> Result<Self, ScenarioError> {
         let scenario = valid.scenario();
         let max_events = options.event_budget();
-        crate::engine::limits::check_budget(scenario, max_events)?;
+        crate::scenario::check_budget(scenario, max_events)?;
         let seed = options.seed.unwrap_or(scenario.seed);
         let seeds = SeedDeriver::new(seed, "fenced-sim");
         let nodes = valid
