@@ -29,7 +29,7 @@ use crate::engine::limits::{Halt, DEFAULT_MAX_EVENTS};
 use crate::engine::network::Network;
 use crate::engine::{Control, Engine, Lives};
 use crate::hosts::{DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, WorkTimings};
-use crate::observation::{Observation, Observer, SimTime, Skipped};
+use crate::observation::{Observers, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError, ValidScenario};
 use crate::time::span_nanos;
@@ -41,29 +41,9 @@ use faults::Faults;
 #[cfg(feature = "planted-bugs")]
 use fenced::PlantedBug;
 
-/// The consumers of the observation stream: the tracer (always), the checker
-/// (always) and the timeline recorder (when asked for).
-#[derive(Debug)]
-pub(crate) struct Observers {
-    tracer: Tracer,
-    checker: Checker,
-    timeline: Option<Box<Recorder>>,
-}
-
-impl Observer for Observers {
-    #[inline(always)]
-    fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
-        self.tracer.observe(at, observation);
-        self.checker.observe(at, observation);
-        if let Some(t) = self.timeline.as_mut() {
-            t.observe(at, observation);
-        }
-    }
-
-    fn wants_pictures(&self) -> bool {
-        self.timeline.is_some()
-    }
-}
+/// The observers of a run: the tracer, the checker and, when asked for, the
+/// timeline recorder.
+pub(crate) type RunObservers = Observers<Tracer, Checker, Recorder>;
 
 /// Options of one run that are not part of the scenario.
 #[derive(Clone, Debug, Default)]
@@ -108,7 +88,7 @@ pub(crate) struct Core<H: SimHosts> {
     seed: u64,
     scenario: Scenario,
     expect: Expectations,
-    engine: Engine<H, Observers>,
+    engine: Engine<H, RunObservers>,
     faults: Faults,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<PlantedBug>,

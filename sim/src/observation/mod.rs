@@ -3,7 +3,8 @@
 //!
 //! Hosts and the engine *emit* observations; the tracer (text and hash), the
 //! [`Checker`](crate::Checker) and the timeline recorder *consume* the same
-//! stream and nothing else. Identities keep their types ([`OwnerId`],
+//! stream and nothing else (`Observers`, in `observers.rs`, hands each
+//! observation to them in that order). Identities keep their types ([`OwnerId`],
 //! [`NodeId`], [`FencingToken`]); observations borrow them, so emitting one
 //! allocates nothing.
 //!
@@ -12,11 +13,14 @@
 //! joining the live set) without being a line of the trace, so that the trace
 //! and its hash stay what they were before the stream existed.
 
+mod observers;
+
 pub use crate::time::SimTime;
 use fenced::{
     FencingToken, Instant, LeaseResult, NodeId, OwnerId, ResponseDisposition, StepDownReason,
     WriteOutcome,
 };
+pub(crate) use observers::Observers;
 
 /// A process slot of the engine: one node's lives reuse the node's slots.
 /// With its incarnation it names one life.
@@ -45,6 +49,11 @@ pub struct ProcessRef<'a> {
     /// downstream tell holders apart by.
     pub owner: &'a OwnerId,
 }
+
+/// The name of the lease-store host in scenarios and traces.
+pub const LEASE_STORE: &str = "lease-store";
+/// The name of the downstream host in scenarios and traces.
+pub const DOWNSTREAM: &str = "downstream";
 
 /// A host, as observations name them.
 #[derive(Clone, Copy, Debug)]
@@ -441,8 +450,8 @@ impl<'a> HostRef<'a> {
     /// a process's owner id.
     pub fn name(&self) -> &'a str {
         match *self {
-            HostRef::LeaseStore => crate::scenario::LEASE_STORE,
-            HostRef::Downstream => crate::scenario::DOWNSTREAM,
+            HostRef::LeaseStore => LEASE_STORE,
+            HostRef::Downstream => DOWNSTREAM,
             HostRef::Node(node) => node.id.as_str(),
             HostRef::Process(process) => process.owner.as_str(),
             HostRef::Server { name, .. } => name,
