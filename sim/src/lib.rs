@@ -25,7 +25,6 @@
 pub mod checker;
 pub mod compare;
 mod engine;
-mod expect;
 pub mod explore;
 pub mod file;
 pub mod history;
@@ -38,7 +37,6 @@ mod rng;
 pub mod scenario;
 pub mod shrink;
 mod simulation;
-pub mod summary;
 pub mod svg;
 pub mod sweep;
 pub mod time;
@@ -78,7 +76,7 @@ pub use limits::Halt;
 pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
 };
-pub use report::Report;
+pub use report::{summary, Report};
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,

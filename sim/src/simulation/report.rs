@@ -2,7 +2,8 @@
 //! (events, the trace hash, writes still in flight, the store's highest token).
 
 use super::{Core, SimHosts};
-use crate::report::{assemble, Figures, Report, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::checker::assemble;
+use crate::report::{Figures, Report, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::units::ms;
 
 impl<H: SimHosts> Core<H> {
