@@ -442,18 +442,6 @@ impl<P: ZooProtocol> WorkerHosts for ZooHosts<P> {
     }
 }
 
-/// The names of protocol `P`'s servers: its name for a single server
-/// (`postgres`, `apiserver`, `etcd`, `zookeeper`, `dynamodb`), `redis-1` …
-/// `redis-N` for Redlock's instances. A scenario may also call the first
-/// `lease-store`.
-pub(crate) fn server_names<P: ZooProtocol>(settings: &P::Settings, single: &str) -> Vec<String> {
-    let n = P::servers(settings);
-    if n == 1 {
-        return vec![single.to_string()];
-    }
-    (1..=n).map(|i| format!("{single}-{i}")).collect()
-}
-
 /// A run of protocol `P` with `settings` (validated with the scenario).
 ///
 /// # Errors
