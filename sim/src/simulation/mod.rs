@@ -11,11 +11,9 @@
 //! starts a new incarnation as a follower.
 
 mod faults;
-mod protocol;
 mod public;
 mod report;
 
-pub(crate) use protocol::{HostEvent, SimHosts};
 pub use public::Simulation;
 
 use std::io::Write;
@@ -28,13 +26,16 @@ use crate::engine::clock::HostClock;
 use crate::engine::limits::{Halt, DEFAULT_MAX_EVENTS};
 use crate::engine::network::Network;
 use crate::engine::{Control, Engine, Lives};
-use crate::hosts::{DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, WorkTimings};
+use crate::hosts::{
+    DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, SimHosts, WorkTimings,
+};
 use crate::observation::{Observers, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError, ValidScenario};
 use crate::time::span_nanos;
 use crate::timeline::{Belief, Recorder, Timeline};
 use crate::trace::Tracer;
+use crate::zoo::{ZooHosts, ZooProtocol};
 
 use faults::Faults;
 
@@ -137,6 +138,28 @@ impl Core<FencedHosts> {
             hosts
         };
         Self::assemble(valid, options, Vec::new(), make_hosts)
+    }
+}
+
+impl<P: ZooProtocol> Core<ZooHosts<P>> {
+    /// A run of the zoo's protocol `P` with `settings` (validated with the
+    /// scenario).
+    ///
+    /// # Errors
+    /// The event budget, as for the fenced protocol.
+    pub(crate) fn zoo(
+        valid: &ValidScenario,
+        options: &RunOptions,
+        settings: &P::Settings,
+    ) -> Result<Self, ScenarioError> {
+        let scenario = valid.scenario();
+        let make_hosts = |seeds: SeedDeriver| ZooHosts::new(valid, settings, seeds);
+        Self::assemble(
+            valid,
+            options,
+            scenario.election.protocol.server_names(),
+            make_hosts,
+        )
     }
 }
 

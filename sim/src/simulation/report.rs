@@ -3,7 +3,8 @@
 
 use super::{Core, SimHosts};
 use crate::checker::assemble;
-use crate::report::{Figures, Report, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::hosts::worker::{PendingWrite, WriteState};
+use crate::report::{Figures, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::units::ms;
 
 impl<H: SimHosts> Core<H> {
@@ -41,7 +42,11 @@ impl<H: SimHosts> Core<H> {
         let mut writes = Vec::new();
         let (hosts, lives) = (&self.engine.hosts, &self.engine.lives);
         for (event, deferred) in self.engine.pending() {
-            writes.extend(hosts.pending_write(lives, event, deferred));
+            writes.extend(
+                hosts
+                    .pending_write(lives, event, deferred)
+                    .map(UnjudgedWrite::from),
+            );
         }
         writes.sort();
         let total = writes.len() as u64;
@@ -68,5 +73,24 @@ impl<H: SimHosts> Core<H> {
 
     pub(super) fn leader_at_end(&self) -> bool {
         self.engine.observers.checker.leader_at(self.engine.now)
+    }
+}
+
+impl From<PendingWrite> for UnjudgedWrite {
+    /// The report's entry for a write its hosts found on its way, its state
+    /// in the report's words.
+    fn from(write: PendingWrite) -> Self {
+        UnjudgedWrite {
+            owner: write.owner,
+            token: write.token,
+            unit: write.unit,
+            state: match write.state {
+                WriteState::InProgress => "in-progress",
+                WriteState::InProgressPaused => "in-progress (paused)",
+                WriteState::InFlight => "in-flight",
+                WriteState::Queued => "queued",
+            }
+            .to_string(),
+        }
     }
 }

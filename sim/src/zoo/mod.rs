@@ -32,13 +32,12 @@ use fenced_zoo::{ClientId, Protocol, ServerIndex};
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{server_index, Address, Envelope, Hosts, Lives, Outbox};
 use crate::hosts::messages::ToDownstream;
+use crate::hosts::worker::PendingWrite;
 use crate::hosts::worker::{self, WorkerHosts};
-use crate::hosts::{DownstreamHost, WorkTimings};
+use crate::hosts::{DownstreamHost, HostEvent, SimHosts, WorkTimings};
 use crate::observation::{MessageKind, Observer};
-use crate::report::UnjudgedWrite;
 use crate::rng::SeedDeriver;
-use crate::scenario::{ProtocolSpec, ScenarioError, ValidScenario};
-use crate::simulation::{Core, HostEvent, RunOptions, SimHosts};
+use crate::scenario::{ProtocolSpec, ValidScenario};
 
 pub(crate) use process::ZooProcess;
 pub(crate) use server::ZooServer;
@@ -402,7 +401,7 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
         lives: &Lives<HostEvent<Self>>,
         event: &HostEvent<Self>,
         deferred: bool,
-    ) -> Option<UnjudgedWrite> {
+    ) -> Option<PendingWrite> {
         worker::pending_write(self, lives, event, deferred)
     }
 }
@@ -442,52 +441,39 @@ impl<P: ZooProtocol> WorkerHosts for ZooHosts<P> {
     }
 }
 
-/// A run of protocol `P` with `settings` (validated with the scenario).
-///
-/// # Errors
-/// The event budget, as for the fenced protocol.
-pub(crate) fn core<P>(
-    valid: &ValidScenario,
-    options: &RunOptions,
-    settings: &P::Settings,
-) -> Result<Core<ZooHosts<P>>, ScenarioError>
-where
-    P: ZooProtocol,
-{
-    let scenario = valid.scenario();
-    // Fence by the protocol's token only where it has one (validation
-    // refuses `fencing = true` otherwise).
-    let fencing = if scenario.fencing && P::HAS_TOKEN {
-        Fencing::Enforced
-    } else {
-        Fencing::Disabled
-    };
-    let make_hosts = |seeds: SeedDeriver| ZooHosts {
-        settings: settings.clone(),
-        node_settings: scenario
-            .nodes
-            .iter()
-            .map(|n| n.protocol.as_ref().and_then(P::settings_in).cloned())
-            .collect(),
-        servers: (0..P::servers(settings))
-            .map(|i| ZooServer::new(i, P::new_server(settings, i)))
-            .collect(),
-        downstream: DownstreamHost {
-            resource: valid.resource().clone(),
-            store: FencedStore::new(fencing),
-        },
-        procs: Vec::new(),
-        clients: Vec::new(),
-        timings: WorkTimings::of(scenario),
-        seeds,
-        next_term: 0,
-        truth: None,
-        max_token: 0,
-    };
-    Core::assemble(
-        valid,
-        options,
-        scenario.election.protocol.server_names(),
-        make_hosts,
-    )
+impl<P: ZooProtocol> ZooHosts<P> {
+    /// The hosts of a run of protocol `P` with `settings` (validated with
+    /// the scenario), drawing their randomness from `seeds`.
+    pub(crate) fn new(valid: &ValidScenario, settings: &P::Settings, seeds: SeedDeriver) -> Self {
+        let scenario = valid.scenario();
+        // Fence by the protocol's token only where it has one (validation
+        // refuses `fencing = true` otherwise).
+        let fencing = if scenario.fencing && P::HAS_TOKEN {
+            Fencing::Enforced
+        } else {
+            Fencing::Disabled
+        };
+        ZooHosts {
+            settings: settings.clone(),
+            node_settings: scenario
+                .nodes
+                .iter()
+                .map(|n| n.protocol.as_ref().and_then(P::settings_in).cloned())
+                .collect(),
+            servers: (0..P::servers(settings))
+                .map(|i| ZooServer::new(i, P::new_server(settings, i)))
+                .collect(),
+            downstream: DownstreamHost {
+                resource: valid.resource().clone(),
+                store: FencedStore::new(fencing),
+            },
+            procs: Vec::new(),
+            clients: Vec::new(),
+            timings: WorkTimings::of(scenario),
+            seeds,
+            next_term: 0,
+            truth: None,
+            max_token: 0,
+        }
+    }
 }
