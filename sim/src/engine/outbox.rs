@@ -102,14 +102,12 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
         let names = self.names;
         self.observers.observe(
             self.now,
-            &Observation::Dropped {
-                from: names.endpoint_ref(self.from),
-                to: names.address_ref(to),
-                kind: msg.kind(),
+            &msg.facts().dropped(
+                names.endpoint_ref(self.from),
+                names.address_ref(to),
                 reason,
-                sender: msg.sender().map(|pid| names.process_ref(pid)),
-                renewal_answer: msg.is_renewal_answer(),
-            },
+                msg.sender().map(|pid| names.process_ref(pid)),
+            ),
         );
     }
 

@@ -99,6 +99,39 @@ pub enum MessageKind {
     ProtocolResponse = 7,
 }
 
+/// What the observation of a message that never arrived says of the message
+/// itself, as the hosts that sent it describe it: its kind and whether it
+/// answered a renewal. The engine passes it on unread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MessageFacts {
+    /// What it was.
+    pub(crate) kind: MessageKind,
+    /// Whether it was the store's answer renewing a lease.
+    pub(crate) renewal_answer: bool,
+}
+
+impl MessageFacts {
+    /// The observation of this message, sent by `from` (by process `sender`,
+    /// if a process sent it) to `to`, dropped for `reason`.
+    #[inline]
+    pub(crate) fn dropped<'a>(
+        self,
+        from: HostRef<'a>,
+        to: HostRef<'a>,
+        reason: DropReason,
+        sender: Option<ProcessRef<'a>>,
+    ) -> Observation<'a> {
+        Observation::Dropped {
+            from,
+            to,
+            kind: self.kind,
+            reason,
+            sender,
+            renewal_answer: self.renewal_answer,
+        }
+    }
+}
+
 /// Why a message never arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {

@@ -35,7 +35,7 @@ use crate::hosts::messages::ToDownstream;
 use crate::hosts::worker::PendingWrite;
 use crate::hosts::worker::{self, WorkerHosts};
 use crate::hosts::{DownstreamHost, HostEvent, SimHosts, WorkTimings};
-use crate::observation::{MessageKind, Observer};
+use crate::observation::{MessageFacts, MessageKind, Observer};
 use crate::rng::SeedDeriver;
 use crate::scenario::{ProtocolSpec, ValidScenario};
 
@@ -127,11 +127,10 @@ impl<P: ZooProtocol> Clone for ZooMessage<P> {
 }
 
 impl<P: ZooProtocol> Envelope for ZooMessage<P> {
-    fn kind(&self) -> MessageKind {
-        match self {
-            ZooMessage::ToServer { .. } => MessageKind::ProtocolRequest,
-            ZooMessage::ToClient { .. } => MessageKind::ProtocolResponse,
-            ZooMessage::Downstream(_) => MessageKind::Write,
+    fn facts(&self) -> MessageFacts {
+        MessageFacts {
+            kind: self.kind(),
+            renewal_answer: false,
         }
     }
 
@@ -143,12 +142,19 @@ impl<P: ZooProtocol> Envelope for ZooMessage<P> {
         }
     }
 
-    fn is_renewal_answer(&self) -> bool {
-        false
-    }
-
     fn answered_while_paused(&self) -> bool {
         matches!(self, ZooMessage::ToClient { response, .. } if P::answered_by_kernel(response))
+    }
+}
+
+impl<P: ZooProtocol> ZooMessage<P> {
+    /// Its kind, for drop observations.
+    fn kind(&self) -> MessageKind {
+        match self {
+            ZooMessage::ToServer { .. } => MessageKind::ProtocolRequest,
+            ZooMessage::ToClient { .. } => MessageKind::ProtocolResponse,
+            ZooMessage::Downstream(_) => MessageKind::Write,
+        }
     }
 }
 
