@@ -23,26 +23,20 @@
 #![forbid(unsafe_code)]
 
 pub mod checker;
-mod clock;
 pub mod compare;
 mod engine;
-mod expect;
 pub mod explore;
 pub mod file;
 pub mod history;
 mod hosts;
-pub mod limits;
 pub mod merge;
-mod network;
 pub mod observation;
 mod parallel;
-mod queue;
 pub mod report;
 mod rng;
 pub mod scenario;
 pub mod shrink;
-mod sim;
-pub mod summary;
+mod simulation;
 pub mod svg;
 pub mod sweep;
 pub mod time;
@@ -52,17 +46,41 @@ mod trace;
 pub mod units;
 mod zoo;
 
+// The public face of the bounds of two layers: the engine's (`engine/limits.rs`)
+// and the event estimate checked against the budget (`scenario/budget.rs`).
+pub mod limits {
+    //! Every bound the simulator puts on its input and on a run, in one place.
+    //!
+    //! A scenario is user input: whatever it says, a run must end in bounded
+    //! time and memory with a result or a clear error, never a panic, an
+    //! overflow or an allocation failure. Three kinds of bound keep that promise:
+    //!
+    //! 1. **Each duration** is at most [`MAX_SPAN`] (one year), so sums of a few
+    //!    of them never overflow nanoseconds in `u64` (a year is 2^55 ns).
+    //! 2. **Products** of durations that set how much is in flight at once are
+    //!    refused up front when they are absurd ([`MAX_UNITS_IN_PROGRESS`]), and
+    //!    the run's work is estimated against the event budget before it starts
+    //!    ([`estimated_events`]).
+    //! 3. **The engine** stops a run cleanly ([`Halt`]) when it would exceed the
+    //!    event budget or hold more than [`MAX_PENDING_EVENTS`] events at once,
+    //!    and a paused host keeps at most [`MAX_DEFERRED_MESSAGES`] messages
+    //!    (more are dropped, like a full socket buffer).
+
+    pub use crate::engine::limits::*;
+    pub use crate::scenario::{check_budget, estimated_events};
+}
+
 pub use checker::{Checker, CheckerSettings, Verdict};
-pub use clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
+pub use engine::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
 pub use limits::Halt;
 pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
 };
-pub use report::Report;
+pub use report::{summary, Report};
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,
     NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work,
     DOWNSTREAM, LEASE_STORE,
 };
-pub use sim::{RunOptions, Simulation};
+pub use simulation::{RunOptions, Simulation};

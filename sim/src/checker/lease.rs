@@ -4,7 +4,7 @@
 use fenced::{FencingToken, LeaseResult, OwnerId};
 
 use super::Checker;
-use crate::clock::{server_local, server_true_time};
+use crate::engine::clock::{server_local, server_true_time};
 use crate::observation::{ProcessId, ProcessRef, SimTime};
 use crate::report::Invariant;
 use crate::units::secs;

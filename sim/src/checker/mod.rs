@@ -62,6 +62,7 @@
 //! Its state is bounded: one lease view, one downstream fence, a row per
 //! process slot and per node, counters, and capped lists.
 
+mod assemble;
 mod fence;
 mod lease;
 mod lives;
@@ -77,6 +78,7 @@ use crate::report::{
 };
 use crate::units::{ms, secs};
 
+pub(crate) use assemble::assemble;
 use fence::FenceView;
 use lease::LeaseView;
 use lives::{Disturbance, Lives};

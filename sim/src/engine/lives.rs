@@ -4,10 +4,9 @@
 use fenced::{NodeId, OwnerId};
 
 use super::Address;
-use crate::clock::HostClock;
-use crate::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
-use crate::observation::{HostRef, NodeRef, ProcessId, ProcessRef};
-use crate::scenario::{DOWNSTREAM, LEASE_STORE};
+use crate::engine::clock::HostClock;
+use crate::engine::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
+use crate::observation::{HostRef, NodeRef, ProcessId, ProcessRef, DOWNSTREAM, LEASE_STORE};
 
 /// The endpoint of another protocol's server `index`.
 pub(crate) fn server_endpoint(index: u16) -> u16 {

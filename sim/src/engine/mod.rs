@@ -9,17 +9,21 @@
 //! engine's small API: pause and resume a host, cut links, start and kill
 //! processes.
 
+pub(crate) mod clock;
+pub mod limits;
 mod lives;
+pub(crate) mod network;
 mod outbox;
+mod queue;
 
 use std::fmt::Debug;
 
 use fenced::OwnerId;
 
-use crate::limits::{Halt, MAX_DEFERRED_MESSAGES, MAX_PENDING_EVENTS};
-use crate::network::Network;
-use crate::observation::{DropReason, HostRef, MessageKind, Observation, Observer, Skipped};
-use crate::queue::EventQueue;
+use crate::engine::limits::{Halt, MAX_DEFERRED_MESSAGES, MAX_PENDING_EVENTS};
+use crate::engine::network::Network;
+use crate::engine::queue::EventQueue;
+use crate::observation::{DropReason, HostRef, MessageFacts, Observation, Observer, Skipped};
 use crate::time::SimTime;
 
 pub(crate) use lives::{server_endpoint, server_index, Lives};
@@ -43,12 +47,11 @@ pub(crate) enum Address {
 /// What the engine needs to know of a protocol's messages: enough to name a
 /// lost one.
 pub(crate) trait Envelope: Clone + Debug {
-    /// Its kind, for drop observations.
-    fn kind(&self) -> MessageKind;
+    /// What observers are told of it if it is dropped (its hosts decide;
+    /// the engine passes it on).
+    fn facts(&self) -> MessageFacts;
     /// The process slot that sent it, if a process did.
     fn sender(&self) -> Option<u32>;
-    /// Whether it answers a renewal (a lost one is a renewal lost).
-    fn is_renewal_answer(&self) -> bool;
 
     /// Whether the addressee's kernel, not its process, handles it (a TCP
     /// keepalive probe): it is handled even while the process is paused.
@@ -441,14 +444,12 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     /// Observes a message that never arrived.
     fn dropped(&mut self, from: u16, to: Address, msg: &H::Message, reason: DropReason) {
         let names = &self.lives;
-        let observation = Observation::Dropped {
-            from: names.endpoint_ref(from),
-            to: names.address_ref(to),
-            kind: msg.kind(),
+        let observation = msg.facts().dropped(
+            names.endpoint_ref(from),
+            names.address_ref(to),
             reason,
-            sender: msg.sender().map(|pid| names.process_ref(pid)),
-            renewal_answer: msg.is_renewal_answer(),
-        };
+            msg.sender().map(|pid| names.process_ref(pid)),
+        );
         self.observers.observe(self.now, &observation);
     }
 

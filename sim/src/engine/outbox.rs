@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::{Address, Event, Hosts, Lives};
-use crate::clock::{server_local, server_true_time, HostClock};
-use crate::network::{Network, Transit};
+use crate::engine::clock::{server_local, server_true_time, HostClock};
+use crate::engine::network::{Network, Transit};
+use crate::engine::queue::EventQueue;
 use crate::observation::{DropReason, Observation, Observer, SimTime};
-use crate::queue::EventQueue;
 
 /// The clock a host reads.
 #[derive(Clone, Copy, Debug)]
@@ -102,14 +102,12 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
         let names = self.names;
         self.observers.observe(
             self.now,
-            &Observation::Dropped {
-                from: names.endpoint_ref(self.from),
-                to: names.address_ref(to),
-                kind: msg.kind(),
+            &msg.facts().dropped(
+                names.endpoint_ref(self.from),
+                names.address_ref(to),
                 reason,
-                sender: msg.sender().map(|pid| names.process_ref(pid)),
-                renewal_answer: msg.is_renewal_answer(),
-            },
+                msg.sender().map(|pid| names.process_ref(pid)),
+            ),
         );
     }
 

@@ -46,7 +46,7 @@ pub const DETERMINISM_SAMPLE: u64 = 16;
 pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> SeedOutcome {
     let (scenario, mix) = generate(base, seed);
     let run = || -> Result<crate::Report, (&'static str, String)> {
-        crate::limits::check_budget(&scenario, options.event_budget())
+        crate::scenario::check_budget(&scenario, options.event_budget())
             .map_err(|e| ("event-budget", e.to_string()))?;
         let mut sim =
             crate::Simulation::from_scenario(&scenario, options.clone()).map_err(|e| {

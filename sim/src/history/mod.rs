@@ -48,11 +48,9 @@ use std::time::Duration;
 use fenced::history::{Event, Kind, Settings};
 use fenced::{NodeId, OwnerId};
 
-use crate::checker::{Checker, CheckerSettings};
+use crate::checker::{assemble, Checker, CheckerSettings};
 use crate::observation::SimTime;
-use crate::report::{
-    assemble, Figures, HistoryFileReport, HistoryReport, Report, MAX_PROBLEMS_LISTED,
-};
+use crate::report::{Figures, HistoryFileReport, HistoryReport, Report, MAX_PROBLEMS_LISTED};
 use crate::scenario::{Election, Membership, NodeSpec, Scenario, Work};
 use crate::timeline::{Belief, Timeline};
 

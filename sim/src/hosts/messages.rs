@@ -6,7 +6,7 @@ use std::time::Duration;
 use fenced::{FencingToken, LeaseResult, OwnerId, RequestId};
 
 use crate::engine::Envelope;
-use crate::observation::MessageKind;
+use crate::observation::{MessageFacts, MessageKind};
 
 /// Every message of the protocol, by addressee.
 #[derive(Clone, Debug)]
@@ -64,14 +64,10 @@ pub(crate) enum ToProcess {
 }
 
 impl Envelope for Message {
-    fn kind(&self) -> MessageKind {
-        match self {
-            Message::Store(ToStore::LeaseRequest { .. }) => MessageKind::LeaseRequest,
-            Message::Store(ToStore::Release { .. }) => MessageKind::Release,
-            Message::Store(ToStore::Heartbeat { .. }) => MessageKind::Heartbeat,
-            Message::Downstream(ToDownstream::Write { .. }) => MessageKind::Write,
-            Message::Process(ToProcess::LeaseResponse { .. }) => MessageKind::LeaseResponse,
-            Message::Process(ToProcess::LeaseFailed { .. }) => MessageKind::LeaseFailed,
+    fn facts(&self) -> MessageFacts {
+        MessageFacts {
+            kind: self.kind(),
+            renewal_answer: self.is_renewal_answer(),
         }
     }
 
@@ -84,7 +80,22 @@ impl Envelope for Message {
             Message::Process(_) => None,
         }
     }
+}
 
+impl Message {
+    /// Its kind, for drop observations.
+    fn kind(&self) -> MessageKind {
+        match self {
+            Message::Store(ToStore::LeaseRequest { .. }) => MessageKind::LeaseRequest,
+            Message::Store(ToStore::Release { .. }) => MessageKind::Release,
+            Message::Store(ToStore::Heartbeat { .. }) => MessageKind::Heartbeat,
+            Message::Downstream(ToDownstream::Write { .. }) => MessageKind::Write,
+            Message::Process(ToProcess::LeaseResponse { .. }) => MessageKind::LeaseResponse,
+            Message::Process(ToProcess::LeaseFailed { .. }) => MessageKind::LeaseFailed,
+        }
+    }
+
+    /// Whether it answers a renewal (a lost one is a renewal lost).
     fn is_renewal_answer(&self) -> bool {
         matches!(
             self,

@@ -7,6 +7,7 @@ mod downstream;
 mod lease_store;
 pub(crate) mod messages;
 mod node;
+mod sim_hosts;
 pub(crate) mod worker;
 
 use fenced::{Elector, ElectorConfig, ElectorTimings, OwnerId, Role};
@@ -14,9 +15,10 @@ use fenced::{Elector, ElectorConfig, ElectorTimings, OwnerId, Role};
 pub(crate) use downstream::DownstreamHost;
 pub(crate) use lease_store::LeaseStoreHost;
 pub(crate) use node::{NodeProcess, WorkTimings};
+pub(crate) use sim_hosts::{HostEvent, SimHosts};
 
+use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::{Address, Hosts, Outbox};
-use crate::network::STORE_ENDPOINT;
 use crate::observation::Observer;
 use crate::rng::SeedDeriver;
 use crate::scenario::with_jitter_seed;

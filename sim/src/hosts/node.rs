@@ -12,8 +12,8 @@ use fenced::{Elector, ElectorOutput, FencingToken, LeaseResult, OwnerId};
 use super::messages::{Message, Timer, ToProcess, ToStore};
 use super::worker::Worker;
 use super::FencedHosts;
+use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::{Address, Outbox};
-use crate::network::STORE_ENDPOINT;
 use crate::observation::{Observation, Observer, SimTime};
 
 /// The work loop's timings, shared by every process.

@@ -10,10 +10,9 @@ use fenced::{FencingToken, OwnerId, StepDownReason};
 
 use super::messages::ToDownstream;
 use super::WorkTimings;
+use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{Address, Event, Hosts, Lives, Outbox};
-use crate::network::DOWNSTREAM_ENDPOINT;
 use crate::observation::{Observation, Observer};
-use crate::report::UnjudgedWrite;
 
 /// What a worker needs of its protocol's timers and messages.
 pub(crate) trait WorkerHosts: Hosts {
@@ -175,6 +174,33 @@ impl Worker {
     }
 }
 
+/// A write on its way when a report is taken: the report lists it among the
+/// `unjudged_writes`.
+#[derive(Debug)]
+pub(crate) struct PendingWrite {
+    /// The writer (node and incarnation).
+    pub(crate) owner: String,
+    /// The token the write carries.
+    pub(crate) token: u64,
+    /// The writer's unit-of-work number.
+    pub(crate) unit: u64,
+    /// Where the write is.
+    pub(crate) state: WriteState,
+}
+
+/// Where a [`PendingWrite`] is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WriteState {
+    /// The unit has not sent its write yet.
+    InProgress,
+    /// Its process is paused mid-unit.
+    InProgressPaused,
+    /// Sent, not yet delivered.
+    InFlight,
+    /// Delivered to a paused downstream, queued there.
+    Queued,
+}
+
 /// `event` as a write on its way, for the report's `unjudged_writes`: a unit
 /// in progress whose term is still believed, or a write in flight to (or
 /// queued at, when `deferred`) the downstream.
@@ -183,7 +209,7 @@ pub(crate) fn pending_write<H: WorkerHosts>(
     lives: &Lives<Event<H::Message, H::Timer>>,
     event: &Event<H::Message, H::Timer>,
     deferred: bool,
-) -> Option<UnjudgedWrite> {
+) -> Option<PendingWrite> {
     match event {
         Event::Timer {
             to: Address::Process { pid, incarnation },
@@ -191,28 +217,31 @@ pub(crate) fn pending_write<H: WorkerHosts>(
         } => {
             let (token, unit) = H::as_work_done(timer)?;
             let believes = hosts.believed(*pid) == Some(token);
-            (lives.is_alive(*pid, *incarnation) && believes).then(|| UnjudgedWrite {
+            (lives.is_alive(*pid, *incarnation) && believes).then(|| PendingWrite {
                 owner: lives.owner_of(*pid).to_string(),
                 token: token.get(),
                 unit,
                 state: if lives.is_paused(*pid) {
-                    "in-progress (paused)"
+                    WriteState::InProgressPaused
                 } else {
-                    "in-progress"
-                }
-                .to_string(),
+                    WriteState::InProgress
+                },
             })
         }
         Event::Deliver { msg, .. } => {
             let ToDownstream::Write {
                 owner, token, unit, ..
             } = H::as_write(msg)?;
-            Some(UnjudgedWrite {
+            Some(PendingWrite {
                 owner: owner.to_string(),
                 token: token.get(),
                 unit: *unit,
                 // Writes queue only at a paused downstream.
-                state: if deferred { "queued" } else { "in-flight" }.to_string(),
+                state: if deferred {
+                    WriteState::Queued
+                } else {
+                    WriteState::InFlight
+                },
             })
         }
         Event::Timer { .. } | Event::Control(_) => None,

@@ -11,10 +11,12 @@
 //! This module holds the model's types; `validate.rs` the rules
 //! ([`Scenario::validate`]) and the warnings ([`Scenario::warnings`]).
 
+mod budget;
 mod protocol;
 mod valid;
 mod validate;
 
+pub use budget::{check_budget, estimated_events};
 pub use protocol::ProtocolSpec;
 
 pub(crate) use valid::with_jitter_seed;
@@ -25,17 +27,13 @@ use std::time::Duration;
 
 use fenced::{ElectorTimings, Jitter, ResourceId, Role};
 
+pub use crate::observation::{DOWNSTREAM, LEASE_STORE};
 use crate::units::human;
 
-/// The name of the lease-store host in scenarios and traces.
-pub const LEASE_STORE: &str = "lease-store";
 /// The longest node id: room is left for the `#incarnation` suffix (`#` and
 /// up to ten digits) of every process's owner id within
 /// [`fenced::MAX_ID_LEN`].
 pub const MAX_NODE_ID_LEN: usize = fenced::MAX_ID_LEN - 11;
-
-/// The name of the downstream host in scenarios and traces.
-pub const DOWNSTREAM: &str = "downstream";
 
 /// A whole simulation setup. Build with [`Scenario::new`] and adjust fields.
 #[derive(Clone, Debug, PartialEq)]

@@ -129,16 +129,26 @@ impl ProtocolSpec {
     pub fn server_names(&self) -> Vec<String> {
         match self {
             ProtocolSpec::Fenced => Vec::new(),
-            ProtocolSpec::ConnectionLock(s) => {
-                crate::zoo::server_names::<ConnectionLock>(s, "postgres")
-            }
-            ProtocolSpec::ClientGo(s) => crate::zoo::server_names::<ClientGo>(s, "apiserver"),
-            ProtocolSpec::Etcd(s) => crate::zoo::server_names::<Etcd>(s, "etcd"),
-            ProtocolSpec::Redlock(s) => crate::zoo::server_names::<Redlock>(s, "redis"),
-            ProtocolSpec::ZooKeeper(s) => crate::zoo::server_names::<ZooKeeper>(s, "zookeeper"),
-            ProtocolSpec::DynamoDb(s) => crate::zoo::server_names::<DynamoDb>(s, "dynamodb"),
+            ProtocolSpec::ConnectionLock(s) => server_names::<ConnectionLock>(s, "postgres"),
+            ProtocolSpec::ClientGo(s) => server_names::<ClientGo>(s, "apiserver"),
+            ProtocolSpec::Etcd(s) => server_names::<Etcd>(s, "etcd"),
+            ProtocolSpec::Redlock(s) => server_names::<Redlock>(s, "redis"),
+            ProtocolSpec::ZooKeeper(s) => server_names::<ZooKeeper>(s, "zookeeper"),
+            ProtocolSpec::DynamoDb(s) => server_names::<DynamoDb>(s, "dynamodb"),
         }
     }
+}
+
+/// The names of protocol `P`'s servers: its name for a single server
+/// (`postgres`, `apiserver`, `etcd`, `zookeeper`, `dynamodb`), `redis-1` …
+/// `redis-N` for Redlock's instances. A scenario may also call the first
+/// `lease-store`.
+fn server_names<P: Protocol>(settings: &P::Settings, single: &str) -> Vec<String> {
+    let n = P::servers(settings);
+    if n == 1 {
+        return vec![single.to_string()];
+    }
+    (1..=n).map(|i| format!("{single}-{i}")).collect()
 }
 
 impl fmt::Display for ProtocolSpec {

@@ -10,8 +10,8 @@ use fenced::{ElectorConfig, NodeId, OwnerId};
 use super::{
     FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM, LEASE_STORE, MAX_NODE_ID_LEN,
 };
-use crate::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
-use crate::limits::{MAX_SPAN, MAX_UNITS_IN_PROGRESS};
+use crate::engine::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
+use crate::engine::limits::{MAX_SPAN, MAX_UNITS_IN_PROGRESS};
 use crate::units::human;
 
 /// Refuses a duration longer than [`MAX_SPAN`] (one year), naming `key`.
@@ -254,7 +254,7 @@ impl Scenario {
                 "at least one [[node]] is required",
             ));
         }
-        let most = usize::from(u16::MAX - crate::network::FIRST_NODE_ENDPOINT);
+        let most = usize::from(u16::MAX - crate::engine::network::FIRST_NODE_ENDPOINT);
         if self.nodes.len() > most {
             return Err(ScenarioError::new(
                 "node",

@@ -29,16 +29,15 @@ use std::fmt::Debug;
 use fenced::{FencedStore, Fencing, OwnerId};
 use fenced_zoo::{ClientId, Protocol, ServerIndex};
 
+use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{server_index, Address, Envelope, Hosts, Lives, Outbox};
 use crate::hosts::messages::ToDownstream;
+use crate::hosts::worker::PendingWrite;
 use crate::hosts::worker::{self, WorkerHosts};
-use crate::hosts::{DownstreamHost, WorkTimings};
-use crate::network::DOWNSTREAM_ENDPOINT;
-use crate::observation::{MessageKind, Observer};
-use crate::report::UnjudgedWrite;
+use crate::hosts::{DownstreamHost, HostEvent, SimHosts, WorkTimings};
+use crate::observation::{MessageFacts, MessageKind, Observer};
 use crate::rng::SeedDeriver;
-use crate::scenario::{ProtocolSpec, ScenarioError, ValidScenario};
-use crate::sim::{Core, HostEvent, RunOptions, SimHosts};
+use crate::scenario::{ProtocolSpec, ValidScenario};
 
 pub(crate) use process::ZooProcess;
 pub(crate) use server::ZooServer;
@@ -128,11 +127,10 @@ impl<P: ZooProtocol> Clone for ZooMessage<P> {
 }
 
 impl<P: ZooProtocol> Envelope for ZooMessage<P> {
-    fn kind(&self) -> MessageKind {
-        match self {
-            ZooMessage::ToServer { .. } => MessageKind::ProtocolRequest,
-            ZooMessage::ToClient { .. } => MessageKind::ProtocolResponse,
-            ZooMessage::Downstream(_) => MessageKind::Write,
+    fn facts(&self) -> MessageFacts {
+        MessageFacts {
+            kind: self.kind(),
+            renewal_answer: false,
         }
     }
 
@@ -144,12 +142,19 @@ impl<P: ZooProtocol> Envelope for ZooMessage<P> {
         }
     }
 
-    fn is_renewal_answer(&self) -> bool {
-        false
-    }
-
     fn answered_while_paused(&self) -> bool {
         matches!(self, ZooMessage::ToClient { response, .. } if P::answered_by_kernel(response))
+    }
+}
+
+impl<P: ZooProtocol> ZooMessage<P> {
+    /// Its kind, for drop observations.
+    fn kind(&self) -> MessageKind {
+        match self {
+            ZooMessage::ToServer { .. } => MessageKind::ProtocolRequest,
+            ZooMessage::ToClient { .. } => MessageKind::ProtocolResponse,
+            ZooMessage::Downstream(_) => MessageKind::Write,
+        }
     }
 }
 
@@ -402,7 +407,7 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
         lives: &Lives<HostEvent<Self>>,
         event: &HostEvent<Self>,
         deferred: bool,
-    ) -> Option<UnjudgedWrite> {
+    ) -> Option<PendingWrite> {
         worker::pending_write(self, lives, event, deferred)
     }
 }
@@ -442,64 +447,39 @@ impl<P: ZooProtocol> WorkerHosts for ZooHosts<P> {
     }
 }
 
-/// The names of protocol `P`'s servers: its name for a single server
-/// (`postgres`, `apiserver`, `etcd`, `zookeeper`, `dynamodb`), `redis-1` …
-/// `redis-N` for Redlock's instances. A scenario may also call the first
-/// `lease-store`.
-pub(crate) fn server_names<P: ZooProtocol>(settings: &P::Settings, single: &str) -> Vec<String> {
-    let n = P::servers(settings);
-    if n == 1 {
-        return vec![single.to_string()];
+impl<P: ZooProtocol> ZooHosts<P> {
+    /// The hosts of a run of protocol `P` with `settings` (validated with
+    /// the scenario), drawing their randomness from `seeds`.
+    pub(crate) fn new(valid: &ValidScenario, settings: &P::Settings, seeds: SeedDeriver) -> Self {
+        let scenario = valid.scenario();
+        // Fence by the protocol's token only where it has one (validation
+        // refuses `fencing = true` otherwise).
+        let fencing = if scenario.fencing && P::HAS_TOKEN {
+            Fencing::Enforced
+        } else {
+            Fencing::Disabled
+        };
+        ZooHosts {
+            settings: settings.clone(),
+            node_settings: scenario
+                .nodes
+                .iter()
+                .map(|n| n.protocol.as_ref().and_then(P::settings_in).cloned())
+                .collect(),
+            servers: (0..P::servers(settings))
+                .map(|i| ZooServer::new(i, P::new_server(settings, i)))
+                .collect(),
+            downstream: DownstreamHost {
+                resource: valid.resource().clone(),
+                store: FencedStore::new(fencing),
+            },
+            procs: Vec::new(),
+            clients: Vec::new(),
+            timings: WorkTimings::of(scenario),
+            seeds,
+            next_term: 0,
+            truth: None,
+            max_token: 0,
+        }
     }
-    (1..=n).map(|i| format!("{single}-{i}")).collect()
-}
-
-/// A run of protocol `P` with `settings` (validated with the scenario).
-///
-/// # Errors
-/// The event budget, as for the fenced protocol.
-pub(crate) fn core<P>(
-    valid: &ValidScenario,
-    options: &RunOptions,
-    settings: &P::Settings,
-) -> Result<Core<ZooHosts<P>>, ScenarioError>
-where
-    P: ZooProtocol,
-{
-    let scenario = valid.scenario();
-    // Fence by the protocol's token only where it has one (validation
-    // refuses `fencing = true` otherwise).
-    let fencing = if scenario.fencing && P::HAS_TOKEN {
-        Fencing::Enforced
-    } else {
-        Fencing::Disabled
-    };
-    let make_hosts = |seeds: SeedDeriver| ZooHosts {
-        settings: settings.clone(),
-        node_settings: scenario
-            .nodes
-            .iter()
-            .map(|n| n.protocol.as_ref().and_then(P::settings_in).cloned())
-            .collect(),
-        servers: (0..P::servers(settings))
-            .map(|i| ZooServer::new(i, P::new_server(settings, i)))
-            .collect(),
-        downstream: DownstreamHost {
-            resource: valid.resource().clone(),
-            store: FencedStore::new(fencing),
-        },
-        procs: Vec::new(),
-        clients: Vec::new(),
-        timings: WorkTimings::of(scenario),
-        seeds,
-        next_term: 0,
-        truth: None,
-        max_token: 0,
-    };
-    Core::assemble(
-        valid,
-        options,
-        scenario.election.protocol.server_names(),
-        make_hosts,
-    )
 }

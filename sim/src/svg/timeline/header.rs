@@ -40,7 +40,7 @@ pub(super) fn header(doc: &mut Doc, text: HeaderText<'_>) -> f64 {
     );
     let mut y = 32.0;
     if let Some(description) = &scenario.description {
-        let text = crate::summary::first_sentence(description);
+        let text = crate::report::summary::first_sentence(description);
         let lines = wrap(&text, 12.0, room, false);
         for (i, line) in lines.iter().take(2).enumerate() {
             let line = if i == 1 && lines.len() > 2 {

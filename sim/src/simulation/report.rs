@@ -2,7 +2,9 @@
 //! (events, the trace hash, writes still in flight, the store's highest token).
 
 use super::{Core, SimHosts};
-use crate::report::{assemble, Figures, Report, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::checker::assemble;
+use crate::hosts::worker::{PendingWrite, WriteState};
+use crate::report::{Figures, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::units::ms;
 
 impl<H: SimHosts> Core<H> {
@@ -15,7 +17,7 @@ impl<H: SimHosts> Core<H> {
         let now = self.engine.now;
         let verdict = self.engine.observers.checker.verdict(now);
         let max_token = self.engine.hosts.max_token();
-        let store_now = crate::clock::server_local(now, self.engine.lives.server_offset(0));
+        let store_now = crate::engine::clock::server_local(now, self.engine.lives.server_offset(0));
         let live_at_end = self.engine.hosts.live_members(store_now);
         let figures = Figures {
             scenario: self.name.clone(),
@@ -40,7 +42,11 @@ impl<H: SimHosts> Core<H> {
         let mut writes = Vec::new();
         let (hosts, lives) = (&self.engine.hosts, &self.engine.lives);
         for (event, deferred) in self.engine.pending() {
-            writes.extend(hosts.pending_write(lives, event, deferred));
+            writes.extend(
+                hosts
+                    .pending_write(lives, event, deferred)
+                    .map(UnjudgedWrite::from),
+            );
         }
         writes.sort();
         let total = writes.len() as u64;
@@ -67,5 +73,24 @@ impl<H: SimHosts> Core<H> {
 
     pub(super) fn leader_at_end(&self) -> bool {
         self.engine.observers.checker.leader_at(self.engine.now)
+    }
+}
+
+impl From<PendingWrite> for UnjudgedWrite {
+    /// The report's entry for a write its hosts found on its way, its state
+    /// in the report's words.
+    fn from(write: PendingWrite) -> Self {
+        UnjudgedWrite {
+            owner: write.owner,
+            token: write.token,
+            unit: write.unit,
+            state: match write.state {
+                WriteState::InProgress => "in-progress",
+                WriteState::InProgressPaused => "in-progress (paused)",
+                WriteState::InFlight => "in-flight",
+                WriteState::Queued => "queued",
+            }
+            .to_string(),
+        }
     }
 }

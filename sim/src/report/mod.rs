@@ -3,8 +3,16 @@
 //! Field names are a public contract read by users' scripts: fields may be
 //! added, never renamed or repurposed. The first twelve are those of the
 //! design's `run --json` object, in its order.
+//!
+//! Beside it: the judgement of a scenario's `[expect]` block against a
+//! report (`expect.rs`) and the text summary people read (`summary.rs`). A
+//! report is built from a checker's verdict by
+//! `checker::assemble`; this layer holds results and imports no checker.
 
 use serde::{Deserialize, Serialize};
+
+pub(crate) mod expect;
+pub mod summary;
 
 /// Everything a run found and measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -340,55 +348,4 @@ pub(crate) struct Figures {
     pub(crate) unjudged_writes: UnjudgedWrites,
     pub(crate) planted_bug: Option<String>,
     pub(crate) history: Option<HistoryReport>,
-}
-
-/// The report of `verdict` with `figures`, judged against `expect`: the one
-/// path from a checker's verdict to a [`Report`], for `run` and
-/// `check-history` alike.
-pub(crate) fn assemble(
-    figures: Figures,
-    verdict: crate::checker::Verdict,
-    expect: &crate::scenario::Expectations,
-) -> Report {
-    let mut report = Report {
-        scenario: figures.scenario,
-        seed: figures.seed,
-        virtual_ms: figures.virtual_ms,
-        events: figures.events,
-        trace_hash: figures.trace_hash,
-        split_brain: verdict.split_brain_total > 0,
-        violations: verdict.violations,
-        terms: verdict
-            .terms
-            .iter()
-            .map(crate::checker::BeliefTerm::to_report)
-            .collect(),
-        leader_changes: verdict.leader_changes,
-        failovers: verdict.failovers,
-        writes: verdict.writes,
-        expect: ExpectOutcome::default(),
-        violations_total: verdict.violations_total,
-        fencing: figures.fencing,
-        overlap_ms: crate::units::ms(verdict.overlap),
-        leaderless_ms: crate::units::ms(verdict.leaderless),
-        spurious_failovers: verdict.spurious_failovers,
-        max_token: figures.max_token,
-        membership: MembershipReport {
-            live_at_end: figures.live_at_end,
-            ..verdict.membership
-        },
-        coverage: verdict.coverage,
-        unjudged_writes: figures.unjudged_writes,
-        planted_bug: figures.planted_bug,
-        history: figures.history,
-    };
-    report.expect = crate::expect::evaluate(
-        expect,
-        &report,
-        verdict.split_brain_total,
-        verdict.max_failover,
-        verdict.overlap,
-        verdict.leader_at_end,
-    );
-    report
 }

@@ -1,4 +1,4 @@
-//! What a [`Core`](super::Core) needs of a protocol's hosts beyond the
+//! What a simulation's `Core` needs of a protocol's hosts beyond the
 //! engine's [`Hosts`]: the inputs faults deliver to processes, and the few
 //! figures of the report that only the hosts know.
 //!
@@ -8,10 +8,10 @@
 
 use fenced::FencingToken;
 
+use super::messages::Timer;
+use super::worker::PendingWrite;
+use super::FencedHosts;
 use crate::engine::{Event, Hosts, Lives};
-use crate::hosts::messages::Timer;
-use crate::hosts::FencedHosts;
-use crate::report::UnjudgedWrite;
 
 /// An event of the engine's queue, for hosts `H`.
 pub(crate) type HostEvent<H> = Event<<H as Hosts>::Message, <H as Hosts>::Timer>;
@@ -46,7 +46,7 @@ pub(crate) trait SimHosts:
         lives: &Lives<HostEvent<Self>>,
         event: &HostEvent<Self>,
         deferred: bool,
-    ) -> Option<UnjudgedWrite>;
+    ) -> Option<PendingWrite>;
 }
 
 impl SimHosts for FencedHosts {
@@ -74,7 +74,7 @@ impl SimHosts for FencedHosts {
         lives: &Lives<HostEvent<Self>>,
         event: &HostEvent<Self>,
         deferred: bool,
-    ) -> Option<UnjudgedWrite> {
+    ) -> Option<PendingWrite> {
         crate::hosts::worker::pending_write(self, lives, event, deferred)
     }
 }

@@ -4,10 +4,11 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::{Core, SimHosts};
-use crate::limits::Halt;
+use crate::engine::limits::Halt;
 use crate::report::Report;
 use crate::scenario::{FaultSpec, Scenario, ScenarioError, ValidScenario};
 use crate::timeline::Timeline;
+use crate::zoo::ZooHosts;
 
 use super::RunOptions;
 
@@ -129,17 +130,18 @@ impl Simulation {
     /// [`check_budget`](crate::limits::check_budget).
     pub fn new(valid: &ValidScenario, options: RunOptions) -> Result<Self, ScenarioError> {
         use crate::scenario::ProtocolSpec as P;
-        use crate::zoo::core;
         use fenced_zoo::{client_go, connection_lock, dynamodb, etcd, redlock, zookeeper};
         let o = &options;
         let core: Box<dyn Run> = match &valid.election.protocol {
             P::Fenced => Box::new(Core::fenced(valid, o)?),
-            P::ConnectionLock(s) => Box::new(core::<connection_lock::ConnectionLock>(valid, o, s)?),
-            P::ClientGo(s) => Box::new(core::<client_go::ClientGo>(valid, o, s)?),
-            P::Etcd(s) => Box::new(core::<etcd::Etcd>(valid, o, s)?),
-            P::Redlock(s) => Box::new(core::<redlock::Redlock>(valid, o, s)?),
-            P::ZooKeeper(s) => Box::new(core::<zookeeper::ZooKeeper>(valid, o, s)?),
-            P::DynamoDb(s) => Box::new(core::<dynamodb::DynamoDb>(valid, o, s)?),
+            P::ConnectionLock(s) => Box::new(
+                Core::<ZooHosts<connection_lock::ConnectionLock>>::zoo(valid, o, s)?,
+            ),
+            P::ClientGo(s) => Box::new(Core::<ZooHosts<client_go::ClientGo>>::zoo(valid, o, s)?),
+            P::Etcd(s) => Box::new(Core::<ZooHosts<etcd::Etcd>>::zoo(valid, o, s)?),
+            P::Redlock(s) => Box::new(Core::<ZooHosts<redlock::Redlock>>::zoo(valid, o, s)?),
+            P::ZooKeeper(s) => Box::new(Core::<ZooHosts<zookeeper::ZooKeeper>>::zoo(valid, o, s)?),
+            P::DynamoDb(s) => Box::new(Core::<ZooHosts<dynamodb::DynamoDb>>::zoo(valid, o, s)?),
         };
         Ok(Simulation { core })
     }

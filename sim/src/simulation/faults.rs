@@ -7,8 +7,8 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Core, SimHosts};
+use crate::engine::network::BRIDGE;
 use crate::engine::{Control, Touched};
-use crate::network::BRIDGE;
 use crate::observation::{Observation, Skipped};
 use crate::rng::{exponential, uniform_inclusive, SeedDeriver};
 use crate::scenario::{DurationRange, FaultSpec, RecurringKind, ScenarioError};

@@ -11,11 +11,9 @@
 //! starts a new incarnation as a follower.
 
 mod faults;
-mod protocol;
 mod public;
 mod report;
 
-pub(crate) use protocol::{HostEvent, SimHosts};
 pub use public::Simulation;
 
 use std::io::Write;
@@ -24,46 +22,29 @@ use std::time::Duration;
 use fenced::{FencedStore, Fencing, LeaseStore, LeaseStoreConfig, NodeRegistry};
 
 use crate::checker::{Checker, CheckerSettings};
-use crate::clock::HostClock;
+use crate::engine::clock::HostClock;
+use crate::engine::limits::{Halt, DEFAULT_MAX_EVENTS};
+use crate::engine::network::Network;
 use crate::engine::{Control, Engine, Lives};
-use crate::hosts::{DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, WorkTimings};
-use crate::limits::{Halt, DEFAULT_MAX_EVENTS};
-use crate::network::Network;
-use crate::observation::{Observation, Observer, SimTime, Skipped};
+use crate::hosts::{
+    DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, SimHosts, WorkTimings,
+};
+use crate::observation::{Observers, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError, ValidScenario};
 use crate::time::span_nanos;
 use crate::timeline::{Belief, Recorder, Timeline};
 use crate::trace::Tracer;
+use crate::zoo::{ZooHosts, ZooProtocol};
 
 use faults::Faults;
 
 #[cfg(feature = "planted-bugs")]
 use fenced::PlantedBug;
 
-/// The consumers of the observation stream: the tracer (always), the checker
-/// (always) and the timeline recorder (when asked for).
-#[derive(Debug)]
-pub(crate) struct Observers {
-    tracer: Tracer,
-    checker: Checker,
-    timeline: Option<Box<Recorder>>,
-}
-
-impl Observer for Observers {
-    #[inline(always)]
-    fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
-        self.tracer.observe(at, observation);
-        self.checker.observe(at, observation);
-        if let Some(t) = self.timeline.as_mut() {
-            t.observe(at, observation);
-        }
-    }
-
-    fn wants_pictures(&self) -> bool {
-        self.timeline.is_some()
-    }
-}
+/// The observers of a run: the tracer, the checker and, when asked for, the
+/// timeline recorder.
+pub(crate) type RunObservers = Observers<Tracer, Checker, Recorder>;
 
 /// Options of one run that are not part of the scenario.
 #[derive(Clone, Debug, Default)]
@@ -108,7 +89,7 @@ pub(crate) struct Core<H: SimHosts> {
     seed: u64,
     scenario: Scenario,
     expect: Expectations,
-    engine: Engine<H, Observers>,
+    engine: Engine<H, RunObservers>,
     faults: Faults,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<PlantedBug>,
@@ -160,6 +141,28 @@ impl Core<FencedHosts> {
     }
 }
 
+impl<P: ZooProtocol> Core<ZooHosts<P>> {
+    /// A run of the zoo's protocol `P` with `settings` (validated with the
+    /// scenario).
+    ///
+    /// # Errors
+    /// The event budget, as for the fenced protocol.
+    pub(crate) fn zoo(
+        valid: &ValidScenario,
+        options: &RunOptions,
+        settings: &P::Settings,
+    ) -> Result<Self, ScenarioError> {
+        let scenario = valid.scenario();
+        let make_hosts = |seeds: SeedDeriver| ZooHosts::new(valid, settings, seeds);
+        Self::assemble(
+            valid,
+            options,
+            scenario.election.protocol.server_names(),
+            make_hosts,
+        )
+    }
+}
+
 impl<H: SimHosts> Core<H> {
     /// Sets up a run at time zero of `valid` with the hosts `make_hosts`
     /// builds from the run's seed deriver, and `servers` named (none: the
@@ -175,7 +178,7 @@ impl<H: SimHosts> Core<H> {
     ) -> Result<Self, ScenarioError> {
         let scenario = valid.scenario();
         let max_events = options.event_budget();
-        crate::limits::check_budget(scenario, max_events)?;
+        crate::scenario::check_budget(scenario, max_events)?;
         let seed = options.seed.unwrap_or(scenario.seed);
         let seeds = SeedDeriver::new(seed, "fenced-sim");
         let nodes = valid

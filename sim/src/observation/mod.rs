@@ -3,7 +3,8 @@
 //!
 //! Hosts and the engine *emit* observations; the tracer (text and hash), the
 //! [`Checker`](crate::Checker) and the timeline recorder *consume* the same
-//! stream and nothing else. Identities keep their types ([`OwnerId`],
+//! stream and nothing else (`Observers`, in `observers.rs`, hands each
+//! observation to them in that order). Identities keep their types ([`OwnerId`],
 //! [`NodeId`], [`FencingToken`]); observations borrow them, so emitting one
 //! allocates nothing.
 //!
@@ -12,11 +13,14 @@
 //! joining the live set) without being a line of the trace, so that the trace
 //! and its hash stay what they were before the stream existed.
 
+mod observers;
+
 pub use crate::time::SimTime;
 use fenced::{
     FencingToken, Instant, LeaseResult, NodeId, OwnerId, ResponseDisposition, StepDownReason,
     WriteOutcome,
 };
+pub(crate) use observers::Observers;
 
 /// A process slot of the engine: one node's lives reuse the node's slots.
 /// With its incarnation it names one life.
@@ -45,6 +49,11 @@ pub struct ProcessRef<'a> {
     /// downstream tell holders apart by.
     pub owner: &'a OwnerId,
 }
+
+/// The name of the lease-store host in scenarios and traces.
+pub const LEASE_STORE: &str = "lease-store";
+/// The name of the downstream host in scenarios and traces.
+pub const DOWNSTREAM: &str = "downstream";
 
 /// A host, as observations name them.
 #[derive(Clone, Copy, Debug)]
@@ -88,6 +97,39 @@ pub enum MessageKind {
     ProtocolRequest = 6,
     /// Another protocol's server answers (or pushes to) a client.
     ProtocolResponse = 7,
+}
+
+/// What the observation of a message that never arrived says of the message
+/// itself, as the hosts that sent it describe it: its kind and whether it
+/// answered a renewal. The engine passes it on unread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MessageFacts {
+    /// What it was.
+    pub(crate) kind: MessageKind,
+    /// Whether it was the store's answer renewing a lease.
+    pub(crate) renewal_answer: bool,
+}
+
+impl MessageFacts {
+    /// The observation of this message, sent by `from` (by process `sender`,
+    /// if a process sent it) to `to`, dropped for `reason`.
+    #[inline]
+    pub(crate) fn dropped<'a>(
+        self,
+        from: HostRef<'a>,
+        to: HostRef<'a>,
+        reason: DropReason,
+        sender: Option<ProcessRef<'a>>,
+    ) -> Observation<'a> {
+        Observation::Dropped {
+            from,
+            to,
+            kind: self.kind,
+            reason,
+            sender,
+            renewal_answer: self.renewal_answer,
+        }
+    }
 }
 
 /// Why a message never arrived.
@@ -443,8 +485,8 @@ impl<'a> HostRef<'a> {
     /// a process's owner id.
     pub fn name(&self) -> &'a str {
         match *self {
-            HostRef::LeaseStore => crate::scenario::LEASE_STORE,
-            HostRef::Downstream => crate::scenario::DOWNSTREAM,
+            HostRef::LeaseStore => LEASE_STORE,
+            HostRef::Downstream => DOWNSTREAM,
             HostRef::Node(node) => node.id.as_str(),
             HostRef::Process(process) => process.owner.as_str(),
             HostRef::Server { name, .. } => name,
