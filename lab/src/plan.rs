@@ -348,13 +348,20 @@ struct Planner<'a> {
     scale: TimeScale,
     options: &'a PlanOptions,
     refusals: Vec<Refusal>,
-    steps: Vec<(Duration, u8, Step)>,
+    steps: Vec<(Duration, Order, Step)>,
     notes: Vec<String>,
 }
 
-/// Step ordering at one instant: ends first, then starts.
-const PHASE_END: u8 = 0;
-const PHASE_START: u8 = 1;
+/// Step ordering at one instant, as the simulator's queue orders it: what
+/// it schedules before the run (node starts, fault starts in file order,
+/// the heal) first, then what a fault's start schedules (its end or
+/// restart), by that start.
+const PHASE_START: u8 = 0;
+const PHASE_FOLLOW_UP: u8 = 1;
+
+/// A step's place at its instant: phase, its fault's start (follow-ups),
+/// rank (node, then fault, then the heal).
+type Order = (u8, Duration, usize);
 
 impl<'a> Planner<'a> {
     fn new(scenario: &'a ValidScenario, options: &'a PlanOptions) -> Self {
@@ -376,8 +383,24 @@ impl<'a> Planner<'a> {
     }
 
     fn push(&mut self, at: Duration, phase: u8, cause: Cause, action: Action) {
+        let s = self.scenario;
+        let nodes = s.nodes.len();
+        let (fault_at, rank) = match (cause, &action) {
+            (Cause::Start, Action::Spawn { node }) => (Duration::ZERO, *node),
+            (Cause::Fault(index), _) => {
+                let start = s.faults[index].window().map_or(Duration::ZERO, |(at, _)| at);
+                (start, nodes + index)
+            }
+            _ => (Duration::ZERO, nodes + s.faults.len()),
+        };
+        let fault_at = if phase == PHASE_START {
+            Duration::ZERO
+        } else {
+            fault_at
+        };
         let at = self.scale.scale(at);
-        self.steps.push((at, phase, Step { at, cause, action }));
+        let order = (phase, fault_at, rank);
+        self.steps.push((at, order, Step { at, cause, action }));
     }
 
     fn plan(mut self) -> Result<LabPlan, PlanError> {
@@ -431,8 +454,7 @@ impl<'a> Planner<'a> {
         }
         let end = self.scale.scale(s.duration);
         let mut steps = self.steps;
-        // A stable sort: at one instant, ends before starts, then file order.
-        steps.sort_by_key(|(at, phase, _)| (*at, *phase));
+        steps.sort_by_key(|(at, order, _)| (*at, *order));
         let steps = steps
             .into_iter()
             .map(|(_, _, step)| step)
@@ -575,7 +597,7 @@ impl<'a> Planner<'a> {
             self.push(at, PHASE_START, cause, Action::Block { link, direction });
             self.push(
                 at.saturating_add(duration),
-                PHASE_END,
+                PHASE_FOLLOW_UP,
                 cause,
                 Action::Unblock { link, direction },
             );
@@ -610,7 +632,7 @@ impl<'a> Planner<'a> {
                 Some(Host::Node(node)) => {
                     self.push(*at, PHASE_START, cause, Action::Pause { node });
                     let end = at.saturating_add(*duration);
-                    self.push(end, PHASE_END, cause, Action::Resume { node });
+                    self.push(end, PHASE_FOLLOW_UP, cause, Action::Resume { node });
                 }
                 Some(server @ Host::Server(_)) => {
                     let links = self.links_of(&server);
@@ -685,7 +707,8 @@ impl<'a> Planner<'a> {
                 self.push(*at, PHASE_START, cause, action);
                 if let Some(after) = restart_after {
                     let restart = Action::Restart { node, after: index };
-                    self.push(at.saturating_add(*after), PHASE_START, cause, restart);
+                    let at = at.saturating_add(*after);
+                    self.push(at, PHASE_FOLLOW_UP, cause, restart);
                 }
             }
             FaultSpec::Replace { node, at } | FaultSpec::Abdicate { node, at } => {
@@ -710,7 +733,7 @@ impl<'a> Planner<'a> {
                     Some(Host::Server(server)) if durable => {
                         self.push(*at, PHASE_START, cause, Action::ServerDown { server });
                         let end = at.saturating_add(*duration);
-                        self.push(end, PHASE_END, cause, Action::ServerUp { server });
+                        self.push(end, PHASE_FOLLOW_UP, cause, Action::ServerUp { server });
                     }
                     Some(Host::Server(_)) => self.refuse(
                         what,
@@ -739,12 +762,22 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// At `heal_at`: no fault starts any more, every fault ends.
+    /// At `heal_at`: no fault starts any more (one at exactly `heal_at`
+    /// starts just before the heal), every fault ends; a restart stays (it
+    /// starts a process only for a node without one).
     fn heal(&mut self, heal_at: Duration) {
         let heal = self.scale.scale(heal_at);
-        self.steps
-            .retain(|(at, _, step)| !(matches!(step.cause, Cause::Fault(_)) && *at >= heal));
-        self.push(heal_at, PHASE_END, Cause::Heal, Action::Heal);
+        self.steps.retain(|(at, (phase, fault_at, _), step)| {
+            if !matches!(step.cause, Cause::Fault(_)) {
+                return true;
+            }
+            if *phase == PHASE_START {
+                return *at <= heal;
+            }
+            let restart = matches!(step.action, Action::Restart { .. });
+            *fault_at <= heal_at && (restart || *at < heal)
+        });
+        self.push(heal_at, PHASE_START, Cause::Heal, Action::Heal);
     }
 }
 
