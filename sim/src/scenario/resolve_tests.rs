@@ -39,7 +39,10 @@ fn names_resolve_to_hosts_for_every_design() {
     let mut redlock = scenario();
     redlock.election.protocol = ProtocolSpec::by_name("redlock").expect("a design");
     let names = HostNames::of(&redlock);
-    assert_eq!(names.host("redis-3"), Some(HostId::Server(ServerId::Lock(2))));
+    assert_eq!(
+        names.host("redis-3"),
+        Some(HostId::Server(ServerId::Lock(2)))
+    );
     assert_eq!(names.host("lease-store"), names.host("redis-1"));
     assert_eq!(names.name(HostId::Server(ServerId::Lock(2))), "redis-3");
     let wrong = FaultSpec::Crash {
@@ -149,14 +152,38 @@ fn one_instant_orders_starts_then_heal_then_ends() {
     assert_eq!(
         plan(&s),
         [
-            (secs(0), StepCause::Start, FaultAction::StartNode { node: 0 }),
+            (
+                secs(0),
+                StepCause::Start,
+                FaultAction::StartNode { node: 0 }
+            ),
             (secs(2), StepCause::Fault(2), FaultAction::Pause { host: a }),
             (secs(5), StepCause::Fault(0), FaultAction::Pause { host: a }),
-            (secs(10), StepCause::Start, FaultAction::StartNode { node: 1 }),
-            (secs(10), StepCause::Fault(1), FaultAction::Pause { host: a }),
-            (secs(10), StepCause::Fault(2), FaultAction::Resume { host: a }),
-            (secs(10), StepCause::Fault(0), FaultAction::Resume { host: a }),
-            (secs(15), StepCause::Fault(1), FaultAction::Resume { host: a }),
+            (
+                secs(10),
+                StepCause::Start,
+                FaultAction::StartNode { node: 1 }
+            ),
+            (
+                secs(10),
+                StepCause::Fault(1),
+                FaultAction::Pause { host: a }
+            ),
+            (
+                secs(10),
+                StepCause::Fault(2),
+                FaultAction::Resume { host: a }
+            ),
+            (
+                secs(10),
+                StepCause::Fault(0),
+                FaultAction::Resume { host: a }
+            ),
+            (
+                secs(15),
+                StepCause::Fault(1),
+                FaultAction::Resume { host: a }
+            ),
         ]
     );
 }
@@ -188,12 +215,32 @@ fn heal_ends_what_runs_and_starts_nothing_later() {
     assert_eq!(
         plan(&s),
         [
-            (secs(0), StepCause::Start, FaultAction::StartNode { node: 0 }),
-            (secs(0), StepCause::Start, FaultAction::StartNode { node: 1 }),
-            (secs(20), StepCause::Fault(0), FaultAction::Crash { node: 0 }),
-            (secs(30), StepCause::Fault(1), FaultAction::Isolate { host: b }),
+            (
+                secs(0),
+                StepCause::Start,
+                FaultAction::StartNode { node: 0 }
+            ),
+            (
+                secs(0),
+                StepCause::Start,
+                FaultAction::StartNode { node: 1 }
+            ),
+            (
+                secs(20),
+                StepCause::Fault(0),
+                FaultAction::Crash { node: 0 }
+            ),
+            (
+                secs(30),
+                StepCause::Fault(1),
+                FaultAction::Isolate { host: b }
+            ),
             (secs(30), StepCause::Heal, FaultAction::Heal),
-            (secs(40), StepCause::Fault(0), FaultAction::Restart { node: 0 }),
+            (
+                secs(40),
+                StepCause::Fault(0),
+                FaultAction::Restart { node: 0 }
+            ),
         ]
     );
 }

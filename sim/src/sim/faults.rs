@@ -129,7 +129,11 @@ impl<H: SimHosts> Core<H> {
         let resolution = fault.resolve(&self.scenario, &hosts).map_err(|error| {
             ScenarioError::new(format!("fault[{index}].node"), error.to_string())
         })?;
-        debug_assert_eq!(self.faults.scheduled.len(), index, "faults resolve in order");
+        debug_assert_eq!(
+            self.faults.scheduled.len(),
+            index,
+            "faults resolve in order"
+        );
         match resolution {
             Resolution::Scheduled(resolved) => {
                 let at = SimTime::from_duration(resolved.at);
