@@ -150,9 +150,9 @@ pub struct Step {
     pub cause: Cause,
     /// What.
     pub action: Action,
-    /// The index of the step of the scenario's
-    /// [`FaultPlan`](fenced_sim::FaultPlan) this realises (one plan step may
-    /// take several actions: a stall of each link concerned).
+    /// The index of the step of the scenario's [`FaultPlan`] this realises
+    /// (one plan step may take several actions: a stall of each link
+    /// concerned).
     pub planned: usize,
 }
 
