@@ -8,6 +8,8 @@
 //!
 //! * [`plan`]: the scenario (scaled by `--time-scale`) as timed actions, and
 //!   the refusal, up front, of every fault the lab cannot apply for real;
+//! * [`realise`]: each primitive action of the simulator's fault plan
+//!   ([`fenced_sim::ValidScenario::fault_plan`]) as the lab's real actions;
 //! * [`proxy`]: the fault-injecting TCP proxy of each (node, logical server)
 //!   link — latency, loss as TCP sees it, one-way blackholes, resets;
 //! * [`supervisor`]: node processes in their own process groups, signalled
@@ -31,6 +33,7 @@ pub mod node;
 pub mod output;
 pub mod plan;
 pub mod proxy;
+pub mod realise;
 pub mod report;
 pub mod runner;
 pub mod schema;

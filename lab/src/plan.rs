@@ -8,48 +8,23 @@
 //! and why) — never skipped quietly, so a real run never claims to have
 //! tested a fault it did not inject.
 //!
-//! # How each fault is made real
+//! # What a fault means, and how it is made real
 //!
-//! | scenario | for real |
-//! |---|---|
-//! | node `pause` | SIGSTOP of each live process of the node, SIGCONT at the end |
-//! | `crash` (+ `restart_after`) | SIGKILL; later a new process, a new incarnation |
-//! | `replace` | a second process with the same node id, a new incarnation |
-//! | `stop` (+ `restart_after`) | SIGTERM (the node stops its elector, releasing the lease) |
-//! | `abdicate` | SIGUSR1 (the node's work fails: its work returns, the elector abdicates) |
-//! | `isolate`, `partition`, `cut` | the proxies of the links concerned stall that direction |
-//! | `pause`/`isolate` of `lease-store`/`downstream` | every link of that logical host stalls both ways |
-//! | durable `restart` of `lease-store`/`downstream` | its proxies reset every connection and refuse new ones |
-//! | latency, `loss` | every proxy delays, and on a loss holds back, what it forwards |
-//! | node `clock_offset`, `clock_drift` | libfaketime on the node's processes (see [`crate::faketime`]) |
+//! The plan decides nothing about what a fault means. The simulator's
+//! resolution ([`fenced_sim::ValidScenario::fault_plan`]) turns the
+//! scenario's node starts, faults and heal into primitive actions at
+//! instants — the hosts each names, a partition's bridges, a restart's
+//! durability, `restart_after`, what `heal_at` ends, the order of one
+//! instant's steps — and the simulator executes the same plan in virtual
+//! time. [`crate::realise`] maps each action to the lab's [`Action`]s (each
+//! [`Step`] names the plan step it realises), and refuses the faults whose
+//! actions the lab cannot make real; `lab/tests/plans_agree.rs` checks, for
+//! every shipped scenario, that both execute the same steps.
 //!
-//! Signals are held by the kernel for a stopped process (except SIGKILL), so
-//! a `stop` or `abdicate` of a paused node takes effect when it resumes —
-//! exactly as the simulator delivers them.
-//!
-//! A paused *server* is a stall of its links, not a frozen PostgreSQL (one
-//! server serves both logical hosts and every test on the machine): what was
-//! sent to it waits and is handled on resume, at the resume time of the
-//! database clock, as in the simulator. The difference: a statement that
-//! reached the database before the pause still executes during it (only its
-//! answer waits).
-//!
-//! # What is refused, and why
-//!
-//! * another lock design (`[election] protocol`): only the fenced protocol
-//!   has a real implementation here;
-//! * recurring faults (`every`): the simulator draws them as its run goes, so
-//!   the lab could not apply the schedule the prediction saw;
-//! * a `restart` that loses state (`durable = false`): PostgreSQL is durable,
-//!   and the lab will not erase token counters the schema protects;
-//! * `clock-jump`: the tokio driver's timers read `CLOCK_MONOTONIC`, which no
-//!   real clock step moves, and the database's clock is the machine's;
-//! * `duplicate` > 0: TCP discards duplicate segments, so no duplicated
-//!   request can reach PostgreSQL through a connection;
-//! * a node clock offset or drift when libfaketime is missing or does not
-//!   fake what the node's clocks read;
-//! * more than [`MAX_NODES`] nodes, or a time scale that makes an interval
-//!   shorter than the lab's floors ([`MIN_RETRY_INTERVAL`], ...).
+//! The table of how each fault is made real, and the list of what is
+//! refused and why, are in the crate's README (`lab/README.md`, sections
+//! "How faults are made real" and "What is refused"): they are written
+//! there only.
 
 use std::fmt;
 use std::path::Path;
@@ -57,10 +32,11 @@ use std::time::Duration;
 
 use fenced::{ElectorTimings, NodeId, ResourceId, Role};
 use fenced_sim::file::LoadError;
-use fenced_sim::{FaultSpec, ProtocolSpec, Scenario, ScenarioError, ValidScenario};
+use fenced_sim::{FaultPlan, ProtocolSpec, Scenario, ScenarioError, ValidScenario};
 use fenced_sim::{DOWNSTREAM, LEASE_STORE};
 
 use crate::faketime::{ClockSetting, FaketimeSupport};
+use crate::realise::{self, Realised};
 pub use crate::time_scale::{TimeScale, MAX_TIME_SCALE};
 
 /// The most nodes a lab run starts: each is an OS process with two
@@ -160,16 +136,10 @@ pub enum Action {
     Heal,
 }
 
-/// Why a step is in the plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cause {
-    /// A node's `start_at`.
-    Start,
-    /// Scenario fault `[[fault]]` number `index` (0-based).
-    Fault(usize),
-    /// `heal_at`.
-    Heal,
-}
+/// Why a step is in the plan: a node's `start_at`, the scenario's fault
+/// number `index`, or `heal_at` — the cause of the simulator's plan step it
+/// realises.
+pub use fenced_sim::StepCause as Cause;
 
 /// One timed action.
 #[derive(Clone, Debug, PartialEq)]
@@ -180,6 +150,10 @@ pub struct Step {
     pub cause: Cause,
     /// What.
     pub action: Action,
+    /// The index of the step of the scenario's [`FaultPlan`] this realises
+    /// (one plan step may take several actions: a stall of each link
+    /// concerned).
+    pub planned: usize,
 }
 
 /// One node of the plan.
@@ -322,12 +296,6 @@ pub fn load(path: &Path) -> Result<ValidScenario, PlanError> {
     scenario.validated().map_err(PlanError::Invalid)
 }
 
-/// A host named in a fault.
-enum Host {
-    Node(usize),
-    Server(Server),
-}
-
 impl LabPlan {
     /// Plans `scenario` with `options`.
     ///
@@ -348,13 +316,7 @@ struct Planner<'a> {
     scale: TimeScale,
     options: &'a PlanOptions,
     refusals: Vec<Refusal>,
-    steps: Vec<(Duration, u8, Step)>,
-    notes: Vec<String>,
 }
-
-/// Step ordering at one instant: ends first, then starts.
-const PHASE_END: u8 = 0;
-const PHASE_START: u8 = 1;
 
 impl<'a> Planner<'a> {
     fn new(scenario: &'a ValidScenario, options: &'a PlanOptions) -> Self {
@@ -363,9 +325,16 @@ impl<'a> Planner<'a> {
             scale: options.time_scale,
             options,
             refusals: Vec::new(),
-            steps: Vec::new(),
-            notes: Vec::new(),
         }
+    }
+
+    /// How refusals and notes name the scenario's fault `index`:
+    /// `fault[2] (clock-jump)`.
+    fn fault_label(&self, index: usize) -> String {
+        format!(
+            "fault[{index}] ({})",
+            self.scenario.faults[index].kind_name()
+        )
     }
 
     fn refuse(&mut self, what: impl Into<String>, why: impl Into<String>) {
@@ -373,11 +342,6 @@ impl<'a> Planner<'a> {
             what: what.into(),
             why: why.into(),
         });
-    }
-
-    fn push(&mut self, at: Duration, phase: u8, cause: Cause, action: Action) {
-        let at = self.scale.scale(at);
-        self.steps.push((at, phase, Step { at, cause, action }));
     }
 
     fn plan(mut self) -> Result<LabPlan, PlanError> {
@@ -412,32 +376,17 @@ impl<'a> Planner<'a> {
         }
         let settings = self.settings();
         let nodes = self.nodes();
-        for (index, fault) in s.faults.iter().enumerate() {
-            self.fault(index, fault);
-        }
-        if let Some(heal_at) = s.heal_at {
-            self.heal(heal_at);
-        }
-        for (index, spec) in s.nodes.iter().enumerate() {
-            self.push(
-                spec.start_at,
-                PHASE_START,
-                Cause::Start,
-                Action::Spawn { node: index },
-            );
+        let fault_plan = s.fault_plan();
+        for (index, fault) in fault_plan.faults().iter().enumerate() {
+            if let Some(why) = realise::refusal(fault_plan.hosts(), fault) {
+                self.refuse(self.fault_label(index), why);
+            }
         }
         if !self.refusals.is_empty() {
             return Err(PlanError::Refused(self.refusals));
         }
+        let (steps, notes) = self.steps(&fault_plan);
         let end = self.scale.scale(s.duration);
-        let mut steps = self.steps;
-        // A stable sort: at one instant, ends before starts, then file order.
-        steps.sort_by_key(|(at, phase, _)| (*at, *phase));
-        let steps = steps
-            .into_iter()
-            .map(|(_, _, step)| step)
-            .filter(|step| step.at < end)
-            .collect();
         Ok(LabPlan {
             scenario: s.name.clone(),
             seed: self.options.seed.unwrap_or(s.seed),
@@ -453,9 +402,36 @@ impl<'a> Planner<'a> {
                 retransmit_timeout: self.scale.scale(RETRANSMIT_TIMEOUT),
             },
             steps,
-            notes: self.notes,
+            notes,
             end,
         })
+    }
+
+    /// The fault plan's steps made real, at scaled times, and the notes of
+    /// steps nothing real does (see [`realise::realise`]).
+    fn steps(&self, fault_plan: &FaultPlan) -> (Vec<Step>, Vec<String>) {
+        let s = self.scenario;
+        let (mut steps, mut notes) = (Vec::new(), Vec::new());
+        for (planned, step) in fault_plan.steps().iter().enumerate() {
+            let what = match step.cause {
+                Cause::Fault(index) => Some((index, self.fault_label(index))),
+                Cause::Start | Cause::Heal => None,
+            };
+            let fault = what.as_ref().map(|(index, what)| (*index, what.as_str()));
+            let at = self.scale.scale(step.at);
+            match realise::realise(fault_plan.hosts(), s.nodes.len(), fault, &step.action) {
+                Realised::Actions(actions) => {
+                    steps.extend(actions.into_iter().map(|action| Step {
+                        at,
+                        cause: step.cause,
+                        action,
+                        planned,
+                    }))
+                }
+                Realised::Nothing(note) => notes.extend(note),
+            }
+        }
+        (steps, notes)
     }
 
     fn settings(&mut self) -> NodeSettings {
@@ -540,211 +516,6 @@ impl<'a> Planner<'a> {
             });
         }
         nodes
-    }
-
-    fn host(&self, name: &str) -> Option<Host> {
-        match name {
-            LEASE_STORE => Some(Host::Server(Server::LeaseStore)),
-            DOWNSTREAM => Some(Host::Server(Server::Downstream)),
-            _ => self
-                .scenario
-                .nodes
-                .iter()
-                .position(|n| n.id == name)
-                .map(Host::Node),
-        }
-    }
-
-    fn node(&self, name: &str) -> Option<usize> {
-        match self.host(name) {
-            Some(Host::Node(index)) => Some(index),
-            _ => None,
-        }
-    }
-
-    /// Blocks (and later unblocks) `links` in `directions` for fault `index`.
-    fn block(
-        &mut self,
-        index: usize,
-        at: Duration,
-        duration: Duration,
-        links: &[(Link, Direction)],
-    ) {
-        let cause = Cause::Fault(index);
-        for &(link, direction) in links {
-            self.push(at, PHASE_START, cause, Action::Block { link, direction });
-            self.push(
-                at.saturating_add(duration),
-                PHASE_END,
-                cause,
-                Action::Unblock { link, direction },
-            );
-        }
-    }
-
-    /// Every link of `host`, both ways.
-    fn links_of(&self, host: &Host) -> Vec<(Link, Direction)> {
-        let nodes = 0..self.scenario.nodes.len();
-        let mut links = Vec::new();
-        for node in nodes {
-            for server in Server::ALL {
-                let touches = match host {
-                    Host::Node(n) => *n == node,
-                    Host::Server(s) => *s == server,
-                };
-                if touches {
-                    for direction in Direction::BOTH {
-                        links.push((Link { node, server }, direction));
-                    }
-                }
-            }
-        }
-        links
-    }
-
-    fn fault(&mut self, index: usize, fault: &FaultSpec) {
-        let what = format!("fault[{index}] ({})", fault.kind_name());
-        let cause = Cause::Fault(index);
-        match fault {
-            FaultSpec::Pause { host, at, duration } => match self.host(host) {
-                Some(Host::Node(node)) => {
-                    self.push(*at, PHASE_START, cause, Action::Pause { node });
-                    let end = at.saturating_add(*duration);
-                    self.push(end, PHASE_END, cause, Action::Resume { node });
-                }
-                Some(server @ Host::Server(_)) => {
-                    let links = self.links_of(&server);
-                    self.block(index, *at, *duration, &links);
-                }
-                None => self.refuse(what, format!("unknown host {host:?}")),
-            },
-            FaultSpec::Isolate { host, at, duration } => match self.host(host) {
-                Some(host) => {
-                    let links = self.links_of(&host);
-                    self.block(index, *at, *duration, &links);
-                }
-                None => self.refuse(what, format!("unknown host {host:?}")),
-            },
-            FaultSpec::Cut {
-                from,
-                to,
-                at,
-                duration,
-            } => match (self.host(from), self.host(to)) {
-                (Some(Host::Node(node)), Some(Host::Server(server))) => {
-                    let link = (Link { node, server }, Direction::ToServer);
-                    self.block(index, *at, *duration, &[link]);
-                }
-                (Some(Host::Server(server)), Some(Host::Node(node))) => {
-                    let link = (Link { node, server }, Direction::ToNode);
-                    self.block(index, *at, *duration, &[link]);
-                }
-                (Some(_), Some(_)) => self.notes.push(format!(
-                    "{what} {from} -> {to}: nothing travels over this link in the fenced \
-                     protocol, so the cut changes nothing (in the simulator as here)"
-                )),
-                _ => self.refuse(what, format!("unknown host in {from:?} -> {to:?}")),
-            },
-            FaultSpec::Partition {
-                groups,
-                at,
-                duration,
-            } => {
-                let group_of = |name: &str| groups.iter().position(|g| g.iter().any(|h| h == name));
-                let mut links = Vec::new();
-                for (node, spec) in self.scenario.nodes.iter().enumerate() {
-                    for server in Server::ALL {
-                        let (a, b) = (group_of(&spec.id), group_of(server.name()));
-                        if matches!((a, b), (Some(a), Some(b)) if a != b) {
-                            for direction in Direction::BOTH {
-                                links.push((Link { node, server }, direction));
-                            }
-                        }
-                    }
-                }
-                self.block(index, *at, *duration, &links);
-            }
-            FaultSpec::Crash {
-                node,
-                at,
-                restart_after,
-            }
-            | FaultSpec::Stop {
-                node,
-                at,
-                restart_after,
-            } => {
-                let Some(node) = self.node(node) else {
-                    return self.refuse(what, format!("{node:?} is not a node"));
-                };
-                let action = if matches!(fault, FaultSpec::Crash { .. }) {
-                    Action::Kill { node }
-                } else {
-                    Action::Terminate { node }
-                };
-                self.push(*at, PHASE_START, cause, action);
-                if let Some(after) = restart_after {
-                    let restart = Action::Restart { node, after: index };
-                    self.push(at.saturating_add(*after), PHASE_START, cause, restart);
-                }
-            }
-            FaultSpec::Replace { node, at } | FaultSpec::Abdicate { node, at } => {
-                let Some(node) = self.node(node) else {
-                    return self.refuse(what, format!("{node:?} is not a node"));
-                };
-                let action = if matches!(fault, FaultSpec::Replace { .. }) {
-                    Action::Replace { node }
-                } else {
-                    Action::Abdicate { node }
-                };
-                self.push(*at, PHASE_START, cause, action);
-            }
-            FaultSpec::Restart {
-                host,
-                at,
-                duration,
-                durable,
-            } => {
-                let durable = durable.unwrap_or_else(|| self.scenario.durability.of(host));
-                match self.host(host) {
-                    Some(Host::Server(server)) if durable => {
-                        self.push(*at, PHASE_START, cause, Action::ServerDown { server });
-                        let end = at.saturating_add(*duration);
-                        self.push(end, PHASE_END, cause, Action::ServerUp { server });
-                    }
-                    Some(Host::Server(_)) => self.refuse(
-                        what,
-                        format!(
-                            "{host} restarts without its state (durable = false): PostgreSQL is \
-                             durable, and the lab will not erase the token counters its schema \
-                             protects"
-                        ),
-                    ),
-                    _ => self.refuse(what, format!("{host:?} is not a server of this protocol")),
-                }
-            }
-            FaultSpec::ClockJump { host, .. } => self.refuse(
-                what,
-                format!(
-                    "{host}: a clock step cannot be made real here — the tokio driver's timers \
-                     read CLOCK_MONOTONIC, which no NTP step moves, and the database's clock is \
-                     the machine's"
-                ),
-            ),
-            FaultSpec::Recurring { .. } => self.refuse(
-                what,
-                "a recurring fault (`every`) is drawn by the simulator as its run goes; the lab \
-                 could not apply the schedule the prediction saw",
-            ),
-        }
-    }
-
-    /// At `heal_at`: no fault starts any more, every fault ends.
-    fn heal(&mut self, heal_at: Duration) {
-        let heal = self.scale.scale(heal_at);
-        self.steps
-            .retain(|(at, _, step)| !(matches!(step.cause, Cause::Fault(_)) && *at >= heal));
-        self.push(heal_at, PHASE_END, Cause::Heal, Action::Heal);
     }
 }
 

@@ -336,3 +336,37 @@ fn time_scales_and_floors_are_checked() {
         "{refusals:?}"
     );
 }
+
+#[test]
+fn one_instant_is_ordered_as_the_simulator_orders_it() {
+    // A pause starting as another ends keeps the node stopped (the start
+    // comes first, as in the simulator's queue); a fault at exactly heal_at
+    // starts just before the heal ends it.
+    let mut scenario = Scenario::new("o", Duration::from_secs(60)).with_nodes(["a"]);
+    let pause = |at, duration| FaultSpec::Pause {
+        host: "a".to_string(),
+        at: Duration::from_secs(at),
+        duration: Duration::from_secs(duration),
+    };
+    scenario.faults = vec![pause(5, 5), pause(10, 5), pause(30, 5)];
+    scenario.heal_at = Some(Duration::from_secs(30));
+    let valid = scenario.validated().expect("valid");
+    let plan = LabPlan::new(&valid, &options(1.0, verified())).expect("plans");
+    let steps: Vec<(u64, &Action)> = plan
+        .steps
+        .iter()
+        .map(|s| (s.at.as_secs(), &s.action))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (0, &Action::Spawn { node: 0 }),
+            (5, &Action::Pause { node: 0 }),
+            (10, &Action::Pause { node: 0 }),
+            (10, &Action::Resume { node: 0 }),
+            (15, &Action::Resume { node: 0 }),
+            (30, &Action::Pause { node: 0 }),
+            (30, &Action::Heal),
+        ]
+    );
+}

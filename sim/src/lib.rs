@@ -83,4 +83,8 @@ pub use scenario::{
     NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work,
     DOWNSTREAM, LEASE_STORE,
 };
+pub use scenario::{
+    FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
+    Resolution, ResolveError, ResolvedFault, ServerId, StepCause,
+};
 pub use simulation::{RunOptions, Simulation};

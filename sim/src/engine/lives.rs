@@ -6,7 +6,7 @@ use fenced::{NodeId, OwnerId};
 use super::Address;
 use crate::engine::clock::HostClock;
 use crate::engine::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
-use crate::observation::{HostRef, NodeRef, ProcessId, ProcessRef, DOWNSTREAM, LEASE_STORE};
+use crate::observation::{HostId, HostRef, NodeRef, ProcessId, ProcessRef, ServerId};
 
 /// The endpoint of another protocol's server `index`.
 pub(crate) fn server_endpoint(index: u16) -> u16 {
@@ -130,11 +130,6 @@ impl<E> Lives<E> {
         }
     }
 
-    /// Node `node`'s endpoint.
-    pub(crate) fn node_endpoint(&self, node: u32) -> u16 {
-        self.nodes[node as usize].endpoint
-    }
-
     /// How many nodes.
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
@@ -151,17 +146,13 @@ impl<E> Lives<E> {
         (self.nodes[index as usize].id.as_str() == name).then_some(index)
     }
 
-    /// The endpoint of host `name` (a node, `lease-store` or `downstream`).
-    pub(crate) fn endpoint_of_host(&self, name: &str) -> Option<u16> {
-        if let Some(index) = self.servers.iter().position(|s| s == name) {
-            return Some(server_endpoint(index as u16));
-        }
-        match name {
-            LEASE_STORE => Some(STORE_ENDPOINT),
-            DOWNSTREAM => Some(DOWNSTREAM_ENDPOINT),
-            _ => self
-                .node_index(name)
-                .map(|i| self.nodes[i as usize].endpoint),
+    /// The endpoint of `host` (a fault's target, resolved by the scenario
+    /// from its name): a lock server's, the downstream's, or a node's.
+    pub(crate) fn endpoint(&self, host: HostId) -> u16 {
+        match host {
+            HostId::Server(ServerId::Lock(index)) => server_endpoint(index),
+            HostId::Server(ServerId::Downstream) => DOWNSTREAM_ENDPOINT,
+            HostId::Node(node) => self.nodes[node as usize].endpoint,
         }
     }
 

@@ -116,8 +116,14 @@ pub(crate) trait Hosts: Sized {
 pub(crate) enum Control {
     /// A node's first process is due.
     StartNode(u32),
-    /// A crashed node's restart is due.
-    Restart(u32),
+    /// The restart of `node` that scenario fault `fault` (a crash or a
+    /// stop) scheduled is due.
+    Restart {
+        /// The node.
+        node: u32,
+        /// The scenario's fault index.
+        fault: u32,
+    },
     /// Scheduled fault `fault` of the scenario starts.
     FaultStart(u32),
     /// The active fault in slot `slot` ends.

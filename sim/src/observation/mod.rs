@@ -55,6 +55,27 @@ pub const LEASE_STORE: &str = "lease-store";
 /// The name of the downstream host in scenarios and traces.
 pub const DOWNSTREAM: &str = "downstream";
 
+/// A server a fault can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ServerId {
+    /// The protocol's lock server number `index`: `0` is the fenced
+    /// protocol's lease store, or another design's first server (which
+    /// `lease-store` also names); `1..` are a multi-server design's others
+    /// (`redis-2`, ...).
+    Lock(u16),
+    /// The downstream the work writes to.
+    Downstream,
+}
+
+/// A host a fault acts on, resolved from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HostId {
+    /// A server.
+    Server(ServerId),
+    /// The node at this index of `Scenario::nodes` (every process it runs).
+    Node(u32),
+}
+
 /// A host, as observations name them.
 #[derive(Clone, Copy, Debug)]
 pub enum HostRef<'a> {

@@ -9,15 +9,23 @@
 //! half-way.
 //!
 //! This module holds the model's types; `validate.rs` the rules
-//! ([`Scenario::validate`]) and the warnings ([`Scenario::warnings`]).
+//! ([`Scenario::validate`]) and the warnings ([`Scenario::warnings`]);
+//! `resolve.rs` what each fault means in primitive actions
+//! ([`FaultSpec::resolve`], [`ValidScenario::fault_plan`]), for the
+//! simulator and the lab alike.
 
 mod budget;
 mod protocol;
+mod resolve;
 mod valid;
 mod validate;
 
 pub use budget::{check_budget, estimated_events};
 pub use protocol::ProtocolSpec;
+pub use resolve::{
+    FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
+    Resolution, ResolveError, ResolvedFault, ServerId, StepCause,
+};
 
 pub(crate) use valid::with_jitter_seed;
 pub use valid::ValidScenario;

@@ -1,6 +1,11 @@
-//! Faults: the scenario's scheduled and recurring faults, started and ended
-//! through the engine's operations (pause and resume a host, cut links, kill
-//! and start processes), and the liveness phase that heals them all.
+//! Faults: the scenario's scheduled and recurring faults, executed in
+//! virtual time. What a fault *means* — the hosts it names, a partition's
+//! bridges, a restart's durability, `restart_after`, what the heal ends — is
+//! decided once by the scenario's resolution ([`FaultSpec::resolve`],
+//! [`RecurringKind::occurrence`]); this module applies each resolved
+//! [`FaultAction`] through the engine's operations (pause and resume a host,
+//! cut links, kill, start and signal processes) and keeps what a fault in
+//! effect must undo when it ends.
 
 use std::time::Duration;
 
@@ -11,33 +16,29 @@ use crate::engine::network::BRIDGE;
 use crate::engine::{Control, Touched};
 use crate::observation::{Observation, Skipped};
 use crate::rng::{exponential, uniform_inclusive, SeedDeriver};
-use crate::scenario::{DurationRange, FaultSpec, RecurringKind, ScenarioError};
+use crate::scenario::{
+    DurationRange, FaultAction, FaultSpec, HostId, HostNames, Partition, PlanStep, RecurringKind,
+    Resolution, ResolvedFault, ScenarioError, StepCause,
+};
 use crate::time::{span_nanos, SimTime};
 
-/// A fault in effect, to undo when it ends.
+/// A fault in effect: the scenario fault it belongs to, and the action that
+/// ends it with what that action must undo.
 #[derive(Debug)]
-enum ActiveFault {
-    /// Paused processes, by slot and life.
-    PauseProcesses(Vec<(u32, u32)>),
-    /// A paused server, by endpoint.
-    PauseServer(u16),
-    Isolate(u16),
-    Cut(u16, u16),
-    Partition {
-        text: String,
-        members: Vec<u16>,
-    },
-    /// A server down for a restart (isolated), back with or without its
-    /// state when the fault ends.
-    Restart {
-        endpoint: u16,
-        durable: bool,
-    },
+struct ActiveFault {
+    /// The scenario's fault index.
+    fault: u32,
+    end: FaultAction,
+    /// The processes a node's pause paused, by slot and life (empty
+    /// otherwise): a resume resumes exactly these.
+    paused: Vec<(u32, u32)>,
 }
 
 /// A recurring fault on one node, with its own RNG stream.
 #[derive(Debug)]
 struct Generator {
+    /// The scenario's fault index.
+    fault: u32,
     kind: RecurringKind,
     node: u32,
     every: Duration,
@@ -45,10 +46,13 @@ struct Generator {
     rng: ChaCha8Rng,
 }
 
-/// The faults of a run: those in effect, the recurring generators, and
-/// whether the liveness phase has begun.
+/// The faults of a run: those scheduled (resolved), those in effect, the
+/// recurring generators, and whether the liveness phase has begun.
 #[derive(Debug)]
 pub(super) struct Faults {
+    /// Each scheduled fault of the scenario resolved, by index (`None` for a
+    /// recurring one).
+    scheduled: Vec<Option<ResolvedFault>>,
     active: Vec<Option<ActiveFault>>,
     active_free: Vec<u32>,
     generators: Vec<Generator>,
@@ -57,17 +61,21 @@ pub(super) struct Faults {
     pub(super) healed: bool,
     /// Every recurring fault that fired, as a scheduled fault, when asked for.
     pub(super) recurring_log: Option<Vec<FaultSpec>>,
+    /// Every fault action executed, in order, when asked for.
+    pub(super) action_log: Option<Vec<PlanStep>>,
 }
 
 impl Faults {
     pub(super) fn new(seeds: SeedDeriver) -> Self {
         Faults {
+            scheduled: Vec::new(),
             active: Vec::new(),
             active_free: Vec::new(),
             generators: Vec::new(),
             seeds,
             healed: false,
             recurring_log: None,
+            action_log: None,
         }
     }
 
@@ -96,206 +104,248 @@ impl Faults {
             }
         }
     }
+
+    /// Notes `action`, executed now for `cause`, if actions are logged.
+    pub(super) fn log(&mut self, now: SimTime, cause: StepCause, action: &FaultAction) {
+        if let Some(log) = self.action_log.as_mut() {
+            log.push(PlanStep {
+                at: now.since_start(),
+                cause,
+                action: action.clone(),
+            });
+        }
+    }
 }
 
 impl<H: SimHosts> Core<H> {
-    /// Schedules the scenario's fault `index`: its start, or its recurring
-    /// generators' first occurrences.
+    /// Resolves and schedules the scenario's fault `index`: its start, or
+    /// its recurring generators' first occurrences.
+    ///
+    /// # Errors
+    /// A fault naming a host the scenario lacks (validation refuses these).
     pub(super) fn schedule_fault(&mut self, index: usize) -> Result<(), ScenarioError> {
         let fault = &self.scenario.faults[index];
-        let lives = &self.engine.lives;
-        if let FaultSpec::Recurring {
-            kind,
-            node,
-            every,
-            duration,
-        } = fault
-        {
-            let targets: Vec<u32> = match node {
-                Some(name) => vec![lives.node_index(name).ok_or_else(|| {
-                    ScenarioError::new(
-                        format!("fault[{index}].node"),
-                        format!("unknown node `{name}`"),
-                    )
-                })?],
-                None => (0..lives.node_count() as u32).collect(),
-            };
-            for node in targets {
-                let rng = self
-                    .faults
-                    .seeds
-                    .str("recurring-fault")
-                    .num(index as u64)
-                    .str(self.engine.lives.node_id(node).as_str())
-                    .rng();
-                let mut generator = Generator {
-                    kind: *kind,
-                    node,
-                    every: *every,
-                    duration: *duration,
-                    rng,
-                };
-                let first = exponential(&mut generator.rng, generator.every);
-                let id = self.faults.generators.len() as u32;
-                self.faults.generators.push(generator);
-                let at = self.engine.now + first;
-                self.engine.schedule(at, Control::Recur(id));
+        let hosts = HostNames::of(&self.scenario);
+        let resolution = fault.resolve(&self.scenario, &hosts).map_err(|error| {
+            ScenarioError::new(format!("fault[{index}].node"), error.to_string())
+        })?;
+        debug_assert_eq!(
+            self.faults.scheduled.len(),
+            index,
+            "faults resolve in order"
+        );
+        match resolution {
+            Resolution::Scheduled(resolved) => {
+                let at = SimTime::from_duration(resolved.at);
+                self.faults.scheduled.push(Some(resolved));
+                self.engine.schedule(at, Control::FaultStart(index as u32));
             }
-        } else if let Some((at, _)) = fault.window() {
-            self.engine.schedule(
-                SimTime::from_duration(at),
-                Control::FaultStart(index as u32),
-            );
+            Resolution::Recurring(recurring) => {
+                self.faults.scheduled.push(None);
+                for node in recurring.nodes {
+                    let rng = self
+                        .faults
+                        .seeds
+                        .str("recurring-fault")
+                        .num(index as u64)
+                        .str(self.engine.lives.node_id(node).as_str())
+                        .rng();
+                    let mut generator = Generator {
+                        fault: index as u32,
+                        kind: recurring.kind,
+                        node,
+                        every: recurring.every,
+                        duration: recurring.duration,
+                        rng,
+                    };
+                    let first = exponential(&mut generator.rng, generator.every);
+                    let id = self.faults.generators.len() as u32;
+                    self.faults.generators.push(generator);
+                    let at = self.engine.now + first;
+                    self.engine.schedule(at, Control::Recur(id));
+                }
+            }
         }
         Ok(())
     }
 
     /// Starts the scenario's scheduled fault `index` now.
     pub(super) fn start_fault(&mut self, index: usize) {
-        let fault = self.scenario.faults[index].clone();
-        let lives = &self.engine.lives;
-        match fault {
-            FaultSpec::Pause { host, duration, .. } => {
-                if let Some(active) = self.pause_host(&host) {
-                    self.schedule_end(active, duration);
-                }
-            }
-            FaultSpec::Isolate { host, duration, .. } => {
-                if let Some(endpoint) = lives.endpoint_of_host(&host) {
-                    let active = self.isolate(endpoint);
-                    self.schedule_end(active, duration);
-                }
-            }
-            FaultSpec::Cut {
-                from, to, duration, ..
-            } => {
-                if let (Some(a), Some(b)) =
-                    (lives.endpoint_of_host(&from), lives.endpoint_of_host(&to))
-                {
-                    self.engine.cut(a, b, true);
-                    self.schedule_end(ActiveFault::Cut(a, b), duration);
-                }
-            }
-            FaultSpec::Partition {
-                groups, duration, ..
-            } => {
-                let endpoints = lives.endpoint_count();
-                // Hosts named in no group bridge the split: they reach everyone.
-                let mut group_of = vec![BRIDGE; endpoints];
-                for (g, group) in groups.iter().enumerate() {
-                    for host in group {
-                        if let Some(e) = lives.endpoint_of_host(host) {
-                            group_of[usize::from(e)] = g as u16;
-                        }
+        let Some(fault) = self.faults.scheduled[index].clone() else {
+            return;
+        };
+        self.begin(index as u32, &fault, false);
+    }
+
+    /// Executes `fault`'s start action now, for the scenario's fault
+    /// `index`, and schedules what follows it. A `drawn` (recurring) pause
+    /// that found no live process is no fault in effect; a scheduled one
+    /// stays in effect for its duration.
+    fn begin(&mut self, index: u32, fault: &ResolvedFault, drawn: bool) {
+        let now = self.engine.now;
+        self.faults
+            .log(now, StepCause::Fault(index as usize), &fault.start);
+        let mut paused = Vec::new();
+        // Whether the follow-up is due: a restart only after a crash or a
+        // stop that found a live process.
+        let follows = match fault.start {
+            FaultAction::Pause { host } => {
+                let endpoint = self.engine.lives.endpoint(host);
+                match host {
+                    HostId::Server(_) => {
+                        self.engine.pause_server(endpoint);
                     }
+                    HostId::Node(node) => paused = self.engine.pause_node(node),
                 }
-                let text = groups
-                    .iter()
-                    .map(|g| format!("[{}]", g.join(", ")))
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                let members: Vec<u16> = (0..endpoints as u16)
-                    .filter(|&e| group_of[usize::from(e)] != BRIDGE)
-                    .collect();
-                self.engine.partition(Some(group_of), &text, &members);
-                self.schedule_end(ActiveFault::Partition { text, members }, duration);
+                !(drawn && paused.is_empty())
             }
-            FaultSpec::Crash {
-                node,
-                restart_after,
-                ..
-            } => {
-                if let Some(n) = lives.node_index(&node) {
-                    self.crash_node(n, restart_after);
+            FaultAction::Isolate { host } => {
+                let endpoint = self.engine.lives.endpoint(host);
+                self.engine.isolate(endpoint, true);
+                true
+            }
+            FaultAction::Cut { from, to } => {
+                let lives = &self.engine.lives;
+                let (a, b) = (lives.endpoint(from), lives.endpoint(to));
+                self.engine.cut(a, b, true);
+                true
+            }
+            FaultAction::Partition(ref partition) => {
+                let (group_of, members) = self.partition_endpoints(partition);
+                self.engine
+                    .partition(Some(group_of), partition.text(), &members);
+                true
+            }
+            FaultAction::Crash { node } => {
+                let found = self.engine.crash_node(node);
+                if !found {
+                    self.engine.skipped(node, Skipped::CrashOfDownNode);
                 }
+                found
             }
-            FaultSpec::Replace { node, .. } => {
-                if let Some(n) = lives.node_index(&node) {
-                    self.engine.spawn(n, true);
+            FaultAction::Stop { node } => {
+                let found = self.engine.signal_node(node, now, H::stop_signal()) > 0;
+                if !found {
+                    self.engine.skipped(node, Skipped::StopOfDownNode);
                 }
+                found
             }
-            FaultSpec::Stop {
-                node,
-                restart_after,
-                ..
-            } => {
-                if let Some(n) = lives.node_index(&node) {
-                    let now = self.engine.now;
-                    if self.engine.signal_node(n, now, H::stop_signal()) == 0 {
-                        self.engine.skipped(n, Skipped::StopOfDownNode);
-                    } else if let Some(after) = restart_after {
-                        let at = now + after;
-                        self.engine.schedule(at, Control::Restart(n));
-                    }
-                }
-            }
-            FaultSpec::Abdicate { node, .. } => {
+            FaultAction::Abdicate { node } => {
                 // Validation refuses `abdicate` for a protocol without it.
-                if let (Some(n), Some(signal)) = (lives.node_index(&node), H::work_fails_signal()) {
-                    let now = self.engine.now;
-                    self.engine.signal_node(n, now, signal);
+                if let Some(signal) = H::work_fails_signal() {
+                    self.engine.signal_node(node, now, signal);
                 }
+                true
             }
-            FaultSpec::Restart {
-                host,
-                duration,
-                durable,
-                ..
-            } => {
-                if let Some(endpoint) = lives.endpoint_of_host(&host) {
-                    let durable = durable.unwrap_or(self.scenario.durability.of(&host));
-                    // Down: nothing reaches it or leaves it until it is back.
-                    self.engine.isolate(endpoint, true);
-                    self.schedule_end(ActiveFault::Restart { endpoint, durable }, duration);
-                }
+            FaultAction::Replace { node } => {
+                self.engine.spawn(node, true);
+                true
             }
-            FaultSpec::ClockJump { host, by, .. } => {
-                if let Some(endpoint) = lives.endpoint_of_host(&host) {
-                    self.engine.jump_clock(endpoint, by.0);
-                }
+            FaultAction::ServerDown { server, .. } => {
+                // Down: nothing reaches it or leaves it until it is back.
+                let endpoint = self.engine.lives.endpoint(HostId::Server(server));
+                self.engine.isolate(endpoint, true);
+                true
             }
-            FaultSpec::Recurring { .. } => {}
+            FaultAction::ClockJump { host, by } => {
+                let endpoint = self.engine.lives.endpoint(host);
+                self.engine.jump_clock(endpoint, by.0);
+                true
+            }
+            FaultAction::StartNode { .. }
+            | FaultAction::Resume { .. }
+            | FaultAction::Reconnect { .. }
+            | FaultAction::Uncut { .. }
+            | FaultAction::EndPartition(_)
+            | FaultAction::Restart { .. }
+            | FaultAction::ServerUp { .. }
+            | FaultAction::Heal => unreachable!("not a fault's start: {:?}", fault.start),
+        };
+        let Some(follow) = fault.follow_up.as_ref().filter(|_| follows) else {
+            return;
+        };
+        if let FaultAction::Restart { node } = follow.action {
+            let restart = Control::Restart { node, fault: index };
+            self.engine.schedule(now + follow.after, restart);
+        } else {
+            let active = ActiveFault {
+                fault: index,
+                end: follow.action.clone(),
+                paused,
+            };
+            self.schedule_end(&fault.start, active, follow.after);
         }
     }
 
-    /// Makes `fault` active and schedules its end `duration` from now.
-    fn schedule_end(&mut self, fault: ActiveFault, duration: Duration) {
+    /// A partition's group per endpoint ([`BRIDGE`] for a host in no group)
+    /// and the endpoints in a group, in endpoint order.
+    fn partition_endpoints(&self, partition: &Partition) -> (Vec<u16>, Vec<u16>) {
+        let lives = &self.engine.lives;
+        let endpoints = lives.endpoint_count();
+        let mut group_of = vec![BRIDGE; endpoints];
+        for (g, group) in partition.groups().iter().enumerate() {
+            for &host in group {
+                group_of[usize::from(lives.endpoint(host))] = g as u16;
+            }
+        }
+        let members: Vec<u16> = (0..endpoints as u16)
+            .filter(|&e| group_of[usize::from(e)] != BRIDGE)
+            .collect();
+        (group_of, members)
+    }
+
+    /// Makes `fault` (begun by `start`) active and schedules its end
+    /// `duration` from now.
+    fn schedule_end(&mut self, start: &FaultAction, fault: ActiveFault, duration: Duration) {
         // Which hosts a fault touches, labelled: only for pictures (it
         // allocates), so only while an observer wants pictures.
         if self.engine.wants_pictures() {
             let slot = self.faults.next_slot();
-            let spans: Vec<(Touched, String)> = match &fault {
-                ActiveFault::PauseProcesses(pids) => pids
-                    .iter()
-                    .map(|&(pid, _)| (Touched::Process(pid), "pause".to_string()))
-                    .collect(),
-                ActiveFault::PauseServer(e) => vec![(Touched::Endpoint(*e), "pause".to_string())],
-                ActiveFault::Isolate(e) => vec![(Touched::Endpoint(*e), "isolated".to_string())],
-                ActiveFault::Restart { endpoint, durable } => vec![(
-                    Touched::Endpoint(*endpoint),
-                    format!(
-                        "restart ({})",
-                        if *durable { "durable" } else { "state lost" }
-                    ),
-                )],
-                ActiveFault::Cut(a, b) => {
-                    let lives = &self.engine.lives;
-                    let (an, bn) = (lives.endpoint_ref(*a).name(), lives.endpoint_ref(*b).name());
-                    vec![
-                        (Touched::Endpoint(*a), format!("cut to {bn}")),
-                        (Touched::Endpoint(*b), format!("cut from {an}")),
-                    ]
-                }
-                ActiveFault::Partition { members, .. } => members
-                    .iter()
-                    .map(|&e| (Touched::Endpoint(e), "partition".to_string()))
-                    .collect(),
-            };
+            let spans = self.spans(start, &fault.paused);
             self.engine.fault_began(slot, &spans);
         }
         let slot = self.faults.add_active(fault);
         let at = self.engine.now + duration;
         self.engine.schedule(at, Control::FaultEnd(slot));
+    }
+
+    /// The hosts the fault begun by `start` touches, each with its label
+    /// (`paused`: the processes a node's pause paused).
+    fn spans(&self, start: &FaultAction, paused: &[(u32, u32)]) -> Vec<(Touched, String)> {
+        let lives = &self.engine.lives;
+        let endpoint = |host| Touched::Endpoint(lives.endpoint(host));
+        match start {
+            FaultAction::Pause {
+                host: HostId::Node(_),
+            } => paused
+                .iter()
+                .map(|&(pid, _)| (Touched::Process(pid), "pause".to_string()))
+                .collect(),
+            FaultAction::Pause { host } => vec![(endpoint(*host), "pause".to_string())],
+            FaultAction::Isolate { host } => vec![(endpoint(*host), "isolated".to_string())],
+            FaultAction::ServerDown { server, durable } => vec![(
+                endpoint(HostId::Server(*server)),
+                format!(
+                    "restart ({})",
+                    if *durable { "durable" } else { "state lost" }
+                ),
+            )],
+            FaultAction::Cut { from, to } => {
+                let (a, b) = (lives.endpoint(*from), lives.endpoint(*to));
+                let (an, bn) = (lives.endpoint_ref(a).name(), lives.endpoint_ref(b).name());
+                vec![
+                    (Touched::Endpoint(a), format!("cut to {bn}")),
+                    (Touched::Endpoint(b), format!("cut from {an}")),
+                ]
+            }
+            FaultAction::Partition(partition) => self
+                .partition_endpoints(partition)
+                .1
+                .into_iter()
+                .map(|e| (Touched::Endpoint(e), "partition".to_string()))
+                .collect(),
+            other => unreachable!("a fault without an end: {other:?}"),
+        }
     }
 
     /// Begins the liveness phase: ends every active fault (paused hosts
@@ -309,6 +359,8 @@ impl<H: SimHosts> Core<H> {
             return;
         }
         self.faults.healed = true;
+        let now = self.engine.now;
+        self.faults.log(now, StepCause::Heal, &FaultAction::Heal);
         self.engine.observe(&Observation::Healed);
         for slot in 0..self.faults.active.len() as u32 {
             self.end_fault(slot);
@@ -321,40 +373,20 @@ impl<H: SimHosts> Core<H> {
         }
     }
 
-    /// Kills every live process of `node` and, when `restart_after` is
-    /// given, schedules one new process that much later. A crash that finds
-    /// no live process (the node is down already, or has not started) does
-    /// nothing and schedules nothing: a restart belongs to the crash that
-    /// took the node down.
-    fn crash_node(&mut self, node: u32, restart_after: Option<Duration>) {
-        if !self.engine.crash_node(node) {
-            self.engine.skipped(node, Skipped::CrashOfDownNode);
-            return;
+    /// The end of the active fault in `slot` is due (nothing if it already
+    /// ended): logs its end action and ends it.
+    pub(super) fn fault_end_due(&mut self, slot: u32) {
+        if let Some(Some(active)) = self.faults.active.get(slot as usize) {
+            let cause = StepCause::Fault(active.fault as usize);
+            let end = active.end.clone();
+            self.faults.log(self.engine.now, cause, &end);
         }
-        if let Some(after) = restart_after {
-            let at = self.engine.now + after;
-            self.engine.schedule(at, Control::Restart(node));
-        }
+        self.end_fault(slot);
     }
 
-    fn isolate(&mut self, endpoint: u16) -> ActiveFault {
-        self.engine.isolate(endpoint, true);
-        ActiveFault::Isolate(endpoint)
-    }
-
-    fn pause_host(&mut self, host: &str) -> Option<ActiveFault> {
-        let lives = &self.engine.lives;
-        let endpoint = lives.endpoint_of_host(host)?;
-        if endpoint < lives.first_node_endpoint() {
-            self.engine.pause_server(endpoint);
-            return Some(ActiveFault::PauseServer(endpoint));
-        }
-        let node = lives.node_index(host)?;
-        Some(ActiveFault::PauseProcesses(self.engine.pause_node(node)))
-    }
-
-    /// Ends the active fault in `slot` (nothing if it already ended).
-    pub(super) fn end_fault(&mut self, slot: u32) {
+    /// Ends the active fault in `slot` (nothing if it already ended): its
+    /// end action undoes what its start did.
+    fn end_fault(&mut self, slot: u32) {
         let Some(fault) = self
             .faults
             .active
@@ -365,22 +397,37 @@ impl<H: SimHosts> Core<H> {
         };
         self.faults.active_free.push(slot);
         self.engine.observe(&Observation::FaultEnded { slot });
-        match fault {
-            ActiveFault::PauseProcesses(pids) => {
-                for (pid, incarnation) in pids {
+        let lives = &self.engine.lives;
+        match fault.end {
+            FaultAction::Resume {
+                host: HostId::Node(_),
+            } => {
+                for (pid, incarnation) in fault.paused {
                     self.engine.resume_process(pid, incarnation);
                 }
             }
-            ActiveFault::PauseServer(endpoint) => self.engine.resume_server(endpoint),
-            ActiveFault::Isolate(endpoint) => self.engine.isolate(endpoint, false),
-            ActiveFault::Restart { endpoint, durable } => {
+            FaultAction::Resume { host } => {
+                let endpoint = lives.endpoint(host);
+                self.engine.resume_server(endpoint);
+            }
+            FaultAction::Reconnect { host } => {
+                let endpoint = lives.endpoint(host);
+                self.engine.isolate(endpoint, false);
+            }
+            FaultAction::ServerUp { server, durable } => {
+                let endpoint = lives.endpoint(HostId::Server(server));
                 self.engine.isolate(endpoint, false);
                 self.engine.restart_server(endpoint, durable);
             }
-            ActiveFault::Cut(a, b) => self.engine.cut(a, b, false),
-            ActiveFault::Partition { text, members } => {
-                self.engine.partition(None, &text, &members)
+            FaultAction::Uncut { from, to } => {
+                let (a, b) = (lives.endpoint(from), lives.endpoint(to));
+                self.engine.cut(a, b, false);
             }
+            FaultAction::EndPartition(partition) => {
+                let (_, members) = self.partition_endpoints(&partition);
+                self.engine.partition(None, partition.text(), &members);
+            }
+            other => unreachable!("not a fault's end: {other:?}"),
         }
     }
 
@@ -391,43 +438,14 @@ impl<H: SimHosts> Core<H> {
         let (low, high) = (span_nanos(g.duration.low), span_nanos(g.duration.high));
         let duration = Duration::from_nanos(uniform_inclusive(&mut g.rng, low, high));
         let gap = exponential(&mut g.rng, g.every);
-        let (kind, node) = (g.kind, g.node);
+        let (fault, kind, node) = (g.fault, g.kind, g.node);
         let now = self.engine.now;
         self.engine.schedule(now + gap, Control::Recur(id));
         if let Some(log) = self.faults.recurring_log.as_mut() {
             let host = self.engine.lives.node_id(node).to_string();
-            let (at, length) = (now.since_start(), duration);
-            log.push(match kind {
-                RecurringKind::Pause => FaultSpec::Pause {
-                    host,
-                    at,
-                    duration: length,
-                },
-                RecurringKind::Isolate => FaultSpec::Isolate {
-                    host,
-                    at,
-                    duration: length,
-                },
-                RecurringKind::Crash => FaultSpec::Crash {
-                    node: host,
-                    at,
-                    restart_after: Some(length),
-                },
-            });
+            log.push(kind.scheduled(host, now.since_start(), duration));
         }
-        match kind {
-            RecurringKind::Pause => {
-                let paused = self.engine.pause_node(node);
-                if !paused.is_empty() {
-                    self.schedule_end(ActiveFault::PauseProcesses(paused), duration);
-                }
-            }
-            RecurringKind::Isolate => {
-                let endpoint = self.engine.lives.node_endpoint(node);
-                let active = self.isolate(endpoint);
-                self.schedule_end(active, duration);
-            }
-            RecurringKind::Crash => self.crash_node(node, Some(duration)),
-        }
+        let occurrence = kind.occurrence(node, now.since_start(), duration);
+        self.begin(fault, &occurrence, true);
     }
 }

@@ -31,7 +31,10 @@ use crate::hosts::{
 };
 use crate::observation::{Observers, SimTime, Skipped};
 use crate::rng::SeedDeriver;
-use crate::scenario::{Expectations, FaultSpec, Scenario, ScenarioError, ValidScenario};
+use crate::scenario::{
+    Expectations, FaultAction, FaultSpec, PlanStep, Scenario, ScenarioError, StepCause,
+    ValidScenario,
+};
 use crate::time::span_nanos;
 use crate::timeline::{Belief, Recorder, Timeline};
 use crate::trace::Tracer;
@@ -265,6 +268,17 @@ impl<H: SimHosts> Core<H> {
         self.faults.recurring_log.as_deref().unwrap_or(&[])
     }
 
+    /// Records every fault action executed from now on (see
+    /// [`Simulation::record_fault_actions`]).
+    pub fn record_fault_actions(&mut self) {
+        self.faults.action_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The fault actions executed (see [`Simulation::fault_actions`]).
+    pub fn fault_actions(&self) -> &[PlanStep] {
+        self.faults.action_log.as_deref().unwrap_or(&[])
+    }
+
     /// Records a [`Timeline`] (truth of the lease, faults per host, writes,
     /// grants, membership) from now on, for pictures. Off by default: it
     /// grows with the run.
@@ -372,30 +386,41 @@ impl<H: SimHosts> Core<H> {
         self.faults.none_active() && self.leader_at_end()
     }
 
+    /// A start or restart of `node` is due. A node runs at most one process
+    /// unless a `replace` fault starts another: a start or restart finding
+    /// one running (a `replace` came first) does nothing. After healing that
+    /// is expected (healing restarts every node at once) and not traced.
+    fn start_node(&mut self, node: u32, healed: bool) {
+        if self.engine.lives.node_alive(node) {
+            if !healed {
+                self.engine.skipped(node, Skipped::StartOfRunningNode);
+            }
+        } else {
+            self.engine.spawn(node, false);
+        }
+    }
+
     /// Acts on an event the engine handed back.
     fn control(&mut self, control: Control) {
         let healed = self.faults.healed;
         match control {
-            Control::StartNode(node) | Control::Restart(node) => {
-                // A node runs at most one process unless a `replace` fault
-                // starts another: a start or restart finding one running
-                // (a `replace` came first) does nothing. After healing that
-                // is expected (healing restarts every node at once) and not
-                // traced.
-                if self.engine.lives.node_alive(node) {
-                    if !healed {
-                        self.engine.skipped(node, Skipped::StartOfRunningNode);
-                    }
-                } else {
-                    self.engine.spawn(node, false);
-                }
+            Control::StartNode(node) => {
+                let action = FaultAction::StartNode { node };
+                self.faults.log(self.engine.now, StepCause::Start, &action);
+                self.start_node(node, healed);
+            }
+            Control::Restart { node, fault } => {
+                let action = FaultAction::Restart { node };
+                let cause = StepCause::Fault(fault as usize);
+                self.faults.log(self.engine.now, cause, &action);
+                self.start_node(node, healed);
             }
             Control::FaultStart(fault) => {
                 if !healed {
                     self.start_fault(fault as usize);
                 }
             }
-            Control::FaultEnd(slot) => self.end_fault(slot),
+            Control::FaultEnd(slot) => self.fault_end_due(slot),
             Control::Recur(generator) => {
                 if !healed {
                     self.recur(generator);

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{Core, SimHosts};
 use crate::engine::limits::Halt;
 use crate::report::Report;
-use crate::scenario::{FaultSpec, Scenario, ScenarioError, ValidScenario};
+use crate::scenario::{FaultSpec, PlanStep, Scenario, ScenarioError, ValidScenario};
 use crate::timeline::Timeline;
 use crate::zoo::ZooHosts;
 
@@ -46,6 +46,8 @@ trait Run: std::fmt::Debug + Send {
     fn add_fault(&mut self, fault: FaultSpec) -> Result<(), ScenarioError>;
     fn record_recurring_faults(&mut self);
     fn recurring_faults(&self) -> &[FaultSpec];
+    fn record_fault_actions(&mut self);
+    fn fault_actions(&self) -> &[PlanStep];
     fn record_timeline(&mut self);
     fn timeline(&self) -> Option<Timeline>;
     fn set_trace_writer(&mut self, out: Box<dyn Write + Send>);
@@ -71,6 +73,12 @@ impl<H: SimHosts> Run for Core<H> {
     }
     fn recurring_faults(&self) -> &[FaultSpec] {
         Core::recurring_faults(self)
+    }
+    fn record_fault_actions(&mut self) {
+        Core::record_fault_actions(self)
+    }
+    fn fault_actions(&self) -> &[PlanStep] {
+        Core::fault_actions(self)
     }
     fn record_timeline(&mut self) {
         Core::record_timeline(self)
@@ -176,6 +184,27 @@ impl Simulation {
     /// [`record_recurring_faults`](Self::record_recurring_faults), in order.
     pub fn recurring_faults(&self) -> &[FaultSpec] {
         self.core.recurring_faults()
+    }
+
+    /// Records every fault action executed from now on — node starts, each
+    /// start and end of a fault, restarts, the heal — as the
+    /// [`PlanStep`] of the scenario's [`FaultPlan`](crate::FaultPlan) it
+    /// executes, drawn (recurring) faults included (see
+    /// [`fault_actions`](Self::fault_actions)). Off by default: the log grows
+    /// with the run. What lets a test check that the simulator executes the
+    /// plan the lab executes for real.
+    pub fn record_fault_actions(&mut self) {
+        self.core.record_fault_actions()
+    }
+
+    /// The fault actions executed since
+    /// [`record_fault_actions`](Self::record_fault_actions), in order. A
+    /// step is logged when its instant comes, whatever it then finds (a
+    /// start of a running node, a crash of a dead one); steps never reached
+    /// are not: a restart whose crash or stop found no live process, the
+    /// end of a drawn pause that paused nothing, a fault after the heal.
+    pub fn fault_actions(&self) -> &[PlanStep] {
+        self.core.fault_actions()
     }
 
     /// Records a [`Timeline`] (truth of the lease, faults per host, writes,

@@ -1,0 +1,224 @@
+//! From the simulator's fault plan to what the lab does for real: each
+//! [`FaultAction`] of [`fenced_sim::FaultPlan`] mapped to the lab's
+//! [`Action`]s (signals, proxy stalls, resets), or refused.
+//!
+//! Nothing here decides what a fault *means* — which hosts it names, how a
+//! partition is bridged, a restart's durability, `restart_after`, what the
+//! heal ends, or in what order one instant's steps go: the simulator's
+//! resolution ([`fenced_sim::ValidScenario::fault_plan`]) decides all of
+//! that, once, for the simulation and the lab alike. This module decides
+//! only how each primitive action is made real on a machine (see the table
+//! in the [`plan`](crate::plan) docs) and which cannot be.
+
+use fenced_sim::{FaultAction, HostId, HostNames, Partition, Resolution, ServerId};
+
+use crate::plan::{Action, Direction, Link, Server};
+
+/// What the lab does for one step of the fault plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Realised {
+    /// These actions, in this order, at the step's instant.
+    Actions(Vec<Action>),
+    /// Nothing: the step acts on a link nothing travels over (node to node,
+    /// server to server); the note says so, once, at the fault's start.
+    Nothing(Option<String>),
+}
+
+/// Why the lab cannot make fault `resolution` real, if it cannot; `hosts`
+/// name its targets.
+pub fn refusal(hosts: &HostNames, resolution: &Resolution) -> Option<String> {
+    let fault =
+        match resolution {
+            Resolution::Recurring(_) => return Some(
+                "a recurring fault (`every`) is drawn by the simulator as its run goes; the lab \
+                 could not apply the schedule the prediction saw"
+                    .to_string(),
+            ),
+            Resolution::Scheduled(fault) => fault,
+        };
+    match fault.start {
+        FaultAction::ClockJump { host, .. } => Some(format!(
+            "{}: a clock step cannot be made real here — the tokio driver's timers read \
+             CLOCK_MONOTONIC, which no NTP step moves, and the database's clock is the machine's",
+            hosts.name(host)
+        )),
+        FaultAction::ServerDown {
+            server,
+            durable: false,
+        } => Some(format!(
+            "{} restarts without its state (durable = false): PostgreSQL is durable, and the lab \
+             will not erase the token counters its schema protects",
+            hosts.name(HostId::Server(server))
+        )),
+        _ => None,
+    }
+}
+
+/// The fenced protocol's logical server a resolved server is. Only the
+/// fenced protocol is planned (another design is refused first), and its
+/// one lock server is the lease store.
+fn server(id: ServerId) -> Server {
+    match id {
+        ServerId::Lock(index) => {
+            debug_assert_eq!(index, 0, "the fenced protocol has one lock server");
+            Server::LeaseStore
+        }
+        ServerId::Downstream => Server::Downstream,
+    }
+}
+
+/// The host a proxy's server end is.
+fn host_of(server: Server) -> HostId {
+    HostId::Server(match server {
+        Server::LeaseStore => ServerId::Lock(0),
+        Server::Downstream => ServerId::Downstream,
+    })
+}
+
+/// Every (node, server) link, both ways, between hosts `cut` holds for.
+fn links_where(nodes: usize, cut: impl Fn(HostId, HostId) -> bool) -> Vec<(Link, Direction)> {
+    let mut links = Vec::new();
+    for node in 0..nodes {
+        for server in Server::ALL {
+            if cut(HostId::Node(node as u32), host_of(server)) {
+                for direction in Direction::BOTH {
+                    links.push((Link { node, server }, direction));
+                }
+            }
+        }
+    }
+    links
+}
+
+/// Every link of `host`: a node's to each server, or each node's to a
+/// server; both ways.
+fn links_of(host: HostId, nodes: usize) -> Vec<(Link, Direction)> {
+    links_where(nodes, |node, server| host == node || host == server)
+}
+
+/// Every (node, server) link `partition` separates, both ways.
+fn links_split(partition: &Partition, nodes: usize) -> Vec<(Link, Direction)> {
+    links_where(nodes, |node, server| partition.separates(node, server))
+}
+
+/// The one direction of one proxy a cut from `from` to `to` is, if
+/// anything travels that way.
+fn cut_link(from: HostId, to: HostId) -> Option<(Link, Direction)> {
+    match (from, to) {
+        (HostId::Node(node), HostId::Server(s)) => Some((
+            Link {
+                node: node as usize,
+                server: server(s),
+            },
+            Direction::ToServer,
+        )),
+        (HostId::Server(s), HostId::Node(node)) => Some((
+            Link {
+                node: node as usize,
+                server: server(s),
+            },
+            Direction::ToNode,
+        )),
+        _ => None,
+    }
+}
+
+fn blocks(links: Vec<(Link, Direction)>, block: bool) -> Realised {
+    Realised::Actions(
+        links
+            .into_iter()
+            .map(|(link, direction)| {
+                if block {
+                    Action::Block { link, direction }
+                } else {
+                    Action::Unblock { link, direction }
+                }
+            })
+            .collect(),
+    )
+}
+
+/// What the lab does for `action`, a step of scenario fault `fault` (its
+/// label in notes: `fault[2] (cut)`), in a scenario of `nodes` nodes named
+/// by `hosts`.
+///
+/// # Panics
+/// On an action [`refusal`] refuses (a clock step, a restart that loses
+/// state): the plan is refused before any step is realised.
+pub fn realise(
+    hosts: &HostNames,
+    nodes: usize,
+    fault: Option<(usize, &str)>,
+    action: &FaultAction,
+) -> Realised {
+    let one = |action| Realised::Actions(vec![action]);
+    match *action {
+        FaultAction::StartNode { node } => one(Action::Spawn {
+            node: node as usize,
+        }),
+        FaultAction::Pause {
+            host: HostId::Node(node),
+        } => one(Action::Pause {
+            node: node as usize,
+        }),
+        FaultAction::Resume {
+            host: HostId::Node(node),
+        } => one(Action::Resume {
+            node: node as usize,
+        }),
+        // A paused server is a stall of its links (one PostgreSQL serves
+        // both logical servers and more), as is an isolated host.
+        FaultAction::Pause { host } | FaultAction::Isolate { host } => {
+            blocks(links_of(host, nodes), true)
+        }
+        FaultAction::Resume { host } | FaultAction::Reconnect { host } => {
+            blocks(links_of(host, nodes), false)
+        }
+        FaultAction::Cut { from, to } => match cut_link(from, to) {
+            Some(link) => blocks(vec![link], true),
+            None => Realised::Nothing(Some(format!(
+                "{} {} -> {}: nothing travels over this link in the fenced protocol, so the cut \
+                 changes nothing (in the simulator as here)",
+                fault.map_or_else(|| "a cut".to_string(), |(_, what)| what.to_string()),
+                hosts.name(from),
+                hosts.name(to)
+            ))),
+        },
+        FaultAction::Uncut { from, to } => match cut_link(from, to) {
+            Some(link) => blocks(vec![link], false),
+            None => Realised::Nothing(None),
+        },
+        FaultAction::Partition(ref partition) => blocks(links_split(partition, nodes), true),
+        FaultAction::EndPartition(ref partition) => blocks(links_split(partition, nodes), false),
+        FaultAction::Crash { node } => one(Action::Kill {
+            node: node as usize,
+        }),
+        FaultAction::Stop { node } => one(Action::Terminate {
+            node: node as usize,
+        }),
+        FaultAction::Abdicate { node } => one(Action::Abdicate {
+            node: node as usize,
+        }),
+        FaultAction::Replace { node } => one(Action::Replace {
+            node: node as usize,
+        }),
+        FaultAction::Restart { node } => one(Action::Restart {
+            node: node as usize,
+            after: fault.map_or(usize::MAX, |(index, _)| index),
+        }),
+        FaultAction::ServerDown {
+            server: id,
+            durable: true,
+        } => one(Action::ServerDown { server: server(id) }),
+        FaultAction::ServerUp {
+            server: id,
+            durable: true,
+        } => one(Action::ServerUp { server: server(id) }),
+        FaultAction::Heal => one(Action::Heal),
+        FaultAction::ServerDown { .. }
+        | FaultAction::ServerUp { .. }
+        | FaultAction::ClockJump { .. } => {
+            unreachable!("refused before planning: {action:?}")
+        }
+    }
+}
