@@ -1,5 +1,7 @@
-//! The checker alone, fed hand-written observation lists: for every
+//! The whole checker, fed hand-written observation lists: for every
 //! invariant, a list that breaks it and one that almost does but does not.
+//! Each part's own tests (the part alone, without the checker) sit at the
+//! bottom of its file; the helpers here serve both.
 
 use std::time::Duration;
 
@@ -8,21 +10,21 @@ use fenced::{FencingToken, Instant, Lease, LeaseResult, NodeId, OwnerId, WriteOu
 use super::*;
 use crate::observation::{NodeRef, ProcessId, ProcessRef, RegistryAnswer};
 
-const S: u64 = 1_000_000_000;
+pub(super) const S: u64 = 1_000_000_000;
 
-fn token(n: u64) -> FencingToken {
+pub(super) fn token(n: u64) -> FencingToken {
     FencingToken::new(n).expect("non-zero")
 }
 
 /// Two nodes, `a` and `b`, with one process each (`a#1`, `b#1`) and a
 /// second life of `a` (`a#2`) for zombie and unique-owner cases.
-struct Cast {
+pub(super) struct Cast {
     nodes: [NodeId; 2],
     owners: [OwnerId; 3],
 }
 
 impl Cast {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Cast {
             nodes: [NodeId::new("a").unwrap(), NodeId::new("b").unwrap()],
             owners: [
@@ -32,17 +34,23 @@ impl Cast {
             ],
         }
     }
-    fn a(&self) -> ProcessRef<'_> {
+    pub(super) fn a(&self) -> ProcessRef<'_> {
         self.process(0, 0, 1, 0)
     }
-    fn b(&self) -> ProcessRef<'_> {
+    pub(super) fn b(&self) -> ProcessRef<'_> {
         self.process(1, 1, 1, 1)
     }
     /// `a`'s second life, in a slot of its own.
-    fn a2(&self) -> ProcessRef<'_> {
+    pub(super) fn a2(&self) -> ProcessRef<'_> {
         self.process(2, 0, 2, 2)
     }
-    fn process(&self, pid: u32, node: usize, incarnation: u32, owner: usize) -> ProcessRef<'_> {
+    pub(super) fn process(
+        &self,
+        pid: u32,
+        node: usize,
+        incarnation: u32,
+        owner: usize,
+    ) -> ProcessRef<'_> {
         ProcessRef {
             id: ProcessId(pid),
             node: NodeRef {
@@ -55,22 +63,22 @@ impl Cast {
     }
 }
 
-fn settings() -> CheckerSettings {
+pub(super) fn settings() -> CheckerSettings {
     CheckerSettings::new(true, Duration::from_secs(30), Duration::from_secs(27))
 }
 
-fn at(seconds: f64) -> SimTime {
+pub(super) fn at(seconds: f64) -> SimTime {
     SimTime::from_nanos((seconds * S as f64) as u64)
 }
 
-fn granted(n: u64, expires_s: u64) -> LeaseResult {
+pub(super) fn granted(n: u64, expires_s: u64) -> LeaseResult {
     LeaseResult::Granted {
         token: token(n),
         expires_at: Instant::from_nanos(expires_s * S),
     }
 }
 
-fn renewed(n: u64, expires_s: u64) -> LeaseResult {
+pub(super) fn renewed(n: u64, expires_s: u64) -> LeaseResult {
     LeaseResult::Renewed {
         token: token(n),
         expires_at: Instant::from_nanos(expires_s * S),
@@ -80,6 +88,14 @@ fn renewed(n: u64, expires_s: u64) -> LeaseResult {
 fn invariants(verdict: &Verdict) -> Vec<&str> {
     verdict
         .violations
+        .iter()
+        .map(|v| v.invariant.as_str())
+        .collect()
+}
+
+/// The invariants a part wrote into `sink`, in order.
+pub(super) fn invariants_of(sink: &findings::Findings) -> Vec<&str> {
+    sink.violations()
         .iter()
         .map(|v| v.invariant.as_str())
         .collect()
@@ -284,14 +300,14 @@ fn unique_owner_two_live_processes_with_one_id_break_it_a_restart_does_not() {
     assert_eq!(invariants(&checker.verdict(at(5.0))), ["unique-owner"]);
 }
 
-#[test]
-fn liveness_no_leader_with_recent_writes_at_the_end_breaks_it() {
-    let cast = Cast::new();
+/// `b` leads from 20 s and its write is accepted at 59 s, in a run healed
+/// at 10 s that ends at `end_s`.
+fn b_writes_until_59s(cast: &Cast, end_s: u64) -> Checker {
     let mut s = settings();
     s.heal_at = Some(Duration::from_secs(10));
-    s.end = Duration::from_secs(60);
+    s.end = Duration::from_secs(end_s);
     let mut checker = Checker::new(s);
-    started(&mut checker, &cast);
+    started(&mut checker, cast);
     checker.observe(
         at(20.0),
         &Observation::TermStarted {
@@ -300,6 +316,13 @@ fn liveness_no_leader_with_recent_writes_at_the_end_breaks_it() {
         },
     );
     write(&mut checker, 59.0, cast.b(), 2, &WriteOutcome::Accepted);
+    checker
+}
+
+#[test]
+fn liveness_no_leader_with_recent_writes_at_the_end_breaks_it() {
+    let cast = Cast::new();
+    let checker = b_writes_until_59s(&cast, 60);
     // Almost: one leader whose write was accepted a second before the end.
     let verdict = checker.verdict(at(60.0));
     assert!(verdict.leader_at_end);
@@ -309,8 +332,7 @@ fn liveness_no_leader_with_recent_writes_at_the_end_breaks_it() {
     assert!(!verdict.leader_at_end);
     assert_eq!(invariants(&verdict), ["liveness"]);
     // And before the run's end nothing is judged yet.
-    let mut early = checker.clone();
-    early.settings.end = Duration::from_secs(100);
+    let early = b_writes_until_59s(&cast, 100);
     assert!(invariants(&early.verdict(at(70.0))).is_empty());
 }
 
