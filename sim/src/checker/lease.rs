@@ -1,9 +1,15 @@
 //! `token-monotonic` and `lease-exclusive`: the checker's own view of the
 //! role's lease, from the store's answers.
+//!
+//! The store asserts monotonicity where it issues a token; this part
+//! asserts it where the token is observed, so a planted bug in the store is
+//! caught. Expiry instants are on the store's own clock (the model keeps its
+//! steps), so a clock jump on the store moves them with it.
 
 use fenced::{FencingToken, LeaseResult, OwnerId};
 
-use super::Checker;
+use super::findings::Findings;
+use super::model::Model;
 use crate::engine::clock::{server_local, server_true_time};
 use crate::observation::{ProcessId, ProcessRef, SimTime};
 use crate::report::Invariant;
@@ -11,7 +17,7 @@ use crate::units::secs;
 
 /// The checker's picture of the role's lease.
 #[derive(Clone, Debug)]
-pub(super) struct LeaseView {
+struct LeaseView {
     owner: OwnerId,
     pid: ProcessId,
     token: u64,
@@ -20,18 +26,33 @@ pub(super) struct LeaseView {
     granted_at: SimTime,
 }
 
-impl Checker {
-    /// What the lease store's clock reads at true time `now`.
-    fn store_now(&self, now: SimTime) -> fenced::Instant {
-        server_local(now, self.store_offset)
+/// The lease part: the highest token granted and the lease as last granted
+/// or renewed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LeaseCheck {
+    highest_granted: u64,
+    lease: Option<LeaseView>,
+}
+
+/// What the lease store's clock reads at true time `now`.
+fn store_now(model: &Model, now: SimTime) -> fenced::Instant {
+    server_local(now, model.store_offset_nanos())
+}
+
+/// When the store's clock reads `local`, in true time (for messages).
+fn true_time(model: &Model, local: fenced::Instant) -> SimTime {
+    server_true_time(local, model.store_offset_nanos(), SimTime::ZERO)
+}
+
+impl LeaseCheck {
+    /// The highest token the lease store granted so far (0: none).
+    pub(super) fn highest_granted(&self) -> u64 {
+        self.highest_granted
     }
 
-    /// When the store's clock reads `local`, in true time (for messages).
-    fn true_time(&self, local: fenced::Instant) -> SimTime {
-        server_true_time(local, self.store_offset, SimTime::ZERO)
-    }
-
-    fn lease_evidence(&self) -> Vec<String> {
+    /// The evidence of the lease (its grant and expiry), for this and other
+    /// invariants' reports.
+    pub(super) fn evidence(&self, model: &Model) -> Vec<String> {
         self.lease
             .iter()
             .map(|l| {
@@ -40,66 +61,28 @@ impl Checker {
                     secs(l.granted_at),
                     l.token,
                     l.owner,
-                    secs(self.true_time(l.expires_at))
+                    secs(true_time(model, l.expires_at))
                 )
             })
             .collect()
     }
 
     /// The lease store answered `who`'s request at store time `now`.
-    pub(super) fn on_lease_result(
+    pub(super) fn handled(
         &mut self,
         now: SimTime,
         who: ProcessRef<'_>,
         result: &LeaseResult,
+        model: &Model,
+        sink: &mut Findings,
     ) {
         match result {
             LeaseResult::Granted { token, expires_at } => {
-                // Coverage: a new term while the previous holder is frozen.
-                if let Some(prev) = self.lease.as_ref().map(|l| l.pid) {
-                    if prev != who.id && self.lives.paused_alive(prev) {
-                        self.coverage.takeover_during_pause += 1;
-                    }
-                }
-                let token = token.get();
-                if token <= self.highest_granted {
-                    let events = self.lease_evidence();
-                    self.violate(
-                        Invariant::TokenMonotonic,
-                        now,
-                        format!(
-                            "lease-store granted token {token} to {}, but token {} was already granted",
-                            who.owner, self.highest_granted
-                        ),
-                        events,
-                    );
-                }
-                let store_now = self.store_now(now);
-                if let Some(prev) = self.lease.as_ref().filter(|l| store_now < l.expires_at) {
-                    if prev.owner != *who.owner {
-                        let events = self.lease_evidence();
-                        let detail = format!(
-                            "lease-store granted token {token} to {} while {} held token {} live until {}",
-                            who.owner,
-                            prev.owner,
-                            prev.token,
-                            secs(self.true_time(prev.expires_at))
-                        );
-                        self.violate(Invariant::LeaseExclusive, now, detail, events);
-                    }
-                }
-                self.highest_granted = self.highest_granted.max(token);
-                self.lease = Some(LeaseView {
-                    owner: who.owner.clone(),
-                    pid: who.id,
-                    token,
-                    expires_at: *expires_at,
-                    granted_at: now,
-                });
+                self.granted(now, who, token.get(), *expires_at, model, sink)
             }
             LeaseResult::Renewed { token, expires_at } => {
                 let token = token.get();
-                let store_now = self.store_now(now);
+                let store_now = store_now(model, now);
                 // The common case: the live holder renews its own term.
                 if let Some(view) = self.lease.as_mut().filter(|v| {
                     v.owner == *who.owner && store_now < v.expires_at && v.token == token
@@ -107,51 +90,117 @@ impl Checker {
                     view.expires_at = *expires_at;
                     return;
                 }
-                match self.lease.as_ref() {
-                    Some(view) if view.owner == *who.owner && store_now < view.expires_at => {
-                        let detail = format!(
-                            "a renewal by {} changed token {} to {token}",
-                            who.owner, view.token
-                        );
-                        let events = self.lease_evidence();
-                        self.violate(Invariant::TokenMonotonic, now, detail, events);
-                        self.highest_granted = self.highest_granted.max(token);
-                    }
-                    Some(view) if store_now < view.expires_at => {
-                        let detail = format!(
-                            "lease-store renewed token {token} for {} while {} held token {} live until {}",
-                            who.owner,
-                            view.owner,
-                            view.token,
-                            secs(self.true_time(view.expires_at))
-                        );
-                        let events = self.lease_evidence();
-                        self.violate(Invariant::LeaseExclusive, now, detail, events);
-                    }
-                    _ => {
-                        let detail = format!(
-                            "lease-store renewed token {token} for {}, whose lease was not live: a lapsed lease must be re-granted with a new token",
-                            who.owner
-                        );
-                        let events = self.lease_evidence();
-                        self.violate(Invariant::TokenMonotonic, now, detail, events);
-                    }
-                }
-                let granted_at = self.lease.as_ref().map_or(now, |l| l.granted_at);
-                self.lease = Some(LeaseView {
-                    owner: who.owner.clone(),
-                    pid: who.id,
-                    token,
-                    expires_at: *expires_at,
-                    granted_at,
-                });
+                self.renewed_otherwise(now, who, token, *expires_at, model, sink);
             }
-            LeaseResult::Held { .. } => self.coverage.refused += 1,
+            LeaseResult::Held { .. } => sink.coverage.refused += 1,
         }
     }
 
+    fn granted(
+        &mut self,
+        now: SimTime,
+        who: ProcessRef<'_>,
+        token: u64,
+        expires_at: fenced::Instant,
+        model: &Model,
+        sink: &mut Findings,
+    ) {
+        // Coverage: a new term while the previous holder is frozen.
+        if let Some(prev) = self.lease.as_ref().map(|l| l.pid) {
+            if prev != who.id && model.paused_alive(prev) {
+                sink.coverage.takeover_during_pause += 1;
+            }
+        }
+        if token <= self.highest_granted {
+            let events = self.evidence(model);
+            sink.violate(
+                Invariant::TokenMonotonic,
+                now,
+                format!(
+                    "lease-store granted token {token} to {}, but token {} was already granted",
+                    who.owner, self.highest_granted
+                ),
+                events,
+            );
+        }
+        let store_now = store_now(model, now);
+        if let Some(prev) = self.lease.as_ref().filter(|l| store_now < l.expires_at) {
+            if prev.owner != *who.owner {
+                let events = self.evidence(model);
+                let detail = format!(
+                    "lease-store granted token {token} to {} while {} held token {} live until {}",
+                    who.owner,
+                    prev.owner,
+                    prev.token,
+                    secs(true_time(model, prev.expires_at))
+                );
+                sink.violate(Invariant::LeaseExclusive, now, detail, events);
+            }
+        }
+        self.highest_granted = self.highest_granted.max(token);
+        self.lease = Some(LeaseView {
+            owner: who.owner.clone(),
+            pid: who.id,
+            token,
+            expires_at,
+            granted_at: now,
+        });
+    }
+
+    /// A renewal that is not the live holder renewing its own term: always
+    /// a violation, of which invariant depends on the lease it met.
+    fn renewed_otherwise(
+        &mut self,
+        now: SimTime,
+        who: ProcessRef<'_>,
+        token: u64,
+        expires_at: fenced::Instant,
+        model: &Model,
+        sink: &mut Findings,
+    ) {
+        let store_now = store_now(model, now);
+        match self.lease.as_ref() {
+            Some(view) if view.owner == *who.owner && store_now < view.expires_at => {
+                let detail = format!(
+                    "a renewal by {} changed token {} to {token}",
+                    who.owner, view.token
+                );
+                let events = self.evidence(model);
+                sink.violate(Invariant::TokenMonotonic, now, detail, events);
+                self.highest_granted = self.highest_granted.max(token);
+            }
+            Some(view) if store_now < view.expires_at => {
+                let detail = format!(
+                    "lease-store renewed token {token} for {} while {} held token {} live until {}",
+                    who.owner,
+                    view.owner,
+                    view.token,
+                    secs(true_time(model, view.expires_at))
+                );
+                let events = self.evidence(model);
+                sink.violate(Invariant::LeaseExclusive, now, detail, events);
+            }
+            _ => {
+                let detail = format!(
+                    "lease-store renewed token {token} for {}, whose lease was not live: a lapsed lease must be re-granted with a new token",
+                    who.owner
+                );
+                let events = self.evidence(model);
+                sink.violate(Invariant::TokenMonotonic, now, detail, events);
+            }
+        }
+        let granted_at = self.lease.as_ref().map_or(now, |l| l.granted_at);
+        self.lease = Some(LeaseView {
+            owner: who.owner.clone(),
+            pid: who.id,
+            token,
+            expires_at,
+            granted_at,
+        });
+    }
+
     /// The lease store handled a release; `released` if it freed the lease.
-    pub(super) fn on_release(&mut self, owner: &OwnerId, token: FencingToken, released: bool) {
+    pub(super) fn released(&mut self, owner: &OwnerId, token: FencingToken, released: bool) {
         if released
             && self
                 .lease
@@ -161,9 +210,93 @@ impl Checker {
             self.lease = None;
         }
     }
+}
 
-    /// The evidence of the lease, for other invariants' reports.
-    pub(super) fn lease_events(&self) -> Vec<String> {
-        self.lease_evidence()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::tests::{at, granted, invariants_of, renewed, token, Cast};
+    use crate::observation::Observation;
+
+    /// The lease part alone over a hand-written list: the model sees every
+    /// observation first, the part the store's answers.
+    fn judge(list: &[(f64, Observation<'_>)]) -> (LeaseCheck, Findings) {
+        let (mut model, mut part, mut sink) =
+            (Model::default(), LeaseCheck::default(), Findings::default());
+        for (seconds, o) in list {
+            model.observe(at(*seconds), o);
+            match *o {
+                Observation::LeaseHandled { from, result, .. } => {
+                    part.handled(at(*seconds), from, result, &model, &mut sink)
+                }
+                Observation::ReleaseHandled {
+                    from,
+                    token,
+                    released,
+                } => part.released(from.owner, token, released),
+                _ => {}
+            }
+        }
+        (part, sink)
+    }
+
+    /// The store's answer `result` to `from` at `seconds`.
+    fn lease<'a>(
+        seconds: f64,
+        from: ProcessRef<'a>,
+        result: &'a LeaseResult,
+    ) -> (f64, Observation<'a>) {
+        let o = Observation::LeaseHandled {
+            from,
+            request: 1,
+            result,
+        };
+        (seconds, o)
+    }
+
+    /// Proves the part alone flags a grant of a token already granted, and
+    /// not a higher one to another owner after the lease lapsed or was
+    /// released.
+    #[test]
+    fn a_repeated_token_breaks_token_monotonic_a_release_then_a_higher_one_does_not() {
+        let cast = Cast::new();
+        let (g1, g2, g2_again) = (granted(1, 31), granted(2, 70), granted(2, 110));
+        let release = Observation::ReleaseHandled {
+            from: cast.a(),
+            token: token(1),
+            released: true,
+        };
+        // Almost: a released, then b granted a higher token before a's expiry.
+        let almost = [
+            (0.0, Observation::ProcessStarted(cast.a())),
+            lease(1.0, cast.a(), &g1),
+            (2.0, release),
+            lease(3.0, cast.b(), &g2),
+        ];
+        let (part, sink) = judge(&almost);
+        assert!(invariants_of(&sink).is_empty());
+        assert_eq!(part.highest_granted(), 2);
+        // Broken: the same token granted again once b's lease lapsed.
+        let mut broken = almost.to_vec();
+        broken.push(lease(80.0, cast.a(), &g2_again));
+        let (_, sink) = judge(&broken);
+        assert_eq!(invariants_of(&sink), ["token-monotonic"]);
+        assert!(sink.violations()[0].events[0].contains("granted token 2 to b#1"));
+    }
+
+    /// Proves the part alone flags a renewal for another owner over a live
+    /// lease (`lease-exclusive`), and a renewal that changes the token
+    /// (`token-monotonic`) — and not the holder renewing its own.
+    #[test]
+    fn a_renewal_for_another_owner_breaks_lease_exclusive_the_holders_own_does_not() {
+        let cast = Cast::new();
+        let (g1, r1, r2) = (granted(1, 31), renewed(1, 60), renewed(2, 60));
+        let (_, sink) = judge(&[lease(1.0, cast.a(), &g1), lease(30.9, cast.a(), &r1)]);
+        assert!(invariants_of(&sink).is_empty());
+        let (_, sink) = judge(&[lease(1.0, cast.a(), &g1), lease(30.9, cast.b(), &r1)]);
+        assert_eq!(invariants_of(&sink), ["lease-exclusive"]);
+        let (part, sink) = judge(&[lease(1.0, cast.a(), &g1), lease(30.9, cast.a(), &r2)]);
+        assert_eq!(invariants_of(&sink), ["token-monotonic"]);
+        assert_eq!(part.highest_granted(), 2);
     }
 }

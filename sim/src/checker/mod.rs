@@ -59,241 +59,98 @@
 //!    registry's answers ([`Observation::RegistryAnswered`]) agree with the
 //!    checker's own model of heartbeats and the liveness TTL.
 //!
+//! # Parts
+//!
+//! The checker is a thin dispatcher over small parts, each a plain struct
+//! with its own state and its own tests:
+//!
+//! * [`model`]: the one model of the processes and hosts (alive, paused,
+//!   disturbed, owner, node, believed term, clock steps) — updated first
+//!   for each observation, read by the parts, written by none of them;
+//! * [`findings`]: the one sink the parts write violations and coverage
+//!   into, in the order found;
+//! * [`owners`] (`unique-owner`), [`lease`] (`token-monotonic`,
+//!   `lease-exclusive`), [`fence`] (`single-writer`, `split-brain`,
+//!   failovers, writes), [`terms`] (belief terms, overlap, leaderless time,
+//!   leader changes, spurious failovers), [`deadline`] with [`renewal`]
+//!   (`local-deadline`), [`membership`] with [`registry`] (`membership`),
+//!   and [`liveness`].
+//!
+//! For each observation the checker updates the model, then hands the
+//! observation to each part that cares, in a fixed order; a part writes a
+//! violation the moment it judges one, so the violations stay in the order
+//! of the observations. No part is boxed or dispatched dynamically: the one
+//! `match` below is the whole dispatch, inlined into each emitter.
+//!
 //! Its state is bounded: one lease view, one downstream fence, a row per
-//! process slot and per node, counters, and capped lists.
+//! process slot and per node in the model and in the parts that need one,
+//! counters, and capped lists.
 
 mod assemble;
+mod deadline;
 mod fence;
+mod findings;
 mod lease;
-mod lives;
+mod liveness;
 mod membership;
+mod model;
+mod owners;
+mod registry;
+mod renewal;
+mod settings;
+mod terms;
+mod verdict;
 
-use std::time::Duration;
-
-use fenced::{FencingToken, OwnerId};
+use fenced::WriteOutcome;
 
 use crate::observation::{HostRef, Observation, Observer, SimTime};
-use crate::report::{
-    Coverage, Failover, Invariant, MembershipReport, Term, Violation, Writes, MAX_VIOLATIONS_LISTED,
-};
-use crate::units::{ms, secs};
 
 pub(crate) use assemble::assemble;
-use fence::FenceView;
-use lease::LeaseView;
-use lives::{Disturbance, Lives};
-use membership::MembershipModel;
+pub use settings::CheckerSettings;
+pub use verdict::{BeliefTerm, Verdict};
 
-/// What the checker needs to know of the run it judges.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CheckerSettings {
-    /// Whether the downstream enforces fencing (`single-writer` is judged
-    /// only then).
-    pub fencing: bool,
-    /// The lease TTL: a term lost within one TTL of no fault is spurious.
-    pub lease_ttl: Duration,
-    /// `lease_ttl - safety_margin`: how long one successful request lets a
-    /// holder act, on its own clock (`local-deadline`).
-    pub validity: Duration,
-    /// How often a leader writes, how long a unit takes, and the longest
-    /// one-way latency: "recently accepted" for a leader at the end is within
-    /// two write intervals, one unit and two latencies.
-    pub write_interval: Duration,
-    /// See [`write_interval`](Self::write_interval).
-    pub work_duration: Duration,
-    /// See [`write_interval`](Self::write_interval).
-    pub latency_max: Duration,
-    /// When the liveness phase began, if the run has one.
-    pub heal_at: Option<Duration>,
-    /// When the run ends: `liveness` is judged only at the end.
-    pub end: Duration,
-    /// The node registry's liveness TTL: `membership` is judged when set.
-    pub liveness_ttl: Option<Duration>,
-    /// The fenced elector's renew interval: when set, `local-deadline` also
-    /// judges that a holder renews no later than this after its anchor.
-    pub renew_interval: Option<Duration>,
-    /// The fenced elector's jitter fraction (0: none), with
-    /// [`renew_interval`](Self::renew_interval): a renewal comes no earlier
-    /// than `renew_interval × (1 − jitter)` after its anchor, and — when
-    /// the jitter can shorten an interval by a millisecond or more — the
-    /// first eight renewals on schedule are not all unshortened (the chance
-    /// that a working jitter leaves them so is below 10⁻²⁴).
-    pub jitter: f64,
-}
-
-impl CheckerSettings {
-    /// Settings with the default work loop (a write every second, units of
-    /// 50 ms, 5 ms latency) and no liveness phase; adjust fields as needed.
-    pub fn new(fencing: bool, lease_ttl: Duration, validity: Duration) -> Self {
-        CheckerSettings {
-            fencing,
-            lease_ttl,
-            validity,
-            write_interval: Duration::from_secs(1),
-            work_duration: Duration::from_millis(50),
-            latency_max: Duration::from_millis(5),
-            heal_at: None,
-            end: Duration::MAX,
-            liveness_ttl: None,
-            renew_interval: None,
-            jitter: 0.0,
-        }
-    }
-
-    /// The settings of a scenario's run.
-    pub fn of(scenario: &crate::Scenario) -> Self {
-        CheckerSettings {
-            fencing: scenario.fencing,
-            lease_ttl: scenario.election.lease_ttl,
-            validity: scenario
-                .election
-                .lease_ttl
-                .saturating_sub(scenario.election.effective_safety_margin()),
-            write_interval: scenario.work.write_interval,
-            work_duration: scenario.work.work_duration,
-            latency_max: scenario.network.latency.1,
-            heal_at: scenario.heal_at,
-            end: scenario.duration,
-            liveness_ttl: Some(scenario.membership.liveness_ttl),
-            renew_interval: (scenario.election.protocol == crate::scenario::ProtocolSpec::Fenced)
-                .then_some(scenario.election.renew_interval),
-            jitter: scenario.election.jitter,
-        }
-    }
-}
-
-/// One leadership term as its process believed it: from the elector's
-/// `StartWork` to its `StopWork`, a crash, or the run's end.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BeliefTerm {
-    /// The node.
-    pub node: String,
-    /// The owner identity (node and incarnation).
-    pub owner: String,
-    /// The term's fencing token.
-    pub token: FencingToken,
-    /// When the process began to believe it led (true time).
-    pub start: SimTime,
-    /// When it stopped believing it, or the instant the verdict was taken
-    /// while it still did.
-    pub end: SimTime,
-    /// Why it ended: `local-deadline`, `superseded`, `new-term`, `stopped`,
-    /// `abdicated`, `crash`, or `run-ended` (still open) — or another
-    /// protocol's own words (`renew deadline passed`, `session expired`).
-    pub end_reason: String,
-}
-
-impl BeliefTerm {
-    /// The report's form: milliseconds, the token as a number.
-    pub fn to_report(&self) -> Term {
-        Term {
-            node: self.node.clone(),
-            owner: self.owner.clone(),
-            token: self.token.get(),
-            start_ms: ms(self.start),
-            end_ms: ms(self.end),
-            end_reason: self.end_reason.clone(),
-        }
-    }
-}
-
-/// What the checker found and measured, up to some instant.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Verdict {
-    /// Invariant breaches in order (at most [`MAX_VIOLATIONS_LISTED`]).
-    pub violations: Vec<Violation>,
-    /// All breaches, including those not listed.
-    pub violations_total: u64,
-    /// Split-brain writes among them.
-    pub split_brain_total: u64,
-    /// Leadership terms as the processes believed them.
-    pub terms: Vec<BeliefTerm>,
-    /// Leader changes (a term whose owner differs from the previous term's).
-    pub leader_changes: u64,
-    /// Hand-overs of the downstream writes.
-    pub failovers: Vec<Failover>,
-    /// The longest failover gap.
-    pub max_failover: Duration,
-    /// Downstream write counts.
-    pub writes: Writes,
-    /// Coverage counters.
-    pub coverage: Coverage,
-    /// Membership as the registry reported it (`live_at_end` is the
-    /// caller's to fill).
-    pub membership: MembershipReport,
-    /// Time two or more processes believed they led.
-    pub overlap: Duration,
-    /// Time no process believed it led, from the first process start.
-    pub leaderless: Duration,
-    /// Terms lost while the leader was healthy.
-    pub spurious_failovers: u64,
-    /// Whether exactly one live process leads with recently accepted writes.
-    pub leader_at_end: bool,
-}
+use deadline::Deadline;
+use fence::FenceCheck;
+use findings::Findings;
+use lease::LeaseCheck;
+use liveness::Liveness;
+use membership::Membership;
+use model::Model;
+use owners::UniqueOwner;
+use terms::{TermEnd, Terms};
 
 /// The invariant checker. See the [module documentation](self).
 #[derive(Clone, Debug)]
 pub struct Checker {
     settings: CheckerSettings,
-    highest_granted: u64,
-    lease: Option<LeaseView>,
-    fence: Option<FenceView>,
-    lives: Lives,
-    believers: u32,
-    last_belief_change: SimTime,
-    overlap: Duration,
-    leaderless: Duration,
-    terms: Vec<BeliefTerm>,
-    last_term_owner: Option<OwnerId>,
-    leader_changes: u64,
-    failovers: Vec<Failover>,
-    max_failover: Duration,
-    writes: Writes,
-    coverage: Coverage,
-    membership: MembershipReport,
-    violations: Vec<Violation>,
-    violations_total: u64,
-    split_brain_total: u64,
-    spurious_failovers: u64,
-    /// The store's disturbances and pauses, for spurious failovers.
-    store: Disturbance,
-    store_pause_depth: u32,
-    /// The lease store's clock step (a `clock-jump` on it): its expiry
-    /// instants are on its own clock.
-    store_offset: i64,
-    /// The model of the node registry (`membership`).
-    members: MembershipModel,
+    /// What the processes and hosts are and what happened to them.
+    model: Model,
+    /// Violations and coverage, in the order found.
+    findings: Findings,
+    owners: UniqueOwner,
+    lease: LeaseCheck,
+    fence: FenceCheck,
+    terms: Terms,
+    deadline: Deadline,
+    membership: Membership,
+    liveness: Liveness,
 }
 
 impl Checker {
     /// A checker that has seen nothing yet.
     pub fn new(settings: CheckerSettings) -> Self {
+        let s = &settings;
         Checker {
+            model: Model::default(),
+            findings: Findings::default(),
+            owners: UniqueOwner::default(),
+            lease: LeaseCheck::default(),
+            fence: FenceCheck::new(s.fencing),
+            terms: Terms::new(s.lease_ttl),
+            deadline: Deadline::new(s.validity, s.renew_interval, s.jitter),
+            membership: Membership::new(s.liveness_ttl),
+            liveness: Liveness::new(s),
             settings,
-            highest_granted: 0,
-            lease: None,
-            fence: None,
-            lives: Lives::default(),
-            believers: 0,
-            last_belief_change: SimTime::ZERO,
-            overlap: Duration::ZERO,
-            leaderless: Duration::ZERO,
-            terms: Vec::new(),
-            last_term_owner: None,
-            leader_changes: 0,
-            failovers: Vec::new(),
-            max_failover: Duration::ZERO,
-            writes: Writes::default(),
-            coverage: Coverage::default(),
-            membership: MembershipReport::default(),
-            violations: Vec::new(),
-            violations_total: 0,
-            split_brain_total: 0,
-            spurious_failovers: 0,
-            store: Disturbance::default(),
-            store_pause_depth: 0,
-            store_offset: 0,
-            members: MembershipModel::default(),
         }
     }
 
@@ -304,12 +161,12 @@ impl Checker {
 
     /// The highest token the lease store granted so far (0: none).
     pub fn highest_granted(&self) -> u64 {
-        self.highest_granted
+        self.lease.highest_granted()
     }
 
     /// The highest token the downstream accepted, if any.
     pub fn highest_accepted(&self) -> Option<u64> {
-        self.fence.as_ref().map(|f| f.token)
+        self.fence.last_accepted().map(|(token, _)| token)
     }
 
     /// What was found and measured, with the belief measures folded up to
@@ -318,29 +175,33 @@ impl Checker {
     /// at or past [`CheckerSettings::end`]) a run with a liveness phase that
     /// did not converge gets its `liveness` violation.
     pub fn verdict(&self, now: SimTime) -> Verdict {
-        let mut view = self.clone();
-        view.close(now);
+        let terms = self.terms.measures(now);
         let leader_at_end = self.leader_at(now);
-        if let Some(violation) = self.liveness_violation(now, leader_at_end) {
-            view.violations_total += 1;
-            if view.violations.len() < MAX_VIOLATIONS_LISTED {
-                view.violations.push(violation);
-            }
+        let mut findings = self.findings.clone();
+        let last_accepted = self.fence.last_accepted();
+        let believers = self.model.alive_believers();
+        let liveness = self
+            .liveness
+            .violation(now, leader_at_end, believers, last_accepted);
+        if let Some(violation) = liveness {
+            findings.record(violation);
         }
+        let (violations, violations_total, split_brain_total, coverage) = findings.into_parts();
+        let (failovers, max_failover, writes) = self.fence.measures();
         Verdict {
-            violations: view.violations,
-            violations_total: view.violations_total,
-            split_brain_total: view.split_brain_total,
-            terms: view.terms,
-            leader_changes: view.leader_changes,
-            failovers: view.failovers,
-            max_failover: view.max_failover,
-            writes: view.writes,
-            coverage: view.coverage,
-            membership: view.membership,
-            overlap: view.overlap,
-            leaderless: view.leaderless,
-            spurious_failovers: view.spurious_failovers,
+            violations,
+            violations_total,
+            split_brain_total,
+            terms: terms.terms,
+            leader_changes: terms.leader_changes,
+            failovers,
+            max_failover,
+            writes,
+            coverage,
+            membership: self.membership.report().clone(),
+            overlap: terms.overlap,
+            leaderless: terms.leaderless,
+            spurious_failovers: terms.spurious_failovers,
             leader_at_end,
         }
     }
@@ -350,138 +211,81 @@ impl Checker {
         self.verdict(now)
     }
 
-    fn violate(&mut self, invariant: Invariant, at: SimTime, detail: String, events: Vec<String>) {
-        self.violations_total += 1;
-        if invariant == Invariant::SplitBrain {
-            self.split_brain_total += 1;
-        }
-        if self.violations.len() < MAX_VIOLATIONS_LISTED {
-            self.violations.push(Violation {
-                invariant: invariant.name().to_string(),
-                at_ms: ms(at),
-                detail,
-                events,
-            });
-        }
-    }
-
     /// Whether exactly one live process leads at `now` and the downstream
     /// accepted its token recently (two write intervals, one unit and two
     /// latencies): `leader_at_end`, the liveness check and quiescence.
     pub fn leader_at(&self, now: SimTime) -> bool {
-        let mut leaders = self.lives.believers();
-        let (Some(leader), None) = (leaders.next(), leaders.next()) else {
-            return false;
-        };
-        let s = &self.settings;
-        let recent =
-            s.write_interval.saturating_mul(2) + s.latency_max.saturating_mul(2) + s.work_duration;
-        self.fence.as_ref().is_some_and(|f| {
-            f.token == leader.get() && now.saturating_since(f.last_accept_at) <= recent
-        })
-    }
-
-    /// The `liveness` violation of a finished run with a liveness phase that
-    /// did not converge to one leader with accepted writes.
-    fn liveness_violation(&self, now: SimTime, leader_at_end: bool) -> Option<Violation> {
-        let heal_at = SimTime::from_duration(self.settings.heal_at?);
-        if leader_at_end || now < SimTime::from_duration(self.settings.end) || now <= heal_at {
-            return None;
-        }
-        let mut events: Vec<String> = self
-            .lives
-            .alive_believers()
-            .map(|(owner, t)| format!("{owner} believes it leads with token {t}"))
-            .collect();
-        if let Some(fence) = &self.fence {
-            events.push(format!(
-                "the downstream last accepted token {} at {}",
-                fence.token,
-                secs(fence.last_accept_at)
-            ));
-        }
-        Some(Violation {
-            invariant: Invariant::Liveness.name().to_string(),
-            at_ms: ms(now),
-            detail: format!(
-                "{} after every fault was healed at {}, there was no single leader whose writes the downstream accepted",
-                secs(now.saturating_since(heal_at)),
-                secs(heal_at)
-            ),
-            events,
-        })
+        let believers = self.model.believers();
+        self.liveness
+            .leader_at(now, believers, self.fence.last_accepted())
     }
 }
 
 impl Observer for Checker {
+    /// Updates the model, then hands the observation to the parts that
+    /// judge or measure it. Inlined into every emitter: a call site pays
+    /// only for the arms its variant reaches.
     #[inline(always)]
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
         let now = at;
+        let ended = self.model.observe(now, observation);
+        let (model, sink) = (&self.model, &mut self.findings);
         match *observation {
-            Observation::ProcessStarted(p) => self.on_process_started(now, p),
+            Observation::ProcessStarted(p) => {
+                self.terms.process_started(now, p.id);
+                self.deadline.process_started(p.id);
+                self.owners.started(now, p, sink);
+            }
             // A stopped process ended its term (reason `stopped`) before it
             // exited; its life ends like a crashed one's.
             Observation::ProcessCrashed(p) | Observation::ProcessStopped(p) => {
-                self.on_process_crashed(now, p)
+                self.terms.ended(now, p.id, TermEnd::Crash, ended, model, sink);
+                self.owners.ended(p);
             }
-            Observation::Paused { host, depth } => self.on_paused(now, host, depth, true),
-            Observation::Resumed { host, depth, .. } => {
-                if depth == 0 && matches!(host, HostRef::LeaseStore) {
-                    self.members.recovered(now);
-                }
-                self.on_paused(now, host, depth, false)
-            }
-            Observation::Isolated { host, start } => self.disturb(now, host, start),
-            Observation::Cut { from, to, start } => {
-                self.disturb(now, from, start);
-                self.disturb(now, to, start);
-            }
-            Observation::Partitioned { start, members, .. } => {
-                for &host in members {
-                    self.disturb(now, host, start);
-                }
-            }
-            // A renewal (or its answer) lost on the way; a message to a
-            // process that died since is not a renewal lost.
+            // A renewal (or its answer) lost on the way.
             Observation::Dropped {
                 kind,
                 sender,
                 renewal_answer,
                 reason,
                 ..
-            } if reason != crate::observation::DropReason::ProcessGone => {
-                let request_of_leader = kind == crate::observation::MessageKind::LeaseRequest
-                    && sender.is_some_and(|p| self.lives.believes(p.id).is_some());
-                if request_of_leader {
-                    self.coverage.renewal_lost += 1;
-                }
-                if renewal_answer {
-                    self.coverage.renewal_lost += 1;
-                }
-            }
+            } => Deadline::dropped(kind, sender, renewal_answer, reason, model, sink),
             Observation::RequestSent {
                 process,
                 local,
                 request,
-            } => self.on_request_sent(now, process, request, local),
+            } => self
+                .deadline
+                .request_sent(now, process, request, local, model, sink),
             Observation::LeaseHandled { from, result, .. } => {
-                self.on_lease_result(now, from, result)
+                self.lease.handled(now, from, result, model, sink)
             }
             Observation::ReleaseHandled {
                 from,
                 token,
                 released,
-            } => self.on_release(from.owner, token, released),
-            Observation::MemberJoined(node) => self.on_joined(node.index),
-            Observation::MemberLeft(node) => self.on_left(node.index),
+            } => self.lease.released(from.owner, token, released),
+            Observation::MemberJoined(node) => self.membership.joined(node.index),
+            Observation::MemberLeft(node) => self.membership.left(node.index, model),
             Observation::ResponseHandled {
                 process,
                 request,
                 disposition,
                 acquired,
                 renewal,
-            } => self.on_response(now, process, request, disposition, acquired, renewal),
-            Observation::TermStarted { process, token } => self.on_term_start(now, process, token),
+            } => self.deadline.response(
+                now,
+                process,
+                request,
+                disposition,
+                acquired,
+                renewal,
+                model,
+                sink,
+            ),
+            Observation::TermStarted { process, token } => {
+                self.terms.started(now, process, token, model)
+            }
             Observation::TermEnded {
                 process,
                 token,
@@ -492,24 +296,60 @@ impl Observer for Checker {
                 if let (None, Some(local), fenced::StepDownReason::LocalDeadline) =
                     (why, local, reason)
                 {
-                    self.check_deadline_step_down(now, process, token, local);
+                    self.deadline
+                        .stepped_down(now, process, token, local, model, sink);
                 }
-                self.on_term_end(now, process.id, lives::TermEnd::StepDown(reason), why)
+                let end = TermEnd::StepDown(reason, why);
+                self.terms.ended(now, process.id, end, ended, model, sink)
             }
             Observation::WorkStarted {
                 process,
                 token,
                 local,
                 ..
-            } => self.check_local_deadline(now, process, token, local),
-            Observation::WorkCancelled { .. } => self.writes.cancelled += 1,
+            } => self.deadline.unit_started(now, process, token, local, sink),
+            Observation::WorkCancelled { .. } => self.fence.cancelled(),
             Observation::WriteHandled {
                 from,
                 token,
                 unit,
                 outcome,
-            } => self.on_write(now, from, token, unit, outcome),
-            Observation::Dropped { .. }
+            } => match outcome {
+                WriteOutcome::Accepted => self.fence.accepted(now, from, token, unit, sink),
+                WriteOutcome::RejectedStale { .. } => self.fence.rejected_stale(from, model, sink),
+                WriteOutcome::RejectedWrongWriter { bound_to, .. } => {
+                    let evidence = self.lease.evidence(model);
+                    self.fence
+                        .rejected_wrong_writer(now, from, token, bound_to, evidence, sink)
+                }
+            },
+            Observation::TokenAnswered {
+                process,
+                local,
+                token: Some(token),
+            } => self.deadline.token_answered(now, process, token, local, sink),
+            Observation::RegistryAnswered { local, answer } => {
+                self.membership.answered(now, local, answer, model, sink)
+            }
+            // A restart of a server or the downstream shows in what the
+            // restarted host does next (a store that lost its tokens grants
+            // token 1 again, a downstream that lost its fence accepts an old
+            // token). Any other is the lease store's: its registry forgets
+            // its members unless durable.
+            Observation::Restarted {
+                host: HostRef::Server { .. } | HostRef::Downstream,
+                ..
+            } => {}
+            Observation::Restarted { durable, .. } => self.membership.restarted(durable),
+            // The model's alone: pauses, network faults and clock steps
+            // matter to the parts through it.
+            Observation::Paused { .. }
+            | Observation::Resumed { .. }
+            | Observation::Isolated { .. }
+            | Observation::Cut { .. }
+            | Observation::Partitioned { .. }
+            | Observation::ClockJumped { .. } => {}
+            Observation::TokenAnswered { token: None, .. }
             | Observation::WorkFailed { .. }
             | Observation::Skipped { .. }
             | Observation::Healed
@@ -523,44 +363,7 @@ impl Observer for Checker {
             // Another protocol's view of its lock: its servers' truth is
             // drawn, not judged (the belief overlap and the downstream's
             // writes are what every protocol is judged by).
-            | Observation::Holder { .. }
-            // A restart shows in what the restarted host does next (a store
-            // that lost its tokens grants token 1 again, a downstream that
-            // lost its fence accepts an old token).
-            | Observation::Restarted {
-                host: HostRef::Server { .. } | HostRef::Downstream,
-                ..
-            } => {}
-            // The lease store's: its registry forgets its members unless
-            // durable.
-            Observation::Restarted { durable, .. } => {
-                if durable {
-                    self.members.recovered(now);
-                } else {
-                    self.members.forget(now);
-                }
-            }
-            Observation::TokenAnswered {
-                process,
-                local,
-                token: Some(token),
-            } => self.check_token_answer(now, process, token, local),
-            Observation::TokenAnswered { token: None, .. } => {}
-            Observation::RegistryAnswered { local, answer } => {
-                self.on_registry_answer(now, local, answer)
-            }
-            Observation::ClockJumped {
-                host: HostRef::LeaseStore,
-                by_nanos,
-            } => {
-                self.store_offset = self.store_offset.saturating_add(by_nanos);
-                self.members.recovered(now);
-            }
-            Observation::ClockJumped {
-                host: HostRef::Node(node),
-                ..
-            } => self.lives.clock_jumped(now, node.index),
-            Observation::ClockJumped { .. } => {}
+            | Observation::Holder { .. } => {}
         }
     }
 }
