@@ -83,4 +83,4 @@ pub use scenario::{
     NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work,
     DOWNSTREAM, LEASE_STORE,
 };
-pub use simulation::{RunOptions, Simulation};
+pub use simulation::{Finished, Recording, RunOptions, Simulation};

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use crate::report::{Invariant, Violation};
 use crate::scenario::{FaultSpec, Scenario};
-use crate::{RunOptions, Simulation};
+use crate::{Recording, RunOptions, Simulation};
 
 /// What shrinking produced.
 #[derive(Clone, Debug)]
@@ -108,9 +108,9 @@ impl Shrinker<'_> {
     fn run(&mut self, candidate: &Scenario) -> Option<Violation> {
         let valid = candidate.validated().ok()?;
         self.runs += 1;
-        let mut sim = Simulation::new(&valid, self.options.clone()).ok()?;
-        sim.run_to_end();
-        sim.report()
+        let finished = Simulation::run(&valid, self.options.clone()).ok()?;
+        finished
+            .report
             .violations
             .into_iter()
             .find(|v| v.invariant == self.invariant)
@@ -306,11 +306,14 @@ pub fn shrink(
     options: &RunOptions,
     budget: u64,
 ) -> Result<Shrunk, ShrinkError> {
-    let mut sim =
-        Simulation::from_scenario(scenario, options.clone()).map_err(ShrinkError::Invalid)?;
-    sim.record_recurring_faults();
-    sim.run_to_end();
-    let report = sim.report();
+    let sim = Simulation::from_scenario(scenario, options.clone()).map_err(ShrinkError::Invalid)?;
+    let finished = sim
+        .finish(Recording {
+            recurring_faults: true,
+            ..Recording::default()
+        })
+        .expect("a run without a trace writer has nothing to fail to write");
+    let report = finished.report;
     let first = report
         .violations
         .first()
@@ -335,7 +338,7 @@ pub fn shrink(
         fixed
             .faults
             .retain(|f| !matches!(f, FaultSpec::Recurring { .. }));
-        fixed.faults.extend(sim.recurring_faults().iter().cloned());
+        fixed.faults.extend(finished.recurring_faults);
         shrinker.keep_if_fails(&mut current, fixed);
     }
     let faults_before = current.faults.len();

@@ -10,7 +10,7 @@ use crate::units::ms;
 impl<H: SimHosts> Core<H> {
     // ----- the report -----
 
-    /// The report as of now (normally called after [`run_to_end`](Self::run_to_end)).
+    /// See [`Simulation::report`](super::Simulation::report).
     pub fn report(&self) -> Report {
         // The verdict closes the belief measures at `now` on a copy, so that
         // a report can be taken at any time and the run continued.

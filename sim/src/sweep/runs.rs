@@ -12,10 +12,9 @@ use crate::{RunOptions, Simulation};
 
 /// Runs `scenario` once, with the default options, and measures it.
 fn run_one(scenario: &Scenario) -> Result<RunStats, String> {
-    let mut sim =
-        Simulation::from_scenario(scenario, RunOptions::default()).map_err(|e| e.to_string())?;
-    sim.run_to_end();
-    Ok(RunStats::of(&sim.report()))
+    let finished =
+        Simulation::run_scenario(scenario, RunOptions::default()).map_err(|e| e.to_string())?;
+    Ok(RunStats::of(&finished.report))
 }
 
 /// How a sweep runs: the faults, the seeds, the threads.
