@@ -136,7 +136,7 @@ pub fn simulate(scenario: &Scenario) -> Result<Report, String> {
     let options = RunOptions::with_seed(Some(scenario.seed));
     let finished = Simulation::run_scenario(scenario, options)
         .map_err(|e| format!("the simulator refuses the scaled scenario: {e}"))?;
-    if let Some(halt) = finished.halted {
+    if let Some(halt) = finished.report.halted {
         return Err(format!("the simulation halted: {halt}"));
     }
     Ok(finished.report)

@@ -55,6 +55,10 @@ pub enum ShrinkError {
     Passes,
     /// The scenario is invalid.
     Invalid(crate::ScenarioError),
+    /// The scenario's run halted on a limit (its report's
+    /// [`halted`](crate::Report::halted)): its verdict covers only part of
+    /// the run, so there is no failure to shrink to.
+    Halted(crate::Halted),
     /// The shrunk scenario, written out and read back, no longer breaks the
     /// invariant: a bug in shrinking or in writing scenarios.
     NotReproduced {
@@ -68,6 +72,7 @@ impl std::fmt::Display for ShrinkError {
         match self {
             ShrinkError::Passes => f.write_str("the run has no violation: nothing to shrink"),
             ShrinkError::Invalid(e) => write!(f, "invalid scenario: {e}"),
+            ShrinkError::Halted(halt) => write!(f, "the run stopped early: {halt}"),
             ShrinkError::NotReproduced { invariant } => write!(
                 f,
                 "the shrunk scenario, written out and read back, no longer breaks `{invariant}` \
@@ -108,9 +113,13 @@ impl Shrinker<'_> {
     fn run(&mut self, candidate: &Scenario) -> Option<Violation> {
         let valid = candidate.validated().ok()?;
         self.runs += 1;
-        let finished = Simulation::run(&valid, self.options.clone()).ok()?;
-        finished
-            .report
+        let report = Simulation::run(&valid, self.options.clone()).ok()?.report;
+        // A halted run never "still fails": its verdict covers only part of
+        // the run.
+        if report.halted.is_some() {
+            return None;
+        }
+        report
             .violations
             .into_iter()
             .find(|v| v.invariant == self.invariant)
@@ -299,6 +308,7 @@ fn names(fault: &FaultSpec, id: &str) -> bool {
 /// # Errors
 /// [`ShrinkError::Passes`] if the scenario has no violation;
 /// [`ShrinkError::Invalid`] if it is not a valid scenario;
+/// [`ShrinkError::Halted`] if its run stops on a limit before its end;
 /// [`ShrinkError::NotReproduced`] if the result, read back, does not fail
 /// (a bug).
 pub fn shrink(
@@ -314,6 +324,9 @@ pub fn shrink(
         })
         .expect("a run without a trace writer has nothing to fail to write");
     let report = finished.report;
+    if let Some(halt) = report.halted {
+        return Err(ShrinkError::Halted(halt));
+    }
     let first = report
         .violations
         .first()

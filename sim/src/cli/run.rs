@@ -103,13 +103,16 @@ pub(super) fn execute(
             recurring_faults: false,
         })
         .map_err(|e| bad_input(format!("writing the trace failed: {e}")))?;
-    if let Some(halt) = &finished.halted {
-        return Err(bad_input(format!("{origin}: {halt}")));
-    }
     let report = finished.report;
     let replay = replay(report.seed);
     let timeline = finished.timeline;
-    publish(scenario, &report, timeline.as_ref(), &replay, json, picture)
+    let outcome = publish(scenario, &report, timeline.as_ref(), &replay, json, picture)?;
+    // A halted run's report (its `halted` says so) covers only the time
+    // simulated: shown, then refused as bad input.
+    match &report.halted {
+        Some(halt) => Err(bad_input(format!("{origin}: {halt}"))),
+        None => Ok(outcome),
+    }
 }
 
 /// Writes the outputs of a judged run — the picture (when asked for and a

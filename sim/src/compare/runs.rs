@@ -82,7 +82,7 @@ impl Job<'_> {
         let cut: Option<CutOff> = cut_off(&scenario, &servers(self.protocol), self.expiry);
         let finished = Simulation::run_scenario(&scenario, RunOptions::with_seed(Some(seed)))
             .map_err(|e| self.error(&e.to_string()))?;
-        if let Some(halt) = &finished.halted {
+        if let Some(halt) = &finished.report.halted {
             return Err(self.error(&format!("seed {seed} stopped early: {halt}")));
         }
         Ok(SeedStats::of(&finished.report, cut.as_ref()))

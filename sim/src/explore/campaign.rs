@@ -56,9 +56,9 @@ pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> Seed
                     format!("the generated scenario is invalid: {e}"),
                 )
             })?;
-        if let Some(halt) = finished.halted {
+        if let Some(halt) = finished.report.halted {
             // Bounded, not judged: the seed needs a larger --max-events.
-            return Err(("event-budget", halt.to_string()));
+            return Err(("event-budget", halt.detail));
         }
         Ok(finished.report)
     };

@@ -99,9 +99,6 @@ pub struct Recording {
 pub struct Finished {
     /// The report as of the run's last event.
     pub report: Report,
-    /// Why the run stopped before its end, if it did (see
-    /// [`Simulation::halted`]).
-    pub halted: Option<Halt>,
     /// The timeline, if [`Recording::timeline`] asked for one.
     pub timeline: Option<Timeline>,
     /// The recurring faults that fired, if [`Recording::recurring_faults`]
@@ -148,7 +145,8 @@ impl Simulation {
     /// Runs a valid scenario to its end and reports: the one run path of
     /// every tool that judges a whole run ([`new`](Self::new), then
     /// [`finish`](Self::finish) recording nothing). A run that halts on a
-    /// limit still returns, with [`Finished::halted`] saying why.
+    /// limit still returns, its report's
+    /// [`halted`](Report::halted) saying when and why.
     ///
     /// # Errors
     /// What [`new`](Self::new) refuses.
@@ -195,7 +193,6 @@ impl Simulation {
         self.finish_trace()?;
         Ok(Finished {
             report: self.report(),
-            halted: self.halted().cloned(),
             timeline: self.timeline(),
             recurring_faults: self.recurring_faults().to_vec(),
         })
