@@ -134,11 +134,10 @@ pub fn judge_histories(
 /// The simulator refuses the scenario or halts, in words.
 pub fn simulate(scenario: &Scenario) -> Result<Report, String> {
     let options = RunOptions::with_seed(Some(scenario.seed));
-    let mut sim = Simulation::from_scenario(scenario, options)
+    let finished = Simulation::run_scenario(scenario, options)
         .map_err(|e| format!("the simulator refuses the scaled scenario: {e}"))?;
-    sim.run_to_end();
-    if let Some(halt) = sim.halted() {
+    if let Some(halt) = finished.report.halted {
         return Err(format!("the simulation halted: {halt}"));
     }
-    Ok(sim.report())
+    Ok(finished.report)
 }

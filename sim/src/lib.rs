@@ -76,7 +76,7 @@ pub use limits::Halt;
 pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
 };
-pub use report::{summary, Report};
+pub use report::{summary, HaltReason, Halted, Report};
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,
@@ -87,4 +87,4 @@ pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
     Resolution, ResolveError, ResolvedFault, ServerId, StepCause,
 };
-pub use simulation::{RunOptions, Simulation};
+pub use simulation::{Finished, Recording, RunOptions, Simulation};

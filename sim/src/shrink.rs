@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use crate::report::{Invariant, Violation};
 use crate::scenario::{FaultSpec, Scenario};
-use crate::{RunOptions, Simulation};
+use crate::{Recording, RunOptions, Simulation};
 
 /// What shrinking produced.
 #[derive(Clone, Debug)]
@@ -55,6 +55,10 @@ pub enum ShrinkError {
     Passes,
     /// The scenario is invalid.
     Invalid(crate::ScenarioError),
+    /// The scenario's run halted on a limit (its report's
+    /// [`halted`](crate::Report::halted)): its verdict covers only part of
+    /// the run, so there is no failure to shrink to.
+    Halted(crate::Halted),
     /// The shrunk scenario, written out and read back, no longer breaks the
     /// invariant: a bug in shrinking or in writing scenarios.
     NotReproduced {
@@ -68,6 +72,7 @@ impl std::fmt::Display for ShrinkError {
         match self {
             ShrinkError::Passes => f.write_str("the run has no violation: nothing to shrink"),
             ShrinkError::Invalid(e) => write!(f, "invalid scenario: {e}"),
+            ShrinkError::Halted(halt) => write!(f, "the run stopped early: {halt}"),
             ShrinkError::NotReproduced { invariant } => write!(
                 f,
                 "the shrunk scenario, written out and read back, no longer breaks `{invariant}` \
@@ -108,9 +113,13 @@ impl Shrinker<'_> {
     fn run(&mut self, candidate: &Scenario) -> Option<Violation> {
         let valid = candidate.validated().ok()?;
         self.runs += 1;
-        let mut sim = Simulation::new(&valid, self.options.clone()).ok()?;
-        sim.run_to_end();
-        sim.report()
+        let report = Simulation::run(&valid, self.options.clone()).ok()?.report;
+        // A halted run never "still fails": its verdict covers only part of
+        // the run.
+        if report.halted.is_some() {
+            return None;
+        }
+        report
             .violations
             .into_iter()
             .find(|v| v.invariant == self.invariant)
@@ -299,6 +308,7 @@ fn names(fault: &FaultSpec, id: &str) -> bool {
 /// # Errors
 /// [`ShrinkError::Passes`] if the scenario has no violation;
 /// [`ShrinkError::Invalid`] if it is not a valid scenario;
+/// [`ShrinkError::Halted`] if its run stops on a limit before its end;
 /// [`ShrinkError::NotReproduced`] if the result, read back, does not fail
 /// (a bug).
 pub fn shrink(
@@ -306,11 +316,17 @@ pub fn shrink(
     options: &RunOptions,
     budget: u64,
 ) -> Result<Shrunk, ShrinkError> {
-    let mut sim =
-        Simulation::from_scenario(scenario, options.clone()).map_err(ShrinkError::Invalid)?;
-    sim.record_recurring_faults();
-    sim.run_to_end();
-    let report = sim.report();
+    let sim = Simulation::from_scenario(scenario, options.clone()).map_err(ShrinkError::Invalid)?;
+    let finished = sim
+        .finish(Recording {
+            recurring_faults: true,
+            ..Recording::default()
+        })
+        .expect("a run without a trace writer has nothing to fail to write");
+    let report = finished.report;
+    if let Some(halt) = report.halted {
+        return Err(ShrinkError::Halted(halt));
+    }
     let first = report
         .violations
         .first()
@@ -335,7 +351,7 @@ pub fn shrink(
         fixed
             .faults
             .retain(|f| !matches!(f, FaultSpec::Recurring { .. }));
-        fixed.faults.extend(sim.recurring_faults().iter().cloned());
+        fixed.faults.extend(finished.recurring_faults);
         shrinker.keep_if_fails(&mut current, fixed);
     }
     let faults_before = current.faults.len();

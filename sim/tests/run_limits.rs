@@ -156,3 +156,52 @@ fn a_network_too_slow_to_elect_anyone_is_refused_and_a_slow_one_warned() {
     assert_eq!(warnings[0].key, "network.latency");
     assert!(trio("fine", secs(60)).warnings().is_empty());
 }
+
+#[test]
+fn a_halted_run_says_so_in_run_json_and_the_summary() {
+    // Proves that `run --json` of a run stopped at its event budget prints its report with
+    // `halted` (the reason and the virtual time reached), the summary says HALTED, the exit code
+    // stays 2, and a run that reached its end reports `halted: null`.
+    let args = ["run", &shipped("fleet-election"), "--max-events", "35000"];
+    let out = fenced_sim(args.iter().copied().chain(["--json"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON report");
+    let halted = &report["halted"];
+    assert_eq!(halted["reason"], "event-budget", "{report}");
+    assert_eq!(halted["at_ms"], report["virtual_ms"], "{report}");
+    assert!(
+        halted["detail"].as_str().unwrap().contains("35000"),
+        "{halted}"
+    );
+    assert_eq!(report["events"], 35000);
+    let summary = fenced_sim(args);
+    assert_eq!(summary.status.code(), Some(2));
+    assert!(
+        stdout(&summary).contains("HALTED at "),
+        "{}",
+        stdout(&summary)
+    );
+    let whole = fenced_sim(["run", &shipped("steady-state"), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&whole)).expect("one JSON report");
+    assert!(report["halted"].is_null(), "{report}");
+}
+
+#[test]
+fn shrink_never_takes_a_halted_run_for_a_failure() {
+    // Proves that shrinking a scenario whose run stops at its event budget is refused with
+    // `ShrinkError::Halted` (the candidates' runs go through the same rule: a halted run never
+    // "still fails").
+    let path = workspace_root().join(shipped("fleet-election"));
+    let scenario = fenced_sim::file::load(&path).expect("a shipped scenario");
+    let options = RunOptions {
+        max_events: Some(35_000),
+        ..RunOptions::default()
+    };
+    let halted = Simulation::run_scenario(&scenario, options.clone()).expect("valid");
+    assert!(halted.report.halted.is_some());
+    let err = fenced_sim::shrink::shrink(&scenario, &options, 50).expect_err("refused");
+    assert!(
+        matches!(err, fenced_sim::shrink::ShrinkError::Halted(_)),
+        "{err}"
+    );
+}

@@ -37,6 +37,7 @@ pub(crate) fn assemble(
         },
         coverage: verdict.coverage,
         unjudged_writes: figures.unjudged_writes,
+        halted: None,
         planted_bug: figures.planted_bug,
         history: figures.history,
     };

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use fenced_sim::svg::Window;
 use fenced_sim::timeline::Timeline;
-use fenced_sim::{summary, Report, RunOptions, Scenario, Simulation};
+use fenced_sim::{summary, Recording, Report, RunOptions, Scenario, Simulation};
 
 use super::common::{
     bad_input, load_or_report, shell_word, warn, Outcome, PlantArg, SvgArgs, EXIT_FAIL,
@@ -84,27 +84,35 @@ pub(super) fn execute(
         json,
         picture,
     } = outputs;
-    let mut sim = Simulation::from_scenario(scenario, options)
+    let sim = Simulation::from_scenario(scenario, options)
         .map_err(|e| bad_input(format!("{origin}: {e}")))?;
     warn(origin, scenario);
-    if picture.is_some() {
-        sim.record_timeline();
-    }
-    if let Some(path) = trace {
-        let file = File::create(path)
-            .map_err(|e| bad_input(format!("cannot write the trace to {}: {e}", path.display())))?;
-        sim.set_trace_writer(Box::new(BufWriter::new(file)));
-    }
-    sim.run_to_end();
-    sim.finish_trace()
+    let trace = match trace {
+        Some(path) => {
+            let file = File::create(path).map_err(|e| {
+                bad_input(format!("cannot write the trace to {}: {e}", path.display()))
+            })?;
+            Some(Box::new(BufWriter::new(file)) as Box<dyn Write + Send>)
+        }
+        None => None,
+    };
+    let finished = sim
+        .finish(Recording {
+            trace,
+            timeline: picture.is_some(),
+            recurring_faults: false,
+        })
         .map_err(|e| bad_input(format!("writing the trace failed: {e}")))?;
-    if let Some(halt) = sim.halted() {
-        return Err(bad_input(format!("{origin}: {halt}")));
-    }
-    let report = sim.report();
+    let report = finished.report;
     let replay = replay(report.seed);
-    let timeline = sim.timeline();
-    publish(scenario, &report, timeline.as_ref(), &replay, json, picture)
+    let timeline = finished.timeline;
+    let outcome = publish(scenario, &report, timeline.as_ref(), &replay, json, picture)?;
+    // A halted run's report (its `halted` says so) covers only the time
+    // simulated: shown, then refused as bad input.
+    match &report.halted {
+        Some(halt) => Err(bad_input(format!("{origin}: {halt}"))),
+        None => Ok(outcome),
+    }
 }
 
 /// Writes the outputs of a judged run — the picture (when asked for and a

@@ -80,13 +80,12 @@ impl Job<'_> {
     fn run(&self, fenced: bool, seed: u64) -> Result<SeedStats, String> {
         let scenario = self.row.scenario(self.protocol, fenced, seed);
         let cut: Option<CutOff> = cut_off(&scenario, &servers(self.protocol), self.expiry);
-        let mut sim = Simulation::from_scenario(&scenario, RunOptions::with_seed(Some(seed)))
+        let finished = Simulation::run_scenario(&scenario, RunOptions::with_seed(Some(seed)))
             .map_err(|e| self.error(&e.to_string()))?;
-        sim.run_to_end();
-        if let Some(halt) = sim.halted() {
+        if let Some(halt) = &finished.report.halted {
             return Err(self.error(&format!("seed {seed} stopped early: {halt}")));
         }
-        Ok(SeedStats::of(&sim.report(), cut.as_ref()))
+        Ok(SeedStats::of(&finished.report, cut.as_ref()))
     }
 
     fn error(&self, message: &str) -> String {

@@ -48,20 +48,19 @@ pub fn run_seed(base: &Scenario, seed: u64, options: &crate::RunOptions) -> Seed
     let run = || -> Result<crate::Report, (&'static str, String)> {
         crate::scenario::check_budget(&scenario, options.event_budget())
             .map_err(|e| ("event-budget", e.to_string()))?;
-        let mut sim =
-            crate::Simulation::from_scenario(&scenario, options.clone()).map_err(|e| {
+        let finished =
+            crate::Simulation::run_scenario(&scenario, options.clone()).map_err(|e| {
                 // A generated schedule the validator refuses is a generator bug.
                 (
                     "generator",
                     format!("the generated scenario is invalid: {e}"),
                 )
             })?;
-        sim.run_to_end();
-        if let Some(halt) = sim.halted() {
+        if let Some(halt) = finished.report.halted {
             // Bounded, not judged: the seed needs a larger --max-events.
-            return Err(("event-budget", halt.to_string()));
+            return Err(("event-budget", halt.detail));
         }
-        Ok(sim.report())
+        Ok(finished.report)
     };
     let report = match run() {
         Ok(report) => report,

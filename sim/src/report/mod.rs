@@ -14,6 +14,35 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod expect;
 pub mod summary;
 
+/// Why a run stopped before its end: `halted` in `run --json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Halted {
+    /// Which limit was reached.
+    pub reason: HaltReason,
+    /// The virtual time reached, in milliseconds.
+    pub at_ms: u64,
+    /// What happened and how to avoid it, in words (the message `run`
+    /// prints on standard error).
+    pub detail: String,
+}
+
+/// The limit a [`Halted`] run reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HaltReason {
+    /// The run handled its whole event budget (`--max-events`).
+    EventBudget,
+    /// Too many events were pending at once
+    /// ([`MAX_PENDING_EVENTS`](crate::limits::MAX_PENDING_EVENTS)).
+    TooManyPending,
+}
+
+impl std::fmt::Display for Halted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
 /// Everything a run found and measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -66,6 +95,13 @@ pub struct Report {
     /// violation" says nothing about them.
     #[serde(default)]
     pub unjudged_writes: UnjudgedWrites,
+    /// Why the run stopped before its end, or `None` (JSON `null`) when it
+    /// reached it. A halted run's verdict covers only the `virtual_ms`
+    /// simulated: tools treat it as bad input (`run` exits 2 after its
+    /// report, `sweep` and `compare` refuse it, `shrink` never keeps it,
+    /// `explore` counts the seed as `event-budget`).
+    #[serde(default)]
+    pub halted: Option<Halted>,
     /// The planted bug active in this run, if any (negative controls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planted_bug: Option<String>,

@@ -39,6 +39,14 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
             if report.fencing { "on" } else { "OFF" }
         );
     }
+    if let Some(halt) = &report.halted {
+        let _ = writeln!(
+            s,
+            "  HALTED at {} of {}: {halt}",
+            human(Duration::from_millis(halt.at_ms)),
+            human(scenario.duration)
+        );
+    }
     let e = &scenario.election;
     if e.protocol == crate::scenario::ProtocolSpec::Fenced {
         let _ = writeln!(

@@ -14,7 +14,7 @@ mod faults;
 mod public;
 mod report;
 
-pub use public::Simulation;
+pub use public::{Finished, Recording, Simulation};
 
 use std::io::Write;
 use std::time::Duration;
@@ -241,11 +241,7 @@ impl<H: SimHosts> Core<H> {
         Ok(core)
     }
 
-    /// Adds a fault to a simulation in progress (scripting). Its times are
-    /// absolute; a start already in the past happens at the current time.
-    ///
-    /// # Errors
-    /// A [`ScenarioError`] if the fault names unknown hosts or is malformed.
+    /// See [`Simulation::add_fault`].
     pub fn add_fault(&mut self, fault: FaultSpec) -> Result<(), ScenarioError> {
         let mut candidate = self.scenario.clone();
         candidate.faults.push(fault);
@@ -254,34 +250,27 @@ impl<H: SimHosts> Core<H> {
         self.schedule_fault(self.scenario.faults.len() - 1)
     }
 
-    /// Records every recurring fault that fires from now on as the scheduled
-    /// fault it amounts to (see [`recurring_faults`](Self::recurring_faults)):
-    /// what shrinking needs to turn seed-drawn faults into a fixed schedule.
-    /// Off by default, because the log grows with the run.
+    /// See [`Simulation::record_recurring_faults`].
     pub fn record_recurring_faults(&mut self) {
         self.faults.recurring_log.get_or_insert_with(Vec::new);
     }
 
-    /// The recurring faults that fired since
-    /// [`record_recurring_faults`](Self::record_recurring_faults), in order.
+    /// See [`Simulation::recurring_faults`].
     pub fn recurring_faults(&self) -> &[FaultSpec] {
         self.faults.recurring_log.as_deref().unwrap_or(&[])
     }
 
-    /// Records every fault action executed from now on (see
-    /// [`Simulation::record_fault_actions`]).
+    /// See [`Simulation::record_fault_actions`].
     pub fn record_fault_actions(&mut self) {
         self.faults.action_log.get_or_insert_with(Vec::new);
     }
 
-    /// The fault actions executed (see [`Simulation::fault_actions`]).
+    /// See [`Simulation::fault_actions`].
     pub fn fault_actions(&self) -> &[PlanStep] {
         self.faults.action_log.as_deref().unwrap_or(&[])
     }
 
-    /// Records a [`Timeline`] (truth of the lease, faults per host, writes,
-    /// grants, membership) from now on, for pictures. Off by default: it
-    /// grows with the run.
+    /// See [`Simulation::record_timeline`].
     pub fn record_timeline(&mut self) {
         if self.engine.observers.timeline.is_none() {
             let lives = &self.engine.lives;
@@ -292,8 +281,7 @@ impl<H: SimHosts> Core<H> {
         }
     }
 
-    /// The timeline recorded since [`record_timeline`](Self::record_timeline),
-    /// closed at the current time, or `None` if none was recorded.
+    /// See [`Simulation::timeline`].
     pub fn timeline(&self) -> Option<Timeline> {
         let observers = &self.engine.observers;
         let recorder = observers.timeline.as_ref()?;
@@ -305,66 +293,54 @@ impl<H: SimHosts> Core<H> {
         Some(timeline)
     }
 
-    /// Writes the text trace (one line per event) to `out` from now on.
+    /// See [`Simulation::set_trace_writer`].
     pub fn set_trace_writer(&mut self, out: Box<dyn Write + Send>) {
         self.engine.observers.tracer.set_writer(out);
     }
 
-    /// Flushes the trace writer and reports the first error writing it.
-    ///
-    /// # Errors
-    /// The first I/O error of the trace writer.
+    /// See [`Simulation::finish_trace`].
     pub fn finish_trace(&mut self) -> std::io::Result<()> {
         self.engine.observers.tracer.finish()
     }
 
-    /// The current true time.
+    /// See [`Simulation::now`].
     pub fn now(&self) -> Duration {
         self.engine.now.since_start()
     }
 
-    /// The run's end (the scenario's duration).
+    /// See [`Simulation::end`].
     pub fn end(&self) -> Duration {
         self.engine.end().since_start()
     }
 
-    /// Events processed so far.
+    /// See [`Simulation::events`].
     pub fn events(&self) -> u64 {
         self.engine.events
     }
 
-    /// Events scheduled and not yet processed (messages in flight, timers,
-    /// faults): with the hosts, what the simulation's memory is made of.
+    /// See [`Simulation::pending_events`].
     pub fn pending_events(&self) -> usize {
         self.engine.pending_len()
     }
 
-    /// The trace hash so far.
+    /// See [`Simulation::trace_hash`].
     pub fn trace_hash(&self) -> u64 {
         self.engine.observers.tracer.hash()
     }
 
-    /// Runs every event before `until` (capped at the run's end); the clock
-    /// then reads `until` — unless the run halts on a limit first (see
-    /// [`halted`](Self::halted)), after which nothing runs and the clock stays
-    /// where the halt found it.
+    /// See [`Simulation::run_until`].
     pub fn run_until(&mut self, until: Duration) {
         while let Some(control) = self.engine.next_control(SimTime::from_duration(until)) {
             self.control(control);
         }
     }
 
-    /// Why the run stopped before its end, if it did: a limit of
-    /// [`crate::limits`] was reached. The report then covers only the time
-    /// simulated, and tools treat the run as bad input.
+    /// See [`Simulation::halted`].
     pub fn halted(&self) -> Option<&Halt> {
         self.engine.halted()
     }
 
-    /// Runs until the cluster is quiescent — no fault active right now (one
-    /// scheduled for later may still start), one process leads, and the
-    /// downstream accepted its token recently — or until `limit`.
-    /// Returns whether it converged.
+    /// See [`Simulation::run_until_quiescent`].
     pub fn run_until_quiescent(&mut self, limit: Duration) -> bool {
         let limit = SimTime::from_duration(limit).min(self.engine.end());
         let step = self

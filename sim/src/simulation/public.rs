@@ -3,8 +3,11 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::{Core, SimHosts};
+use fenced_zoo::{client_go, connection_lock, dynamodb, etcd, redlock, zookeeper};
+
+use super::Core;
 use crate::engine::limits::Halt;
+use crate::hosts::FencedHosts;
 use crate::report::Report;
 use crate::scenario::{FaultSpec, PlanStep, Scenario, ScenarioError, ValidScenario};
 use crate::timeline::Timeline;
@@ -13,6 +16,12 @@ use crate::zoo::ZooHosts;
 use super::RunOptions;
 
 /// A deterministic simulation of one scenario and seed.
+///
+/// A tool that judges whole runs calls [`Simulation::run`] (or
+/// [`new`](Self::new) then [`finish`](Self::finish), to record a trace, a
+/// timeline or the recurring faults); one that steps a run (scripting,
+/// quiescence) keeps the simulation from [`new`](Self::new) and calls the
+/// `run_*` methods.
 ///
 /// ```
 /// use std::time::Duration;
@@ -28,9 +37,7 @@ use super::RunOptions;
 ///         duration: Duration::from_secs(40),
 ///     });
 /// let valid = scenario.validated()?; // every rule checked once, here
-/// let mut sim = Simulation::new(&valid, RunOptions::default())?;
-/// sim.run_to_end();
-/// let report = sim.report();
+/// let report = Simulation::run(&valid, RunOptions::default())?.report;
 /// assert!(report.violations.is_empty());
 /// assert_eq!(report.leader_changes, 1);
 /// assert_eq!(report.writes.rejected_stale, 1); // the paused leader's late write
@@ -38,90 +45,65 @@ use super::RunOptions;
 /// ```
 #[derive(Debug)]
 pub struct Simulation {
-    core: Box<dyn Run>,
+    core: Cores,
 }
 
-/// A [`Core`] of any protocol, as a [`Simulation`] drives it.
-trait Run: std::fmt::Debug + Send {
-    fn add_fault(&mut self, fault: FaultSpec) -> Result<(), ScenarioError>;
-    fn record_recurring_faults(&mut self);
-    fn recurring_faults(&self) -> &[FaultSpec];
-    fn record_fault_actions(&mut self);
-    fn fault_actions(&self) -> &[PlanStep];
-    fn record_timeline(&mut self);
-    fn timeline(&self) -> Option<Timeline>;
-    fn set_trace_writer(&mut self, out: Box<dyn Write + Send>);
-    fn finish_trace(&mut self) -> std::io::Result<()>;
-    fn now(&self) -> Duration;
-    fn end(&self) -> Duration;
-    fn events(&self) -> u64;
-    fn pending_events(&self) -> usize;
-    fn trace_hash(&self) -> u64;
-    fn run_until(&mut self, until: Duration);
-    fn halted(&self) -> Option<&Halt>;
-    fn run_until_quiescent(&mut self, limit: Duration) -> bool;
-    fn heal_all(&mut self);
-    fn report(&self) -> Report;
+/// A [`Core`] of whichever protocol the scenario names. An enum rather than
+/// a trait object so that every method of [`Simulation`] is written (and
+/// documented) once, there; the match costs one branch per call, never per
+/// event (the loop runs inside `Core::run_until`, monomorphized per protocol).
+#[derive(Debug)]
+enum Cores {
+    Fenced(Box<Core<FencedHosts>>),
+    ConnectionLock(Box<Core<ZooHosts<connection_lock::ConnectionLock>>>),
+    ClientGo(Box<Core<ZooHosts<client_go::ClientGo>>>),
+    Etcd(Box<Core<ZooHosts<etcd::Etcd>>>),
+    Redlock(Box<Core<ZooHosts<redlock::Redlock>>>),
+    ZooKeeper(Box<Core<ZooHosts<zookeeper::ZooKeeper>>>),
+    DynamoDb(Box<Core<ZooHosts<dynamodb::DynamoDb>>>),
 }
 
-impl<H: SimHosts> Run for Core<H> {
-    fn add_fault(&mut self, fault: FaultSpec) -> Result<(), ScenarioError> {
-        Core::add_fault(self, fault)
-    }
-    fn record_recurring_faults(&mut self) {
-        Core::record_recurring_faults(self)
-    }
-    fn recurring_faults(&self) -> &[FaultSpec] {
-        Core::recurring_faults(self)
-    }
-    fn record_fault_actions(&mut self) {
-        Core::record_fault_actions(self)
-    }
-    fn fault_actions(&self) -> &[PlanStep] {
-        Core::fault_actions(self)
-    }
-    fn record_timeline(&mut self) {
-        Core::record_timeline(self)
-    }
-    fn timeline(&self) -> Option<Timeline> {
-        Core::timeline(self)
-    }
-    fn set_trace_writer(&mut self, out: Box<dyn Write + Send>) {
-        Core::set_trace_writer(self, out)
-    }
-    fn finish_trace(&mut self) -> std::io::Result<()> {
-        Core::finish_trace(self)
-    }
-    fn now(&self) -> Duration {
-        Core::now(self)
-    }
-    fn end(&self) -> Duration {
-        Core::end(self)
-    }
-    fn events(&self) -> u64 {
-        Core::events(self)
-    }
-    fn pending_events(&self) -> usize {
-        Core::pending_events(self)
-    }
-    fn trace_hash(&self) -> u64 {
-        Core::trace_hash(self)
-    }
-    fn run_until(&mut self, until: Duration) {
-        Core::run_until(self, until)
-    }
-    fn halted(&self) -> Option<&Halt> {
-        Core::halted(self)
-    }
-    fn run_until_quiescent(&mut self, limit: Duration) -> bool {
-        Core::run_until_quiescent(self, limit)
-    }
-    fn heal_all(&mut self) {
-        Core::heal_all(self)
-    }
-    fn report(&self) -> Report {
-        Core::report(self)
-    }
+/// `$body` with `$core` bound to the simulation's [`Core`], whatever its
+/// protocol.
+macro_rules! each_core {
+    ($cores:expr, $core:ident => $body:expr) => {
+        match $cores {
+            Cores::Fenced($core) => $body,
+            Cores::ConnectionLock($core) => $body,
+            Cores::ClientGo($core) => $body,
+            Cores::Etcd($core) => $body,
+            Cores::Redlock($core) => $body,
+            Cores::ZooKeeper($core) => $body,
+            Cores::DynamoDb($core) => $body,
+        }
+    };
+}
+
+/// What a run records besides its report ([`Simulation::finish`]). All off
+/// by default: the timeline and the fault log grow with the run, and the
+/// text trace costs a line per event.
+#[derive(Default)]
+pub struct Recording {
+    /// Write the text trace (one line per event) here.
+    pub trace: Option<Box<dyn Write + Send>>,
+    /// Record a [`Timeline`] for pictures.
+    pub timeline: bool,
+    /// Log every recurring fault that fires as the scheduled fault it
+    /// amounts to (what shrinking needs).
+    pub recurring_faults: bool,
+}
+
+/// A run taken to its end (or to a halt) by [`Simulation::run`] or
+/// [`Simulation::finish`].
+#[derive(Debug)]
+pub struct Finished {
+    /// The report as of the run's last event.
+    pub report: Report,
+    /// The timeline, if [`Recording::timeline`] asked for one.
+    pub timeline: Option<Timeline>,
+    /// The recurring faults that fired, if [`Recording::recurring_faults`]
+    /// asked for them (empty otherwise), in order.
+    pub recurring_faults: Vec<FaultSpec>,
 }
 
 impl Simulation {
@@ -138,18 +120,15 @@ impl Simulation {
     /// [`check_budget`](crate::limits::check_budget).
     pub fn new(valid: &ValidScenario, options: RunOptions) -> Result<Self, ScenarioError> {
         use crate::scenario::ProtocolSpec as P;
-        use fenced_zoo::{client_go, connection_lock, dynamodb, etcd, redlock, zookeeper};
         let o = &options;
-        let core: Box<dyn Run> = match &valid.election.protocol {
-            P::Fenced => Box::new(Core::fenced(valid, o)?),
-            P::ConnectionLock(s) => Box::new(
-                Core::<ZooHosts<connection_lock::ConnectionLock>>::zoo(valid, o, s)?,
-            ),
-            P::ClientGo(s) => Box::new(Core::<ZooHosts<client_go::ClientGo>>::zoo(valid, o, s)?),
-            P::Etcd(s) => Box::new(Core::<ZooHosts<etcd::Etcd>>::zoo(valid, o, s)?),
-            P::Redlock(s) => Box::new(Core::<ZooHosts<redlock::Redlock>>::zoo(valid, o, s)?),
-            P::ZooKeeper(s) => Box::new(Core::<ZooHosts<zookeeper::ZooKeeper>>::zoo(valid, o, s)?),
-            P::DynamoDb(s) => Box::new(Core::<ZooHosts<dynamodb::DynamoDb>>::zoo(valid, o, s)?),
+        let core = match &valid.election.protocol {
+            P::Fenced => Cores::Fenced(Box::new(Core::fenced(valid, o)?)),
+            P::ConnectionLock(s) => Cores::ConnectionLock(Box::new(Core::zoo(valid, o, s)?)),
+            P::ClientGo(s) => Cores::ClientGo(Box::new(Core::zoo(valid, o, s)?)),
+            P::Etcd(s) => Cores::Etcd(Box::new(Core::zoo(valid, o, s)?)),
+            P::Redlock(s) => Cores::Redlock(Box::new(Core::zoo(valid, o, s)?)),
+            P::ZooKeeper(s) => Cores::ZooKeeper(Box::new(Core::zoo(valid, o, s)?)),
+            P::DynamoDb(s) => Cores::DynamoDb(Box::new(Core::zoo(valid, o, s)?)),
         };
         Ok(Simulation { core })
     }
@@ -163,13 +142,69 @@ impl Simulation {
         Self::new(&scenario.validated()?, options)
     }
 
+    /// Runs a valid scenario to its end and reports: the one run path of
+    /// every tool that judges a whole run ([`new`](Self::new), then
+    /// [`finish`](Self::finish) recording nothing). A run that halts on a
+    /// limit still returns, its report's
+    /// [`halted`](Report::halted) saying when and why.
+    ///
+    /// # Errors
+    /// What [`new`](Self::new) refuses.
+    pub fn run(valid: &ValidScenario, options: RunOptions) -> Result<Finished, ScenarioError> {
+        let finished = Self::new(valid, options)?.finish(Recording::default());
+        Ok(finished.expect("a run without a trace writer has nothing to fail to write"))
+    }
+
+    /// Validates `scenario` and runs it: [`Scenario::validated`] then
+    /// [`run`](Self::run).
+    ///
+    /// # Errors
+    /// The first rule the scenario breaks, or what [`new`](Self::new) refuses.
+    pub fn run_scenario(
+        scenario: &Scenario,
+        options: RunOptions,
+    ) -> Result<Finished, ScenarioError> {
+        Self::run(&scenario.validated()?, options)
+    }
+
+    /// Runs to the scenario's end (or a halt), recording what `recording`
+    /// asks for from now on (so from the start, on a simulation fresh from
+    /// [`new`](Self::new)), and reports. [`run`](Self::run) is this with
+    /// nothing recorded.
+    ///
+    /// # Errors
+    /// The first I/O error writing the trace; the run itself always ends.
+    pub fn finish(mut self, recording: Recording) -> std::io::Result<Finished> {
+        let Recording {
+            trace,
+            timeline,
+            recurring_faults,
+        } = recording;
+        if timeline {
+            self.record_timeline();
+        }
+        if recurring_faults {
+            self.record_recurring_faults();
+        }
+        if let Some(out) = trace {
+            self.set_trace_writer(out);
+        }
+        self.run_to_end();
+        self.finish_trace()?;
+        Ok(Finished {
+            report: self.report(),
+            timeline: self.timeline(),
+            recurring_faults: self.recurring_faults().to_vec(),
+        })
+    }
+
     /// Adds a fault to a simulation in progress (scripting). Its times are
     /// absolute; a start already in the past happens at the current time.
     ///
     /// # Errors
     /// A [`ScenarioError`] if the fault names unknown hosts or is malformed.
     pub fn add_fault(&mut self, fault: FaultSpec) -> Result<(), ScenarioError> {
-        self.core.add_fault(fault)
+        each_core!(&mut self.core, c => c.add_fault(fault))
     }
 
     /// Records every recurring fault that fires from now on as the scheduled
@@ -177,13 +212,13 @@ impl Simulation {
     /// what shrinking needs to turn seed-drawn faults into a fixed schedule.
     /// Off by default, because the log grows with the run.
     pub fn record_recurring_faults(&mut self) {
-        self.core.record_recurring_faults()
+        each_core!(&mut self.core, c => c.record_recurring_faults())
     }
 
     /// The recurring faults that fired since
     /// [`record_recurring_faults`](Self::record_recurring_faults), in order.
     pub fn recurring_faults(&self) -> &[FaultSpec] {
-        self.core.recurring_faults()
+        each_core!(&self.core, c => c.recurring_faults())
     }
 
     /// Records every fault action executed from now on — node starts, each
@@ -194,7 +229,7 @@ impl Simulation {
     /// with the run. What lets a test check that the simulator executes the
     /// plan the lab executes for real.
     pub fn record_fault_actions(&mut self) {
-        self.core.record_fault_actions()
+        each_core!(&mut self.core, c => c.record_fault_actions())
     }
 
     /// The fault actions executed since
@@ -204,25 +239,25 @@ impl Simulation {
     /// are not: a restart whose crash or stop found no live process, the
     /// end of a drawn pause that paused nothing, a fault after the heal.
     pub fn fault_actions(&self) -> &[PlanStep] {
-        self.core.fault_actions()
+        each_core!(&self.core, c => c.fault_actions())
     }
 
     /// Records a [`Timeline`] (truth of the lease, faults per host, writes,
     /// grants, membership) from now on, for pictures. Off by default: it
     /// grows with the run.
     pub fn record_timeline(&mut self) {
-        self.core.record_timeline()
+        each_core!(&mut self.core, c => c.record_timeline())
     }
 
     /// The timeline recorded since [`record_timeline`](Self::record_timeline),
     /// closed at the current time, or `None` if none was recorded.
     pub fn timeline(&self) -> Option<Timeline> {
-        self.core.timeline()
+        each_core!(&self.core, c => c.timeline())
     }
 
     /// Writes the text trace (one line per event) to `out` from now on.
     pub fn set_trace_writer(&mut self, out: Box<dyn Write + Send>) {
-        self.core.set_trace_writer(out)
+        each_core!(&mut self.core, c => c.set_trace_writer(out))
     }
 
     /// Flushes the trace writer and reports the first error writing it.
@@ -230,33 +265,33 @@ impl Simulation {
     /// # Errors
     /// The first I/O error of the trace writer.
     pub fn finish_trace(&mut self) -> std::io::Result<()> {
-        self.core.finish_trace()
+        each_core!(&mut self.core, c => c.finish_trace())
     }
 
     /// The current true time.
     pub fn now(&self) -> Duration {
-        self.core.now()
+        each_core!(&self.core, c => c.now())
     }
 
     /// The run's end (the scenario's duration).
     pub fn end(&self) -> Duration {
-        self.core.end()
+        each_core!(&self.core, c => c.end())
     }
 
     /// Events processed so far.
     pub fn events(&self) -> u64 {
-        self.core.events()
+        each_core!(&self.core, c => c.events())
     }
 
     /// Events scheduled and not yet processed (messages in flight, timers,
     /// faults): with the hosts, what the simulation's memory is made of.
     pub fn pending_events(&self) -> usize {
-        self.core.pending_events()
+        each_core!(&self.core, c => c.pending_events())
     }
 
     /// The trace hash so far.
     pub fn trace_hash(&self) -> u64 {
-        self.core.trace_hash()
+        each_core!(&self.core, c => c.trace_hash())
     }
 
     /// Runs every event before `until` (capped at the run's end); the clock
@@ -264,20 +299,20 @@ impl Simulation {
     /// [`halted`](Self::halted)), after which nothing runs and the clock stays
     /// where the halt found it.
     pub fn run_until(&mut self, until: Duration) {
-        self.core.run_until(until)
+        each_core!(&mut self.core, c => c.run_until(until))
     }
 
     /// Why the run stopped before its end, if it did: a limit of
     /// [`crate::limits`] was reached. The report then covers only the time
     /// simulated, and tools treat the run as bad input.
     pub fn halted(&self) -> Option<&Halt> {
-        self.core.halted()
+        each_core!(&self.core, c => c.halted())
     }
 
     /// Runs to the scenario's duration.
     pub fn run_to_end(&mut self) {
-        let end = self.core.end();
-        self.core.run_until(end)
+        let end = each_core!(&self.core, c => c.end());
+        each_core!(&mut self.core, c => c.run_until(end))
     }
 
     /// Runs until the cluster is quiescent — no fault active right now (one
@@ -285,7 +320,7 @@ impl Simulation {
     /// downstream accepted its token recently — or until `limit`.
     /// Returns whether it converged.
     pub fn run_until_quiescent(&mut self, limit: Duration) -> bool {
-        self.core.run_until_quiescent(limit)
+        each_core!(&mut self.core, c => c.run_until_quiescent(limit))
     }
 
     /// Begins the liveness phase: ends every active fault (paused hosts
@@ -294,11 +329,11 @@ impl Simulation {
     /// recurring faults from starting. Clock offsets and drifts stay: they are
     /// properties of the hosts, not faults. Idempotent.
     pub fn heal_all(&mut self) {
-        self.core.heal_all()
+        each_core!(&mut self.core, c => c.heal_all())
     }
 
     /// The report as of now (normally called after [`run_to_end`](Self::run_to_end)).
     pub fn report(&self) -> Report {
-        self.core.report()
+        each_core!(&self.core, c => c.report())
     }
 }

@@ -3,14 +3,17 @@
 
 use super::{Core, SimHosts};
 use crate::checker::assemble;
+use crate::engine::limits::Halt;
 use crate::hosts::worker::{PendingWrite, WriteState};
-use crate::report::{Figures, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
+use crate::report::{
+    Figures, HaltReason, Halted, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED,
+};
 use crate::units::ms;
 
 impl<H: SimHosts> Core<H> {
     // ----- the report -----
 
-    /// The report as of now (normally called after [`run_to_end`](Self::run_to_end)).
+    /// See [`Simulation::report`](super::Simulation::report).
     pub fn report(&self) -> Report {
         // The verdict closes the belief measures at `now` on a copy, so that
         // a report can be taken at any time and the run continued.
@@ -32,7 +35,9 @@ impl<H: SimHosts> Core<H> {
             planted_bug: self.planted_bug_name(),
             history: None,
         };
-        assemble(figures, verdict, &self.expect)
+        let mut report = assemble(figures, verdict, &self.expect);
+        report.halted = self.engine.halted().map(Halted::from);
+        report
     }
 
     /// The writes on their way when the report is taken: units whose term is
@@ -91,6 +96,21 @@ impl From<PendingWrite> for UnjudgedWrite {
                 WriteState::Queued => "queued",
             }
             .to_string(),
+        }
+    }
+}
+
+impl From<&Halt> for Halted {
+    /// The report's account of the engine's halt.
+    fn from(halt: &Halt) -> Self {
+        let (reason, at) = match halt {
+            Halt::EventBudget { at, .. } => (HaltReason::EventBudget, at),
+            Halt::TooManyPending { at, .. } => (HaltReason::TooManyPending, at),
+        };
+        Halted {
+            reason,
+            at_ms: ms(*at),
+            detail: halt.to_string(),
         }
     }
 }

@@ -27,7 +27,9 @@
 //!
 //! Runs are independent and parallel ([`run_election`], [`run_membership`]
 //! with `jobs` threads); results come back in grid order whatever the
-//! number of threads.
+//! number of threads. A run that halts on a limit (its report's
+//! [`halted`](crate::Report::halted)) is never averaged in: the sweep stops
+//! with an error naming the seed and the limit, as `compare` does.
 //!
 //! # How the module is split
 //!

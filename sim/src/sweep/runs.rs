@@ -10,12 +10,18 @@ use crate::scenario::Scenario;
 use crate::units::human;
 use crate::{RunOptions, Simulation};
 
-/// Runs `scenario` once, with the default options, and measures it.
-fn run_one(scenario: &Scenario) -> Result<RunStats, String> {
-    let mut sim =
-        Simulation::from_scenario(scenario, RunOptions::default()).map_err(|e| e.to_string())?;
-    sim.run_to_end();
-    Ok(RunStats::of(&sim.report()))
+/// Runs `scenario` once with `options` and measures it. A run that halted
+/// on a limit is refused, not measured: its figures cover only part of the
+/// run, and averaging them in would bias the cell without a word.
+fn run_one(scenario: &Scenario, options: RunOptions) -> Result<RunStats, String> {
+    let finished = Simulation::run_scenario(scenario, options).map_err(|e| e.to_string())?;
+    if let Some(halt) = &finished.report.halted {
+        return Err(format!(
+            "seed {} stopped early, at {} ms, so the sweep cannot measure it: {halt}",
+            finished.report.seed, halt.at_ms
+        ));
+    }
+    Ok(RunStats::of(&finished.report))
 }
 
 /// How a sweep runs: the faults, the seeds, the threads.
@@ -64,7 +70,7 @@ impl<'a> Run<'a> {
             &|(c, seed)| {
                 let mut scenario = self.mix.scenario(seed);
                 configure(&cells[c], &mut scenario);
-                (c, run_one(&scenario))
+                (c, run_one(&scenario, RunOptions::default()))
             },
             self.progress,
             &mut |(c, stats)| {
@@ -182,4 +188,27 @@ pub fn run_membership(
         },
         &|&(ttl, hb), runs| membership_row(ttl, hb, mix.nodes, runs),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_halted_run_is_refused_not_averaged() {
+        // Proves that a sweep's run that stops at its event budget is an error naming the seed
+        // and the limit, never a measurement folded into its cell.
+        let scenario = Scenario::new("halts", Duration::from_secs(120)).with_nodes(["a", "b"]);
+        let whole = Simulation::run_scenario(&scenario, RunOptions::default()).expect("valid");
+        assert!(run_one(&scenario, RunOptions::default()).is_ok());
+        let budget = whole.report.events - 1;
+        let options = RunOptions {
+            max_events: Some(budget),
+            ..RunOptions::default()
+        };
+        let err = run_one(&scenario, options).expect_err("refused");
+        assert!(err.contains("stopped early"), "{err}");
+        assert!(err.contains(&format!("{budget} events")), "{err}");
+    }
 }
