@@ -77,6 +77,7 @@ pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
 };
 pub use report::{summary, Report};
+pub use rng::mix64;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,
