@@ -122,4 +122,4 @@ pub use lease::{Lease, LeaseError, LeaseResult, LeaseStore, LeaseStoreConfig, Re
 #[cfg(feature = "planted-bugs")]
 pub use planted::{PlantedBug, UnknownPlantedBug};
 pub use registry::{Heartbeat, MembershipChange, NodeRegistry, RegistryError};
-pub use time::Instant;
+pub use time::{earliest, Instant, LatestNow};

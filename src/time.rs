@@ -136,28 +136,47 @@ impl fmt::Display for Instant {
 
 /// The latest instant a state machine has been told, so that its time never
 /// runs backwards: an earlier `now` counts as the latest seen.
+///
+/// Every machine of this crate keeps one, and so do the models of the
+/// `fenced-zoo` crate; it is public so that a machine written outside the
+/// crate guards its clock the same way. Call [`observe`](LatestNow::observe)
+/// first in every input that takes `now`, and [`at`](LatestNow::at) in
+/// getters that take `now` but must not change state. It starts at
+/// [`Instant::ZERO`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct LatestNow(Instant);
+pub struct LatestNow(Instant);
 
 impl LatestNow {
     /// Records `now` and returns the machine's time: `now` or, if `now` is
     /// earlier, the latest seen.
     #[inline]
-    pub(crate) fn observe(&mut self, now: Instant) -> Instant {
+    pub fn observe(&mut self, now: Instant) -> Instant {
         self.0 = self.0.max(now);
         self.0
     }
 
     /// The machine's time at `now` without recording it.
     #[inline]
-    pub(crate) fn at(self, now: Instant) -> Instant {
+    pub fn at(self, now: Instant) -> Instant {
         self.0.max(now)
     }
 
-    /// The latest instant seen.
+    /// The latest instant seen ([`Instant::ZERO`] before the first
+    /// [`observe`](LatestNow::observe)).
     #[inline]
-    pub(crate) fn get(self) -> Instant {
+    pub fn get(self) -> Instant {
         self.0
+    }
+}
+
+/// The earlier of two optional instants, `None` only if both are: how a
+/// machine's `next_timeout` combines its timers (`None` = that timer is not
+/// armed).
+#[inline]
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

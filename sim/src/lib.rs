@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod batch;
 pub mod checker;
 pub mod compare;
 mod engine;
@@ -77,6 +78,7 @@ pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
 };
 pub use report::{summary, HaltReason, Halted, Report};
+pub use rng::mix64;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,

@@ -12,7 +12,12 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 /// SplitMix64's finaliser: a bijective avalanche on 64 bits.
-pub(crate) const fn mix64(mut z: u64) -> u64 {
+///
+/// Every seed the simulator derives goes through it (see [`SeedDeriver`]);
+/// it is public so that a tool beside the simulator (the lab's proxies and
+/// jitter) mixes seeds with the very same function instead of a copy. Its
+/// values are fixed: changing it would change every run of every seed.
+pub const fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

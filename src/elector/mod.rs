@@ -70,7 +70,7 @@ pub use config::{ConfigError, ElectorConfig, ElectorTimings, Jitter};
 use crate::id::{FencingToken, OwnerId};
 use crate::lease::LeaseResult;
 use crate::planted::{BugSlot, PlantedBug};
-use crate::time::{Instant, LatestNow};
+use crate::time::{earliest, Instant, LatestNow};
 
 /// Removes the first `n` requests of `requests` (all of them if fewer).
 #[inline]
@@ -80,15 +80,6 @@ fn remove_front(requests: &mut Vec<InFlight>, n: usize) {
     } else if n > 0 {
         requests.copy_within(n.., 0);
         requests.truncate(requests.len() - n);
-    }
-}
-
-/// The earlier of two optional instants.
-#[inline]
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

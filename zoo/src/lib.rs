@@ -75,6 +75,7 @@ pub mod etcd;
 pub mod redlock;
 pub mod zookeeper;
 
+mod outbox;
 mod util;
 
 pub use fenced::Instant;

@@ -2,18 +2,11 @@
 
 use std::time::Duration;
 
+use fenced::earliest;
+
 use crate::{Instant, SettingsError};
 
-/// The earlier of two optional instants.
-#[inline]
-pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// The earliest of any number of optional instants.
+/// The earliest of any number of optional instants ([`earliest`] folded).
 pub(crate) fn earliest_of<const N: usize>(all: [Option<Instant>; N]) -> Option<Instant> {
     all.into_iter().fold(None, earliest)
 }
@@ -24,28 +17,6 @@ pub(crate) fn nonzero(setting: &'static str, value: Duration) -> Result<(), Sett
         Err(SettingsError::Zero { setting })
     } else {
         Ok(())
-    }
-}
-
-/// The latest `now` a machine has been told, so its time never runs
-/// backwards even if the driver's clock jumps back: an earlier `now` counts as
-/// the latest seen. (Real libraries read a monotonic clock; a jump back of the
-/// wall clock does not move it.)
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct LatestNow(Instant);
-
-impl LatestNow {
-    /// Records `now` and returns the machine's time.
-    #[inline]
-    pub(crate) fn observe(&mut self, now: Instant) -> Instant {
-        self.0 = self.0.max(now);
-        self.0
-    }
-
-    /// The machine's time at `now`, without recording it.
-    #[inline]
-    pub(crate) fn at(self, now: Instant) -> Instant {
-        self.0.max(now)
     }
 }
 

@@ -1,60 +1,16 @@
 //! What one run contributes to its cell ([`SeedStats`]), a cell's totals
-//! over its seeds in bounded memory ([`CellTotals`], with a [`Sketch`] for
-//! percentiles), and the measured cell ([`Cell`]).
+//! over its seeds in bounded memory ([`CellTotals`], with a [`Histogram`]
+//! of three significant digits for percentiles), and the measured cell
+//! ([`Cell`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::scenarios::CutOff;
+use crate::batch::{round_to, three_significant_digits, Histogram};
 use crate::report::Invariant;
 use crate::Report;
-
-/// Values counted per bucket of three significant digits, for percentiles
-/// in memory bounded by the range of the values (at most about 16 000
-/// buckets for any `u64`), not by how many there are. A percentile is exact
-/// below 1000 and within 0.05% above.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Sketch {
-    counts: BTreeMap<u64, u64>,
-    n: u64,
-}
-
-/// `v` rounded to three significant digits (half up).
-fn bucket(v: u64) -> u64 {
-    let mut m = 1u64;
-    while v / m >= 1000 {
-        m *= 10;
-    }
-    (v.saturating_add(m / 2) / m).saturating_mul(m)
-}
-
-impl Sketch {
-    /// Counts `v`.
-    pub(super) fn add(&mut self, v: u64) {
-        *self.counts.entry(bucket(v)).or_insert(0) += 1;
-        self.n += 1;
-    }
-
-    /// How many values were counted.
-    pub(super) fn len(&self) -> u64 {
-        self.n
-    }
-
-    /// The nearest-rank percentile `p` (0–100) of the values counted, to
-    /// three significant digits; `None` without values.
-    pub(super) fn percentile(&self, p: f64) -> Option<u64> {
-        if self.n == 0 {
-            return None;
-        }
-        let rank = (((p / 100.0) * self.n as f64).ceil() as u64).clamp(1, self.n);
-        let mut seen = 0u64;
-        self.counts.iter().find_map(|(&value, &count)| {
-            seen += count;
-            (seen >= rank).then_some(value)
-        })
-    }
-}
 
 /// What one run of a cell measured.
 #[derive(Clone, Debug, Default)]
@@ -139,8 +95,11 @@ pub(super) struct CellTotals {
     seeds: u64,
     split_brain: u64,
     overlap_ms: u64,
-    overlap: Sketch,
-    gaps: Sketch,
+    /// Each seed's overlap, ms, to three significant digits: memory bounded
+    /// by the range of the values, not by the number of seeds.
+    overlap: Histogram,
+    /// Each failover's gap, ms, to three significant digits.
+    gaps: Histogram,
     leader_changed: u64,
     due: u64,
     stuck: u64,
@@ -159,9 +118,9 @@ impl CellTotals {
         self.seeds += 1;
         self.split_brain += u64::from(s.split_brain);
         self.overlap_ms = self.overlap_ms.saturating_add(s.overlap_ms);
-        self.overlap.add(s.overlap_ms);
+        self.overlap.add(three_significant_digits(s.overlap_ms));
         for gap in s.gaps_ms {
-            self.gaps.add(gap);
+            self.gaps.add(three_significant_digits(gap));
         }
         self.leader_changed += u64::from(s.leader_changed);
         self.due += u64::from(s.due);
@@ -173,16 +132,6 @@ impl CellTotals {
         self.virtual_ms = self.virtual_ms.saturating_add(s.virtual_ms);
         self.events = self.events.saturating_add(s.events);
     }
-}
-
-/// `x` rounded to three decimals (seconds).
-fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
-}
-
-/// `x` rounded to four decimals (rates and fractions).
-fn round4(x: f64) -> f64 {
-    (x * 1e4).round() / 1e4
 }
 
 /// One cell of the matrix: one scenario run by one design over every seed.
@@ -247,25 +196,25 @@ pub(super) struct CellLabel<'a> {
 /// The cell `label` measured over its totals `t`.
 pub(super) fn cell(label: CellLabel<'_>, t: &CellTotals) -> Cell {
     let n = t.seeds.max(1) as f64;
-    let s = |ms: u64| round3(ms as f64 / 1000.0);
+    let s = |ms: u64| round_to(ms as f64 / 1000.0, 3);
     Cell {
         scenario: label.scenario.to_string(),
         protocol: label.protocol.to_string(),
         fault: label.fault,
-        expiry_s: round3(label.expiry_s),
+        expiry_s: round_to(label.expiry_s, 3),
         fenced: label.fenced,
         seeds: t.seeds,
-        split_brain_rate: round4(t.split_brain as f64 / n),
-        overlap_mean_s: round3(t.overlap_ms as f64 / n / 1000.0),
+        split_brain_rate: round_to(t.split_brain as f64 / n, 4),
+        overlap_mean_s: round_to(t.overlap_ms as f64 / n / 1000.0, 3),
         overlap_p99_s: t.overlap.percentile(99.0).map_or(0.0, s),
-        failover_rate: round4(t.leader_changed as f64 / n),
+        failover_rate: round_to(t.leader_changed as f64 / n, 4),
         failovers: t.gaps.len(),
         gap_p50_s: t.gaps.percentile(50.0).map(s),
         gap_p99_s: t.gaps.percentile(99.0).map(s),
         failover_due: t.due,
-        stuck_rate: (t.due > 0).then(|| round4(t.stuck as f64 / t.due as f64)),
+        stuck_rate: (t.due > 0).then(|| round_to(t.stuck as f64 / t.due as f64, 4)),
         leaderless_fraction: if t.virtual_ms > 0 {
-            round4(t.leaderless_ms as f64 / t.virtual_ms as f64)
+            round_to(t.leaderless_ms as f64 / t.virtual_ms as f64, 4)
         } else {
             0.0
         },
@@ -277,33 +226,5 @@ pub(super) fn cell(label: CellLabel<'_>, t: &CellTotals) -> Cell {
             .map(String::as_str)
             .collect::<Vec<_>>()
             .join(" "),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buckets_keep_three_significant_digits() {
-        assert_eq!(bucket(0), 0);
-        assert_eq!(bucket(999), 999);
-        assert_eq!(bucket(1234), 1230);
-        assert_eq!(bucket(1235), 1240);
-        assert_eq!(bucket(7_875_004), 7_880_000);
-        assert_eq!(bucket(u64::MAX), 18_400_000_000_000_000_000);
-    }
-
-    #[test]
-    fn percentiles_are_nearest_rank() {
-        let mut s = Sketch::default();
-        assert_eq!(s.percentile(50.0), None);
-        for v in 1..=100 {
-            s.add(v);
-        }
-        assert_eq!(s.percentile(50.0), Some(50));
-        assert_eq!(s.percentile(99.0), Some(99));
-        assert_eq!(s.percentile(100.0), Some(100));
-        assert_eq!(s.len(), 100);
     }
 }

@@ -38,7 +38,8 @@
 //! * `grid` — the settings swept (the election and membership grids) and
 //!   the seeds.
 //! * `runs` — running every seed of every cell in parallel, streaming.
-//! * `stats` — what a run measures, the totals of a cell, percentiles, and
+//! * `stats` — what a run measures, the totals of a cell (its percentiles
+//!   and rounding are the batch tools' shared ones, `crate::batch`), and
 //!   each cell's measured row.
 //! * `output` — the CSV and JSON of a sweep's results.
 //! * `charts` — the SVG charts, drawn with the toolkit of [`crate::svg`].

@@ -3,13 +3,13 @@
 //! gaps in bounded memory), and the measured row of each cell
 //! ([`ElectionRow`], [`MembershipRow`]).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::grid::ElectionCell;
 use super::mix::FaultMix;
+use crate::batch::{round_to, Histogram};
 use crate::scenario::Scenario;
 use crate::Report;
 
@@ -88,9 +88,8 @@ impl RunStats {
 pub(super) struct CellTotals {
     runs: u64,
     virtual_ms: u64,
-    /// Failover gaps: value (ms) → how many.
-    gaps_ms: BTreeMap<u64, u64>,
-    failovers: u64,
+    /// Failover gaps, ms: one per failover, exact.
+    gaps_ms: Histogram,
     counts: Counts,
 }
 
@@ -100,42 +99,10 @@ impl CellTotals {
         self.runs += 1;
         self.virtual_ms = self.virtual_ms.saturating_add(r.virtual_ms);
         for gap in r.gaps_ms {
-            *self.gaps_ms.entry(gap).or_insert(0) += 1;
-            self.failovers += 1;
+            self.gaps_ms.add(gap);
         }
         self.counts.add(&r.counts);
     }
-
-    /// The nearest-rank percentile `p` (0–100) of the gaps: the same value
-    /// as indexing the sorted list of every gap.
-    fn gap_percentile(&self, p: f64) -> Option<u64> {
-        percentile(&self.gaps_ms, self.failovers, p)
-    }
-}
-
-/// The nearest-rank percentile `p` (0–100) of `n` values, given as a count
-/// per distinct value.
-fn percentile(counts: &BTreeMap<u64, u64>, n: u64, p: f64) -> Option<u64> {
-    if n == 0 {
-        return None;
-    }
-    let rank = (((p / 100.0) * n as f64).ceil() as u64).clamp(1, n);
-    let mut seen = 0u64;
-    counts.iter().find_map(|(&value, &count)| {
-        seen += count;
-        (seen >= rank).then_some(value)
-    })
-}
-
-/// `x` rounded to three decimals (the rows' seconds and rates; the charts
-/// find a row's cell by comparing with it).
-pub(super) fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
-}
-
-/// `x` rounded to six decimals (the rows' fractions).
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }
 
 /// One cell of the election grid, measured over every seed.
@@ -230,25 +197,25 @@ pub(super) fn election_row(cell: &ElectionCell, mix: &FaultMix, t: &CellTotals) 
     };
     let expected_writes = total_ms as f64 / scenario.work.write_interval.as_millis().max(1) as f64;
     ElectionRow {
-        lease_ttl_s: round3(cell.lease_ttl.as_secs_f64()),
+        lease_ttl_s: round_to(cell.lease_ttl.as_secs_f64(), 3),
         renew_ratio: cell.renew_ratio,
         margin_ratio: cell.margin_ratio,
-        renew_interval_s: round3(e.renew_interval.as_secs_f64()),
-        safety_margin_s: round3(e.effective_safety_margin().as_secs_f64()),
-        retry_interval_s: round3(e.retry_interval.as_secs_f64()),
+        renew_interval_s: round_to(e.renew_interval.as_secs_f64(), 3),
+        safety_margin_s: round_to(e.effective_safety_margin().as_secs_f64(), 3),
+        retry_interval_s: round_to(e.retry_interval.as_secs_f64(), 3),
         seeds: t.runs,
-        hours: round3(hours),
-        failovers: t.failovers,
-        gap_p50_s: t.gap_percentile(50.0).map(|ms| ms as f64 / 1000.0),
-        gap_p99_s: t.gap_percentile(99.0).map(|ms| ms as f64 / 1000.0),
-        leader_changes_per_hour: round3(per_hour(t.counts.leader_changes)),
-        spurious_per_hour: round3(per_hour(t.counts.spurious)),
-        leaderless_fraction: round6(fraction(t.counts.leaderless_ms)),
-        overlap_fraction: round6(fraction(t.counts.overlap_ms)),
+        hours: round_to(hours, 3),
+        failovers: t.gaps_ms.len(),
+        gap_p50_s: t.gaps_ms.percentile(50.0).map(|ms| ms as f64 / 1000.0),
+        gap_p99_s: t.gaps_ms.percentile(99.0).map(|ms| ms as f64 / 1000.0),
+        leader_changes_per_hour: round_to(per_hour(t.counts.leader_changes), 3),
+        spurious_per_hour: round_to(per_hour(t.counts.spurious), 3),
+        leaderless_fraction: round_to(fraction(t.counts.leaderless_ms), 6),
+        overlap_fraction: round_to(fraction(t.counts.overlap_ms), 6),
         rejected_writes: t.counts.rejected,
-        rejected_per_hour: round3(per_hour(t.counts.rejected)),
+        rejected_per_hour: round_to(per_hour(t.counts.rejected), 3),
         write_availability: if expected_writes > 0.0 {
-            round6(t.counts.accepted as f64 / expected_writes)
+            round_to(t.counts.accepted as f64 / expected_writes, 6)
         } else {
             0.0
         },
@@ -267,17 +234,17 @@ pub(super) fn membership_row(
     let node_hours = t.virtual_ms as f64 / 3_600_000.0 * nodes as f64;
     let per = |n: u64| {
         if node_hours > 0.0 {
-            round3(n as f64 / node_hours)
+            round_to(n as f64 / node_hours, 3)
         } else {
             0.0
         }
     };
     MembershipRow {
-        liveness_ttl_s: round3(ttl.as_secs_f64()),
-        heartbeat_interval_s: round3(hb.as_secs_f64()),
-        misses_tolerated: round3(ttl.as_secs_f64() / hb.as_secs_f64()),
+        liveness_ttl_s: round_to(ttl.as_secs_f64(), 3),
+        heartbeat_interval_s: round_to(hb.as_secs_f64(), 3),
+        misses_tolerated: round_to(ttl.as_secs_f64() / hb.as_secs_f64(), 3),
         seeds: t.runs,
-        node_hours: round3(node_hours),
+        node_hours: round_to(node_hours, 3),
         leaves: t.counts.leaves,
         false_leaves: t.counts.false_leaves,
         false_leaves_per_node_hour: per(t.counts.false_leaves),

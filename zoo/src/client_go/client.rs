@@ -1,7 +1,6 @@
 //! client-go's `LeaderElector` with a `LeaseLock`, one blocking request at a
 //! time, as a state machine.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
@@ -9,7 +8,8 @@ use rand_core::SeedableRng;
 
 use super::JITTER_FACTOR;
 use super::{ApiRequest, ApiResponse, ApiResult, ClientGo, ClientGoSettings, LeaseRecord};
-use crate::util::{earliest_of, unit_fraction, LatestNow};
+use crate::outbox::Outbox;
+use crate::util::{earliest_of, unit_fraction};
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
 
 /// Where `tryAcquireOrRenew` is.
@@ -99,9 +99,8 @@ pub struct ClientGoClient {
     observed_time: Instant,
     /// `ll.lease`: the object last returned by the server.
     cached: Option<(LeaseRecord, u64)>,
-    last_request_id: u64,
-    latest_now: LatestNow,
-    outputs: VecDeque<ClientOutput<ClientGo>>,
+    /// Outputs not yet polled, the clock guard and the request ids.
+    outbox: Outbox<ClientOutput<ClientGo>>,
     rng: Box<ChaCha8Rng>,
 }
 
@@ -120,9 +119,7 @@ impl ClientGoClient {
             observed_raw: None,
             observed_time: Instant::ZERO,
             cached: None,
-            last_request_id: 0,
-            latest_now: LatestNow::default(),
-            outputs: VecDeque::new(),
+            outbox: Outbox::new(),
             rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
         }
     }
@@ -171,12 +168,11 @@ impl ClientGoClient {
     }
 
     fn send(&mut self, request: impl FnOnce(u64) -> ApiRequest, now: Instant) {
-        self.last_request_id += 1;
-        let id = self.last_request_id;
+        let id = self.outbox.next_request_id();
         let timeout = now + self.settings.request_timeout;
         let deadline = self.context_deadline().map_or(timeout, |d| d.min(timeout));
         self.rpc = Some(Rpc { id, deadline });
-        self.outputs.push_back(ClientOutput::Send {
+        self.outbox.push(ClientOutput::Send {
             to: 0,
             request: request(id),
         });
@@ -306,8 +302,8 @@ impl ClientGoClient {
                     .as_ref()
                     .expect("a successful try observed its own record")
                     .lease_transitions;
-                self.outputs
-                    .push_back(ClientOutput::BecameLeader { token: Some(token) });
+                self.outbox
+                    .push(ClientOutput::BecameLeader { token: Some(token) });
                 // `renew` starts at once, its first poll tries immediately.
                 self.phase = Phase::Leading {
                     token,
@@ -344,8 +340,7 @@ impl ClientGoClient {
         if self.settings.release_on_cancel {
             self.begin_release(token, Some(reason), self.settings.run_again, now);
         } else {
-            self.outputs
-                .push_back(ClientOutput::LostLeadership { reason });
+            self.outbox.push(ClientOutput::LostLeadership { reason });
             self.run_returned(self.settings.run_again, now);
         }
     }
@@ -425,8 +420,7 @@ impl ClientGoClient {
         self.rpc = None;
         if let Phase::Releasing { lost, rerun, .. } = self.phase {
             if let Some(reason) = lost {
-                self.outputs
-                    .push_back(ClientOutput::LostLeadership { reason });
+                self.outbox.push(ClientOutput::LostLeadership { reason });
             }
             self.run_returned(rerun, now);
         }
@@ -435,7 +429,7 @@ impl ClientGoClient {
 
 impl LockClient<ClientGo> for ClientGoClient {
     fn start(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if matches!(self.phase, Phase::Idle) {
             self.phase = Phase::Acquiring { next_try_at: None };
             self.begin_try(now);
@@ -443,7 +437,7 @@ impl LockClient<ClientGo> for ClientGoClient {
     }
 
     fn handle_response(&mut self, _from: ServerIndex, response: ApiResponse, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         // Only the request in flight is being read; an answer to an abandoned
         // one arrives on a cancelled HTTP stream.
         if self.rpc.is_none_or(|rpc| rpc.id != response.id) {
@@ -461,7 +455,7 @@ impl LockClient<ClientGo> for ClientGoClient {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         // The renew poll's context deadline comes first: it cancels the request.
         if let Phase::Leading {
             token,
@@ -558,14 +552,14 @@ impl LockClient<ClientGo> for ClientGoClient {
     }
 
     fn poll_output(&mut self) -> Option<ClientOutput<ClientGo>> {
-        self.outputs.pop_front()
+        self.outbox.pop()
     }
 
     /// The run context is cancelled: the application's context (a child of
     /// it) ends at once; `renew` returns and, with `ReleaseOnCancel`, the
     /// lease is released under a fresh `RenewDeadline` timeout.
     fn stop(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         match self.phase {
             Phase::Idle => {}
             Phase::Acquiring { .. } => {
@@ -574,8 +568,8 @@ impl LockClient<ClientGo> for ClientGoClient {
                 self.phase = Phase::Idle;
             }
             Phase::Leading { token, .. } => {
-                self.outputs
-                    .push_back(ClientOutput::LostLeadership { reason: "stopped" });
+                self.outbox
+                    .push(ClientOutput::LostLeadership { reason: "stopped" });
                 self.attempt = None;
                 self.rpc = None;
                 if self.settings.release_on_cancel {
@@ -591,8 +585,8 @@ impl LockClient<ClientGo> for ClientGoClient {
                 ..
             } => {
                 if lost.is_some() {
-                    self.outputs
-                        .push_back(ClientOutput::LostLeadership { reason: "stopped" });
+                    self.outbox
+                        .push(ClientOutput::LostLeadership { reason: "stopped" });
                 }
                 self.phase = Phase::Releasing {
                     token,

@@ -1,9 +1,9 @@
 //! The PostgreSQL client: one libpq-style connection, one query at a time.
 
-use std::collections::VecDeque;
+use fenced::earliest;
 
 use super::{ConnectionLock, PgRequest, PgResponse, PgSettings, SessionId};
-use crate::util::{earliest, LatestNow};
+use crate::outbox::Outbox;
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
 
 /// The query in flight on a connection (libpq is synchronous: at most one).
@@ -43,9 +43,8 @@ pub struct PgClient {
     settings: PgSettings,
     id: ClientId,
     state: State,
-    last_request_id: u64,
-    latest_now: LatestNow,
-    outputs: VecDeque<ClientOutput<ConnectionLock>>,
+    /// Outputs not yet polled, the clock guard and the request ids.
+    outbox: Outbox<ClientOutput<ConnectionLock>>,
 }
 
 impl PgClient {
@@ -55,9 +54,7 @@ impl PgClient {
             settings,
             id,
             state: State::Idle,
-            last_request_id: 0,
-            latest_now: LatestNow::default(),
-            outputs: VecDeque::new(),
+            outbox: Outbox::new(),
         }
     }
 
@@ -74,18 +71,12 @@ impl PgClient {
         }
     }
 
-    fn next_id(&mut self) -> u64 {
-        self.last_request_id += 1;
-        self.last_request_id
-    }
-
     fn send(&mut self, request: PgRequest) {
-        self.outputs
-            .push_back(ClientOutput::Send { to: 0, request });
+        self.outbox.push(ClientOutput::Send { to: 0, request });
     }
 
     fn connect(&mut self, now: Instant) {
-        let id = self.next_id();
+        let id = self.outbox.next_request_id();
         self.state = State::Connecting {
             id,
             deadline: now + self.settings.connect_timeout,
@@ -102,7 +93,7 @@ impl PgClient {
         } = self.state
         {
             if holding {
-                self.outputs.push_back(ClientOutput::LostLeadership {
+                self.outbox.push(ClientOutput::LostLeadership {
                     reason: "connection broken",
                 });
             }
@@ -127,7 +118,7 @@ impl PgClient {
         if now < next_query_at {
             return;
         }
-        let id = self.next_id();
+        let id = self.outbox.next_request_id();
         let (kind, request) = if holding {
             (Query::Ping, PgRequest::Ping { session, id })
         } else {
@@ -145,14 +136,14 @@ impl PgClient {
 
 impl LockClient<ConnectionLock> for PgClient {
     fn start(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if self.state == State::Idle {
             self.connect(now);
         }
     }
 
     fn handle_response(&mut self, _from: ServerIndex, response: PgResponse, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         match (self.state, response) {
             (State::Connecting { id, .. }, PgResponse::Connected { id: got, session })
                 if got == id =>
@@ -196,8 +187,7 @@ impl LockClient<ConnectionLock> for PgClient {
                 debug_assert_eq!(kind == Query::TryLock, locked.is_some());
                 let now_holding = holding || locked == Some(true);
                 if now_holding && !holding {
-                    self.outputs
-                        .push_back(ClientOutput::BecameLeader { token: None });
+                    self.outbox.push(ClientOutput::BecameLeader { token: None });
                 }
                 let interval = if now_holding {
                     self.settings.check_interval
@@ -219,7 +209,7 @@ impl LockClient<ConnectionLock> for PgClient {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         match self.state {
             State::Disconnected { at } if now >= at => self.connect(now),
             State::Connecting { deadline, .. } if now >= deadline => self.broken(now),
@@ -249,22 +239,22 @@ impl LockClient<ConnectionLock> for PgClient {
     }
 
     fn poll_output(&mut self) -> Option<ClientOutput<ConnectionLock>> {
-        self.outputs.pop_front()
+        self.outbox.pop()
     }
 
     /// `pg_advisory_unlock`, then close the connection; leadership ends at
     /// once. Both are fire-and-forget: if they are lost the session lingers
     /// until the server's keepalive verdict.
     fn stop(&mut self, now: Instant) {
-        let _ = self.latest_now.observe(now);
+        let _ = self.outbox.observe(now);
         if let State::Open {
             session, holding, ..
         } = self.state
         {
             if holding {
-                self.outputs
-                    .push_back(ClientOutput::LostLeadership { reason: "stopped" });
-                let id = self.next_id();
+                self.outbox
+                    .push(ClientOutput::LostLeadership { reason: "stopped" });
+                let id = self.outbox.next_request_id();
                 self.send(PgRequest::Unlock { session, id });
             }
             self.send(PgRequest::Terminate { session });

@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use fenced::LatestNow;
+
 use super::{ConnectionLock, PgRequest, PgResponse, PgSettings, SessionId};
-use crate::util::LatestNow;
 use crate::{ClientId, Instant, LockServer, ServerOutput};
 
 /// One backend: a connection and its session.

@@ -1,7 +1,6 @@
 //! The DynamoDB lock client: `acquireLock`'s loop, the heartbeat thread, and
 //! the application that re-acquires whenever it holds nothing.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
@@ -10,7 +9,8 @@ use rand_core::{Rng, SeedableRng};
 use super::{
     Condition, DynamoDb, DynamoDbRequest, DynamoDbResponse, DynamoDbSettings, LockItem, Rvn,
 };
-use crate::util::{earliest_of, LatestNow};
+use crate::outbox::Outbox;
+use crate::util::earliest_of;
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
 
 /// `lockTryingToBeAcquired`: an RVN and when this client first read it.
@@ -83,9 +83,8 @@ pub struct DynamoDbClient {
     /// The heartbeat thread's next round, and the call it blocks on.
     next_beat: Option<Instant>,
     beat: Option<Beat>,
-    last_request_id: u64,
-    latest_now: LatestNow,
-    outputs: VecDeque<ClientOutput<DynamoDb>>,
+    /// Outputs not yet polled, the clock guard and the request ids.
+    outbox: Outbox<ClientOutput<DynamoDb>>,
 }
 
 impl DynamoDbClient {
@@ -98,9 +97,7 @@ impl DynamoDbClient {
             phase: Phase::Idle,
             next_beat: None,
             beat: None,
-            last_request_id: 0,
-            latest_now: LatestNow::default(),
-            outputs: VecDeque::new(),
+            outbox: Outbox::new(),
         }
     }
 
@@ -128,14 +125,8 @@ impl DynamoDbClient {
         }
     }
 
-    fn next_id(&mut self) -> u64 {
-        self.last_request_id += 1;
-        self.last_request_id
-    }
-
     fn send(&mut self, request: DynamoDbRequest) {
-        self.outputs
-            .push_back(ClientOutput::Send { to: 0, request });
+        self.outbox.push(ClientOutput::Send { to: 0, request });
     }
 
     /// `LockItem.isExpired()` of a held lock.
@@ -156,7 +147,7 @@ impl DynamoDbClient {
     }
 
     fn read(&mut self, mut acquire: Acquire, now: Instant) {
-        let id = self.next_id();
+        let id = self.outbox.next_request_id();
         acquire.step = Step::Read {
             id,
             deadline: now + self.settings.request_timeout,
@@ -166,7 +157,7 @@ impl DynamoDbClient {
     }
 
     fn write(&mut self, mut acquire: Acquire, condition: Condition, now: Instant) {
-        let id = self.next_id();
+        let id = self.outbox.next_request_id();
         let rvn = Rvn(self.rng.next_u64());
         acquire.step = Step::Write {
             id,
@@ -225,8 +216,7 @@ impl DynamoDbClient {
     }
 
     fn lose(&mut self, reason: &'static str, now: Instant) {
-        self.outputs
-            .push_back(ClientOutput::LostLeadership { reason });
+        self.outbox.push(ClientOutput::LostLeadership { reason });
         self.begin_acquire(now);
     }
 
@@ -239,7 +229,7 @@ impl DynamoDbClient {
         if now > self.expires_at(held) {
             return self.lose("lease expired", now);
         }
-        let id = self.next_id();
+        let id = self.outbox.next_request_id();
         let rvn = Rvn(self.rng.next_u64());
         self.beat = Some(Beat {
             id,
@@ -286,7 +276,7 @@ impl DynamoDbClient {
 impl LockClient<DynamoDb> for DynamoDbClient {
     /// Builds the client (its heartbeat thread starts) and calls `acquireLock`.
     fn start(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if matches!(self.phase, Phase::Idle) {
             self.next_beat = Some(now + self.settings.heartbeat_period);
             self.begin_acquire(now);
@@ -294,7 +284,7 @@ impl LockClient<DynamoDb> for DynamoDbClient {
     }
 
     fn handle_response(&mut self, _from: ServerIndex, response: DynamoDbResponse, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if let (Some(beat), DynamoDbResponse::Written { id, applied }) = (self.beat, &response) {
             if beat.id == *id {
                 return self.on_beat_answer(beat, *applied, now);
@@ -323,8 +313,7 @@ impl LockClient<DynamoDb> for DynamoDbClient {
                         rvn,
                         lookup: sent_at,
                     });
-                    self.outputs
-                        .push_back(ClientOutput::BecameLeader { token: None });
+                    self.outbox.push(ClientOutput::BecameLeader { token: None });
                 } else {
                     self.end_iteration(acquire, now);
                 }
@@ -334,7 +323,7 @@ impl LockClient<DynamoDb> for DynamoDbClient {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if self.beat.is_some_and(|beat| now >= beat.deadline) {
             self.beat_done(now);
         }
@@ -373,17 +362,17 @@ impl LockClient<DynamoDb> for DynamoDbClient {
     }
 
     fn poll_output(&mut self) -> Option<ClientOutput<DynamoDb>> {
-        self.outputs.pop_front()
+        self.outbox.pop()
     }
 
     /// `close()`: `releaseLock` of a held lock (fire and forget), the
     /// heartbeat thread stops.
     fn stop(&mut self, now: Instant) {
-        let _ = self.latest_now.observe(now);
+        let _ = self.outbox.observe(now);
         if let Phase::Holding(held) = self.phase {
-            self.outputs
-                .push_back(ClientOutput::LostLeadership { reason: "stopped" });
-            let id = self.next_id();
+            self.outbox
+                .push(ClientOutput::LostLeadership { reason: "stopped" });
+            let id = self.outbox.next_request_id();
             self.send(DynamoDbRequest::Release {
                 id,
                 rvn: held.rvn,
@@ -399,7 +388,7 @@ impl LockClient<DynamoDb> for DynamoDbClient {
     /// client's clock (no more than `leaseDuration` since its last successful
     /// write began) — even before a timer ran.
     fn leadership(&self, now: Instant) -> Option<Leadership> {
-        let now = self.latest_now.at(now);
+        let now = self.outbox.at(now);
         match self.phase {
             Phase::Holding(held) if now <= self.expires_at(held) => {
                 Some(Leadership { token: None })

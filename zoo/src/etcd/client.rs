@@ -1,10 +1,10 @@
 //! The etcd client: a `Session` (lease + keep-alive) and an `Election`.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::{Etcd, EtcdRequest, EtcdResponse, EtcdSettings, LeaseId};
-use crate::util::{earliest_of, LatestNow};
+use crate::outbox::Outbox;
+use crate::util::earliest_of;
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
 
 /// The lessor's keep-alive state for the session lease.
@@ -59,9 +59,8 @@ pub struct EtcdClient {
     session: Option<KeepAlive>,
     /// The request in flight and its timeout (for a watch: when to re-send).
     rpc: Option<(u64, Instant)>,
-    last_request_id: u64,
-    latest_now: LatestNow,
-    outputs: VecDeque<ClientOutput<Etcd>>,
+    /// Outputs not yet polled, the clock guard and the request ids.
+    outbox: Outbox<ClientOutput<Etcd>>,
 }
 
 impl EtcdClient {
@@ -73,9 +72,7 @@ impl EtcdClient {
             phase: Phase::Idle,
             session: None,
             rpc: None,
-            last_request_id: 0,
-            latest_now: LatestNow::default(),
-            outputs: VecDeque::new(),
+            outbox: Outbox::new(),
         }
     }
 
@@ -90,13 +87,11 @@ impl EtcdClient {
     }
 
     fn send(&mut self, request: EtcdRequest) {
-        self.outputs
-            .push_back(ClientOutput::Send { to: 0, request });
+        self.outbox.push(ClientOutput::Send { to: 0, request });
     }
 
     fn request(&mut self, now: Instant, request: impl FnOnce(u64) -> EtcdRequest) {
-        self.last_request_id += 1;
-        let id = self.last_request_id;
+        let id = self.outbox.next_request_id();
         self.rpc = Some((id, now + self.settings.request_timeout));
         let request = request(id);
         self.send(request);
@@ -146,7 +141,7 @@ impl EtcdClient {
         self.session = None;
         self.rpc = None;
         if matches!(self.phase, Phase::Leader { .. }) {
-            self.outputs.push_back(ClientOutput::LostLeadership {
+            self.outbox.push(ClientOutput::LostLeadership {
                 reason: "session expired",
             });
         }
@@ -206,7 +201,7 @@ impl EtcdClient {
                     self.phase = Phase::Leader {
                         revision: leader_revision,
                     };
-                    self.outputs.push_back(ClientOutput::BecameLeader {
+                    self.outbox.push(ClientOutput::BecameLeader {
                         token: Some(leader_revision),
                     });
                 }
@@ -242,14 +237,14 @@ impl EtcdClient {
 
 impl LockClient<Etcd> for EtcdClient {
     fn start(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if matches!(self.phase, Phase::Idle) {
             self.grant(now);
         }
     }
 
     fn handle_response(&mut self, _from: ServerIndex, response: EtcdResponse, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if let EtcdResponse::KeepAlive { lease, ttl_secs } = response {
             // `recvKeepAlive`: answers for another lease are ignored.
             let Some(mut session) = self.session.filter(|s| s.lease == lease) else {
@@ -284,7 +279,7 @@ impl LockClient<Etcd> for EtcdClient {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         self.keepalive_timers(now);
         if let Phase::Waiting { at } = self.phase {
             if now >= at {
@@ -312,16 +307,16 @@ impl LockClient<Etcd> for EtcdClient {
     }
 
     fn poll_output(&mut self) -> Option<ClientOutput<Etcd>> {
-        self.outputs.pop_front()
+        self.outbox.pop()
     }
 
     /// `Resign` (if leading) and `Session.Close` (revoke), fire and forget.
     fn stop(&mut self, now: Instant) {
-        let _ = self.latest_now.observe(now);
+        let _ = self.outbox.observe(now);
         let lease = self.session.map(|session| session.lease);
         if let (Phase::Leader { revision }, Some(key)) = (self.phase, lease) {
-            self.outputs
-                .push_back(ClientOutput::LostLeadership { reason: "stopped" });
+            self.outbox
+                .push(ClientOutput::LostLeadership { reason: "stopped" });
             self.send(EtcdRequest::Resign {
                 key,
                 create_revision: revision,
@@ -338,7 +333,7 @@ impl LockClient<Etcd> for EtcdClient {
     /// From `Campaign`'s return until the session is `Done` — which includes
     /// its keep-alive deadline passing, even before a timer ran.
     fn leadership(&self, now: Instant) -> Option<Leadership> {
-        let now = self.latest_now.at(now);
+        let now = self.outbox.at(now);
         match (self.phase, self.session) {
             (Phase::Leader { revision }, Some(session)) if now <= session.deadline => {
                 Some(Leadership {

@@ -3,8 +3,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
+use fenced::LatestNow;
+
 use super::{Etcd, EtcdRequest, EtcdResponse, LeaseId};
-use crate::util::LatestNow;
 use crate::{ClientId, Instant, LockServer, ServerOutput};
 
 #[derive(Clone, Copy, Debug)]

@@ -1,14 +1,14 @@
 //! The Redlock client: redlock-rb's `lock` / `lock(extend:)` / `unlock`,
 //! driven by a small leader loop.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::{ttl_ms, RedisRequest, RedisResponse, Redlock, RedlockSettings};
-use crate::util::{below, earliest_of, LatestNow};
+use crate::outbox::Outbox;
+use crate::util::{below, earliest_of};
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
 
 /// Why a sequence of per-instance calls is running.
@@ -88,9 +88,8 @@ pub struct RedlockClient {
     /// Whether the application was told `BecameLeader` and not yet
     /// `LostLeadership`.
     told_leader: bool,
-    last_request_id: u64,
-    latest_now: LatestNow,
-    outputs: VecDeque<ClientOutput<Redlock>>,
+    /// Outputs not yet polled, the clock guard and the request ids.
+    outbox: Outbox<ClientOutput<Redlock>>,
     rng: Box<ChaCha8Rng>,
 }
 
@@ -104,9 +103,7 @@ impl RedlockClient {
             round: None,
             held: None,
             told_leader: false,
-            last_request_id: 0,
-            latest_now: LatestNow::default(),
-            outputs: VecDeque::new(),
+            outbox: Outbox::new(),
             rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
         }
     }
@@ -137,8 +134,7 @@ impl RedlockClient {
 
     /// Sends the current round's request to its current instance.
     fn send_current(&mut self, now: Instant) {
-        self.last_request_id += 1;
-        let id = self.last_request_id;
+        let id = self.outbox.next_request_id();
         let Some(round) = self.round.as_mut() else {
             return;
         };
@@ -162,7 +158,7 @@ impl RedlockClient {
                 value: round.value,
             },
         };
-        self.outputs.push_back(ClientOutput::Send {
+        self.outbox.push(ClientOutput::Send {
             to: round.instance,
             request,
         });
@@ -232,8 +228,7 @@ impl RedlockClient {
         self.held = Some(Held { value, valid_until });
         if !self.told_leader && now < valid_until {
             self.told_leader = true;
-            self.outputs
-                .push_back(ClientOutput::BecameLeader { token: None });
+            self.outbox.push(ClientOutput::BecameLeader { token: None });
         }
         self.phase = Phase::Waiting {
             until: now + self.settings.extend_interval,
@@ -268,8 +263,7 @@ impl RedlockClient {
     fn lose(&mut self, reason: &'static str) {
         if self.told_leader {
             self.told_leader = false;
-            self.outputs
-                .push_back(ClientOutput::LostLeadership { reason });
+            self.outbox.push(ClientOutput::LostLeadership { reason });
         }
     }
 
@@ -280,7 +274,7 @@ impl RedlockClient {
 
 impl LockClient<Redlock> for RedlockClient {
     fn start(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if self.phase != Phase::Idle {
             return;
         }
@@ -289,7 +283,7 @@ impl LockClient<Redlock> for RedlockClient {
     }
 
     fn handle_response(&mut self, from: ServerIndex, response: RedisResponse, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         let Some(round) = self.round else {
             return;
         };
@@ -307,7 +301,7 @@ impl LockClient<Redlock> for RedlockClient {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if let Some(held) = self.held {
             if now >= held.valid_until {
                 self.lose("validity elapsed");
@@ -348,14 +342,14 @@ impl LockClient<Redlock> for RedlockClient {
     }
 
     fn poll_output(&mut self) -> Option<ClientOutput<Redlock>> {
-        self.outputs.pop_front()
+        self.outbox.pop()
     }
 
     /// `unlock(lock_info)`: the application stops leading at once, then the
     /// value is deleted from every instance in turn. A `lock` in progress is
     /// abandoned and its value unlocked the same way.
     fn stop(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         self.lose("stopped");
         let value = self
             .round
@@ -376,7 +370,7 @@ impl LockClient<Redlock> for RedlockClient {
     }
 
     fn leadership(&self, now: Instant) -> Option<Leadership> {
-        let now = self.latest_now.at(now);
+        let now = self.outbox.at(now);
         match self.held {
             Some(held) if self.told_leader && now < held.valid_until => {
                 Some(Leadership { token: None })

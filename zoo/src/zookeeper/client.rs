@@ -1,7 +1,7 @@
 //! The ZooKeeper client: `ClientCnxn`'s connection and session, Curator's
 //! connection states, and the `LeaderLatch` recipe on top.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
@@ -10,7 +10,8 @@ use rand_core::{Rng, SeedableRng};
 use super::{
     ErrorPolicy, SessionId, ZooKeeper, ZooKeeperRequest, ZooKeeperResponse, ZooKeeperSettings,
 };
-use crate::util::{earliest_of, LatestNow};
+use crate::outbox::Outbox;
+use crate::util::earliest_of;
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
 
 /// `hostProvider.next(1000)`: the pause before reconnecting to the one host.
@@ -90,9 +91,8 @@ pub struct ZooKeeperClient {
     leadership: Option<u64>,
     /// A guaranteed delete not yet acknowledged.
     pending_delete: Option<u64>,
-    last_xid: u64,
-    latest_now: LatestNow,
-    outputs: VecDeque<ClientOutput<ZooKeeper>>,
+    /// Outputs not yet polled, the clock guard and the request ids.
+    outbox: Outbox<ClientOutput<ZooKeeper>>,
 }
 
 impl ZooKeeperClient {
@@ -120,9 +120,7 @@ impl ZooKeeperClient {
             notifications: BTreeSet::new(),
             leadership: None,
             pending_delete: None,
-            last_xid: 0,
-            latest_now: LatestNow::default(),
-            outputs: VecDeque::new(),
+            outbox: Outbox::new(),
         }
     }
 
@@ -199,8 +197,7 @@ impl ZooKeeperClient {
     }
 
     fn send(&mut self, request: ZooKeeperRequest) {
-        self.outputs
-            .push_back(ClientOutput::Send { to: 0, request });
+        self.outbox.push(ClientOutput::Send { to: 0, request });
     }
 
     /// Sends the latch's operation if a socket is up; otherwise it waits for
@@ -240,19 +237,12 @@ impl ZooKeeperClient {
         self.send(request);
     }
 
-    fn next_xid(&mut self) -> u64 {
-        self.last_xid += 1;
-        self.last_xid
-    }
-
     fn set_leadership(&mut self, leadership: Option<u64>, reason: &'static str) {
         match (self.leadership, leadership) {
             (None, Some(czxid)) => self
-                .outputs
-                .push_back(ClientOutput::BecameLeader { token: Some(czxid) }),
-            (Some(_), None) => self
-                .outputs
-                .push_back(ClientOutput::LostLeadership { reason }),
+                .outbox
+                .push(ClientOutput::BecameLeader { token: Some(czxid) }),
+            (Some(_), None) => self.outbox.push(ClientOutput::LostLeadership { reason }),
             _ => {}
         }
         self.leadership = leadership;
@@ -281,13 +271,13 @@ impl ZooKeeperClient {
     fn reset(&mut self, now: Instant) {
         self.set_leadership(None, "node gone");
         self.drop_node(now);
-        let xid = self.next_xid();
+        let xid = self.outbox.next_request_id();
         let protection = self.rng.next_u64();
         self.send_op(now, Op::Create { xid, protection });
     }
 
     fn get_children(&mut self, now: Instant) {
-        let xid = self.next_xid();
+        let xid = self.outbox.next_request_id();
         self.send_op(now, Op::GetChildren { xid });
     }
 
@@ -301,12 +291,12 @@ impl ZooKeeperClient {
             None => self.reset(now),
             Some(0) => {
                 let node = children[0];
-                let xid = self.next_xid();
+                let xid = self.outbox.next_request_id();
                 self.send_op(now, Op::GetOwnData { xid, node });
             }
             Some(index) => {
                 self.set_leadership(None, "not the lowest node");
-                let xid = self.next_xid();
+                let xid = self.outbox.next_request_id();
                 let node = children[index - 1];
                 self.send_op(now, Op::GetPredecessor { xid, node });
             }
@@ -460,7 +450,7 @@ impl ZooKeeperClient {
 impl LockClient<ZooKeeper> for ZooKeeperClient {
     /// `CuratorFramework.start()` + `LeaderLatch.start()`.
     fn start(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if self.started {
             return;
         }
@@ -472,7 +462,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
     }
 
     fn handle_response(&mut self, _from: ServerIndex, response: ZooKeeperResponse, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         match (self.link, response) {
             (
                 Link::Connecting { connection, .. },
@@ -536,7 +526,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if !self.started && self.session.is_none() {
             return;
         }
@@ -583,13 +573,13 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
     }
 
     fn poll_output(&mut self) -> Option<ClientOutput<ZooKeeper>> {
-        self.outputs.pop_front()
+        self.outbox.pop()
     }
 
     /// `LeaderLatch.close()` (the node is deleted) and `CuratorFramework.close()`
     /// (`closeSession`), fire and forget.
     fn stop(&mut self, now: Instant) {
-        let now = self.latest_now.observe(now);
+        let now = self.outbox.observe(now);
         if !self.started {
             return;
         }
@@ -612,7 +602,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
     /// Standard — the read timeout (`SUSPENDED`); Session — the client's own
     /// expiry or Curator's simulated one (`LOST`).
     fn leadership(&self, now: Instant) -> Option<Leadership> {
-        let now = self.latest_now.at(now);
+        let now = self.outbox.at(now);
         let czxid = self.leadership?;
         let lost_at = match self.settings.error_policy {
             ErrorPolicy::Standard => earliest_of([self.read_deadline(), self.client_expiry_at()]),

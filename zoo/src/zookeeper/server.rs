@@ -4,8 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
+use fenced::LatestNow;
+
 use super::{SessionId, Stat, ZooKeeper, ZooKeeperRequest, ZooKeeperResponse};
-use crate::util::LatestNow;
 use crate::{ClientId, Instant, LockServer, ServerOutput};
 
 #[derive(Clone, Copy, Debug)]

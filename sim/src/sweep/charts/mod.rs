@@ -14,8 +14,8 @@ mod scatter;
 use std::time::Duration;
 
 use super::mix::FaultMix;
-use super::stats::round3;
 use super::Seeds;
+use crate::batch::round_to;
 use crate::svg::document::{esc, ramp, wrap, Doc, Rgb, INK, MONO, MUTED};
 use crate::svg::time::time_label;
 use crate::units::human;
@@ -309,9 +309,10 @@ fn duration_labels(list: &[Duration]) -> Vec<String> {
 }
 
 /// Where in `list` the duration a row gives as `seconds` (rounded like
-/// the rows, [`round3`]) stands.
+/// the rows, to three decimals) stands.
 fn index_of(list: &[Duration], seconds: f64) -> Option<usize> {
-    list.iter().position(|d| round3(d.as_secs_f64()) == seconds)
+    list.iter()
+        .position(|d| round_to(d.as_secs_f64(), 3) == seconds)
 }
 
 /// The first header lines of every sweep chart: what each cell ran (then
