@@ -26,6 +26,25 @@ struct LeaseView {
     granted_at: SimTime,
 }
 
+impl LeaseView {
+    /// The lease as `who` holds it with `token` until `expires_at` (store
+    /// clock), in a term granted at `granted_at` (a renewal keeps its term's).
+    fn held_by(
+        who: ProcessRef<'_>,
+        token: u64,
+        expires_at: fenced::Instant,
+        granted_at: SimTime,
+    ) -> Self {
+        LeaseView {
+            owner: who.owner.clone(),
+            pid: who.id,
+            token,
+            expires_at,
+            granted_at,
+        }
+    }
+}
+
 /// The lease part: the highest token granted and the lease as last granted
 /// or renewed.
 #[derive(Clone, Debug, Default)]
@@ -138,13 +157,7 @@ impl LeaseCheck {
             }
         }
         self.highest_granted = self.highest_granted.max(token);
-        self.lease = Some(LeaseView {
-            owner: who.owner.clone(),
-            pid: who.id,
-            token,
-            expires_at,
-            granted_at: now,
-        });
+        self.lease = Some(LeaseView::held_by(who, token, expires_at, now));
     }
 
     /// A renewal that is not the live holder renewing its own term: always
@@ -190,13 +203,7 @@ impl LeaseCheck {
             }
         }
         let granted_at = self.lease.as_ref().map_or(now, |l| l.granted_at);
-        self.lease = Some(LeaseView {
-            owner: who.owner.clone(),
-            pid: who.id,
-            token,
-            expires_at,
-            granted_at,
-        });
+        self.lease = Some(LeaseView::held_by(who, token, expires_at, granted_at));
     }
 
     /// The lease store handled a release; `released` if it freed the lease.
