@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use fenced::{FencingToken, LeaseResult, OwnerId, RequestId};
 
+use super::workers::{carries, WorkTimer};
 use crate::engine::Envelope;
 use crate::observation::{MessageFacts, MessageKind};
 
@@ -114,10 +115,8 @@ pub(crate) enum Timer {
     Elector { generation: u32 },
     /// A process heartbeats.
     Heartbeat,
-    /// A process's worker starts a unit (`generation`: per term).
-    Work { generation: u32 },
-    /// A unit of work is done and writes with `token`.
-    WorkDone { token: FencingToken, unit: u64 },
+    /// A process's worker: its next unit, or a unit's write.
+    Work(WorkTimer),
     /// The registry's earliest expiry.
     Registry { generation: u32 },
     /// A graceful stop of the process (from a `stop` fault).
@@ -125,3 +124,6 @@ pub(crate) enum Timer {
     /// The process's work fails (from an `abdicate` fault).
     WorkFails,
 }
+
+carries!(Timer::Work(WorkTimer));
+carries!(Message::Downstream(ToDownstream));

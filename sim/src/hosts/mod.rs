@@ -8,14 +8,14 @@ mod lease_store;
 pub(crate) mod messages;
 mod node;
 mod sim_hosts;
-pub(crate) mod worker;
+pub(crate) mod workers;
 
 use fenced::{Elector, ElectorConfig, ElectorTimings, OwnerId, Role};
 
 pub(crate) use downstream::DownstreamHost;
 pub(crate) use lease_store::LeaseStoreHost;
 pub(crate) use node::{NodeProcess, WorkTimings};
-pub(crate) use sim_hosts::{HostEvent, SimHosts};
+pub(crate) use sim_hosts::SimHosts;
 
 use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::{Address, Hosts, Outbox};
@@ -23,6 +23,7 @@ use crate::observation::Observer;
 use crate::rng::SeedDeriver;
 use crate::scenario::with_jitter_seed;
 use messages::{Message, Timer};
+use workers::{WorkTimer, WorkerTable};
 
 #[cfg(feature = "planted-bugs")]
 use fenced::PlantedBug;
@@ -48,22 +49,19 @@ pub(crate) struct FencedHosts {
     pub(crate) downstream: DownstreamHost,
     /// By process slot (a dead life stays until its slot is reused).
     pub(crate) procs: Vec<Option<NodeProcess>>,
+    /// Every process's worker, by the same slots.
+    pub(crate) workers: WorkerTable,
     pub(crate) settings: ProcessSettings,
 }
 
 impl FencedHosts {
-    fn process(&mut self, pid: u32) -> &mut NodeProcess {
-        self.procs[pid as usize]
+    /// Process `pid`, and the workers' table it writes through.
+    #[inline(always)]
+    fn process(&mut self, pid: u32) -> (&mut NodeProcess, &mut WorkerTable) {
+        let process = self.procs[pid as usize]
             .as_mut()
-            .expect("the engine routes only to started processes")
-    }
-
-    /// The token process `pid` believes it leads with, if any.
-    pub(crate) fn believed(&self, pid: u32) -> Option<fenced::FencingToken> {
-        self.procs
-            .get(pid as usize)
-            .and_then(Option::as_ref)
-            .and_then(|p| p.worker.believed)
+            .expect("the engine routes only to started processes");
+        (process, &mut self.workers)
     }
 }
 
@@ -77,8 +75,8 @@ impl Hosts for FencedHosts {
             (Address::Process { pid, .. }, Timer::Elector { generation }) => {
                 process(pid).is_some_and(|p| p.timer_generation != generation)
             }
-            (Address::Process { pid, .. }, Timer::Work { generation }) => {
-                process(pid).is_some_and(|p| p.worker.generation != generation)
+            (Address::Process { pid, .. }, Timer::Work(WorkTimer::Unit { generation })) => {
+                self.workers.is_stale(pid, generation)
             }
             (_, Timer::Registry { generation }) => self.store.registry_generation != generation,
             _ => false,
@@ -93,7 +91,10 @@ impl Hosts for FencedHosts {
             Message::Store(msg) => self.store.receive(msg, out),
             Message::Downstream(msg) => self.downstream.receive(msg, out),
             Message::Process(msg) => match to {
-                Address::Process { pid, .. } => self.process(pid).receive(msg, out),
+                Address::Process { pid, .. } => {
+                    let (process, workers) = self.process(pid);
+                    process.receive(msg, workers, out)
+                }
                 Address::Server(_) => unreachable!("process messages are addressed to processes"),
             },
         }
@@ -106,14 +107,16 @@ impl Hosts for FencedHosts {
             (Address::Process { pid, .. }, _) => pid,
             (Address::Server(_), _) => unreachable!("{timer:?} is never set for {to:?}"),
         };
-        let process = self.process(pid);
+        let (process, workers) = self.process(pid);
         match timer {
-            Timer::Elector { .. } => process.elector_due(out),
+            Timer::Elector { .. } => process.elector_due(workers, out),
             Timer::Heartbeat => process.heartbeat(out),
-            Timer::Work { .. } => process.work_tick(out),
-            Timer::WorkDone { token, unit } => process.work_done(token, unit, out),
-            Timer::Stop => process.stop(out),
-            Timer::WorkFails => process.work_fails(out),
+            Timer::Work(WorkTimer::Unit { .. }) => process.work_tick(workers, out),
+            Timer::Work(WorkTimer::Done { token, unit }) => {
+                workers.work_done(pid, token, unit, out)
+            }
+            Timer::Stop => process.stop(workers, out),
+            Timer::WorkFails => process.work_fails(workers, out),
             Timer::Registry { .. } => unreachable!("{timer:?} is never set for {to:?}"),
         }
     }
@@ -151,20 +154,20 @@ impl Hosts for FencedHosts {
             self.procs.resize_with(i + 1, || None);
         }
         self.procs[i] = Some(process);
-        self.process(pid).start(out);
+        self.workers.start_life(pid, incarnation, owner.clone());
+        let (process, workers) = self.process(pid);
+        process.start(workers, out);
     }
 
     fn crash_process(&mut self, pid: u32) {
-        if let Some(p) = self.procs.get_mut(pid as usize).and_then(Option::as_mut) {
-            p.crash();
-        }
+        self.workers.crash(pid);
     }
 
     fn clock_jumped<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>) {
         match to {
             Address::Server(STORE_ENDPOINT) => self.store.clock_jumped(out),
             Address::Server(_) => {}
-            Address::Process { pid, .. } => self.process(pid).clock_jumped(out),
+            Address::Process { pid, .. } => self.process(pid).0.clock_jumped(out),
         }
     }
 
@@ -179,37 +182,5 @@ impl Hosts for FencedHosts {
         } else {
             self.downstream.restart(durable);
         }
-    }
-}
-
-impl worker::WorkerHosts for FencedHosts {
-    fn work_timer(generation: u32) -> Timer {
-        Timer::Work { generation }
-    }
-
-    fn work_done_timer(token: fenced::FencingToken, unit: u64) -> Timer {
-        Timer::WorkDone { token, unit }
-    }
-
-    fn as_work_done(timer: &Timer) -> Option<(fenced::FencingToken, u64)> {
-        match *timer {
-            Timer::WorkDone { token, unit } => Some((token, unit)),
-            _ => None,
-        }
-    }
-
-    fn write_message(write: messages::ToDownstream) -> Message {
-        Message::Downstream(write)
-    }
-
-    fn as_write(msg: &Message) -> Option<&messages::ToDownstream> {
-        match msg {
-            Message::Downstream(write) => Some(write),
-            _ => None,
-        }
-    }
-
-    fn believed(&self, pid: u32) -> Option<fenced::FencingToken> {
-        FencedHosts::believed(self, pid)
     }
 }

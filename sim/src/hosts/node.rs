@@ -1,16 +1,18 @@
-//! A node's process: one life running an [`Elector`] for the role, a
-//! heartbeat loop, and the worker. While it holds token `T` it starts a unit
-//! of work every `write_interval`, checking leadership at the start; the unit
-//! takes `work_duration`, then a write stamped `T` goes to the downstream. A
-//! pause inside a unit delays that write until the process resumes — the
-//! stalled leader's late write.
+//! A node's process: one life running an [`Elector`] for the role and a
+//! heartbeat loop, driving its worker in the hosts' [`WorkerTable`]: the
+//! elector's StartWork and StopWork begin and end the worker's terms, and
+//! each unit starts only if the elector still answers the term's token. While
+//! it holds token `T` it starts a unit of work every `write_interval`; the
+//! unit takes `work_duration`, then a write stamped `T` goes to the
+//! downstream. A pause inside a unit delays that write until the process
+//! resumes — the stalled leader's late write.
 
 use std::time::Duration;
 
-use fenced::{Elector, ElectorOutput, FencingToken, LeaseResult, OwnerId};
+use fenced::{Elector, ElectorOutput, LeaseResult, OwnerId};
 
 use super::messages::{Message, Timer, ToProcess, ToStore};
-use super::worker::Worker;
+use super::workers::WorkerTable;
 use super::FencedHosts;
 use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::{Address, Outbox};
@@ -47,9 +49,6 @@ pub(crate) struct NodeProcess {
     /// The true time the elector's timer is armed for.
     timer_at: Option<SimTime>,
     pub(super) timer_generation: u32,
-    /// The worker: it writes while the elector says the process leads
-    /// (from StartWork to StopWork).
-    pub(crate) worker: Worker,
 }
 
 type Out<'a, 'e, O> = &'a mut Outbox<'e, FencedHosts, O>;
@@ -63,7 +62,6 @@ impl NodeProcess {
         elector: Elector,
         timings: WorkTimings,
     ) -> Self {
-        let worker = Worker::new(pid, incarnation, owner.clone(), timings);
         NodeProcess {
             pid,
             node,
@@ -73,7 +71,6 @@ impl NodeProcess {
             timings,
             timer_at: None,
             timer_generation: 0,
-            worker,
         }
     }
 
@@ -83,37 +80,36 @@ impl NodeProcess {
 
     /// The process starts as a follower: the elector asks, the heartbeat
     /// loop begins.
-    pub(super) fn start<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+    pub(super) fn start<O: Observer>(&mut self, workers: &mut WorkerTable, out: Out<'_, '_, O>) {
         let local = out.local_now();
         self.elector.start(local);
-        self.drain_elector(out);
+        self.drain_elector(workers, out);
         self.heartbeat(out);
     }
 
     /// A graceful stop: the elector ends the work and releases the lease,
     /// then the process exits (a grant answering a request still in flight
     /// is lost with it; that lease lapses at its TTL).
-    pub(super) fn stop<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+    pub(super) fn stop<O: Observer>(&mut self, workers: &mut WorkerTable, out: Out<'_, '_, O>) {
         let local = out.local_now();
         self.elector.stop(local);
-        self.drain_elector(out);
+        self.drain_elector(workers, out);
         out.exit();
     }
 
     /// The work failed: a leader abdicates (ends the work, releases, stays
     /// quiet for `rejoin_delay`); a follower has no work to fail.
-    pub(super) fn work_fails<O: Observer>(&mut self, out: Out<'_, '_, O>) {
-        let led = self.worker.believed.is_some();
+    pub(super) fn work_fails<O: Observer>(
+        &mut self,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
+        let led = workers.believed(self.pid).is_some();
         let process = out.names.process_ref(self.pid);
         out.observe(&Observation::WorkFailed { process, led });
         let local = out.local_now();
         self.elector.abdicate(local);
-        self.drain_elector(out);
-    }
-
-    /// The process died: it believes nothing any more.
-    pub(super) fn crash(&mut self) {
-        self.worker.crash();
+        self.drain_elector(workers, out);
     }
 
     #[inline(always)]
@@ -124,7 +120,12 @@ impl NodeProcess {
     }
 
     #[inline(always)]
-    pub(super) fn receive<O: Observer>(&mut self, msg: ToProcess, out: Out<'_, '_, O>) {
+    pub(super) fn receive<O: Observer>(
+        &mut self,
+        msg: ToProcess,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
         let local = out.local_now();
         match msg {
             ToProcess::LeaseResponse { id, result } => {
@@ -151,20 +152,24 @@ impl NodeProcess {
                 });
             }
         }
-        self.drain_elector(out);
+        self.drain_elector(workers, out);
     }
 
     /// The elector's timer fired.
     #[inline(always)]
-    pub(super) fn elector_due<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+    pub(super) fn elector_due<O: Observer>(
+        &mut self,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
         self.timer_at = None;
         let local = out.local_now();
         self.elector.handle_timeout(local);
-        self.drain_elector(out);
+        self.drain_elector(workers, out);
     }
 
     /// Acts on everything the elector asked for, then re-arms its timer.
-    fn drain_elector<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+    fn drain_elector<O: Observer>(&mut self, workers: &mut WorkerTable, out: Out<'_, '_, O>) {
         while let Some(output) = self.elector.poll_output() {
             match output {
                 ElectorOutput::SendLeaseRequest { id, ttl } => {
@@ -184,9 +189,9 @@ impl NodeProcess {
                     };
                     self.to_store(msg, out);
                 }
-                ElectorOutput::StartWork { token } => self.worker.start_term(token, out),
+                ElectorOutput::StartWork { token } => workers.start_term(self.pid, token, out),
                 ElectorOutput::StopWork { token, reason } => {
-                    self.worker.end_term(token, &reason, None, out)
+                    workers.end_term(self.pid, token, &reason, None, out)
                 }
                 ElectorOutput::Release { token } => {
                     let msg = ToStore::Release {
@@ -226,12 +231,16 @@ impl NodeProcess {
 
     /// The worker's timer: start a unit if still leading.
     #[inline(always)]
-    pub(super) fn work_tick<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+    pub(super) fn work_tick<O: Observer>(
+        &mut self,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
         // The unit checks leadership at its start. First the query a real
         // driver makes between inputs, judged by the checker (trace-silent):
         // `token_at` must honour a deadline whose timer is not handled yet.
         let local = out.local_now();
-        if self.worker.believed.is_some() {
+        if workers.believed(self.pid).is_some() {
             let process = out.names.process_ref(self.pid);
             out.observe(&Observation::TokenAnswered {
                 process,
@@ -242,23 +251,13 @@ impl NodeProcess {
         // Then bring the elector up to date, so a deadline due now is
         // honoured by the trace as well.
         self.elector.handle_timeout(local);
-        self.drain_elector(out);
-        let Some(token) = self.worker.believed else {
+        self.drain_elector(workers, out);
+        let Some(token) = workers.believed(self.pid) else {
             return;
         };
         if self.elector.token_at(local) != Some(token) {
             return;
         }
-        self.worker.start_unit(token, local, out);
-    }
-
-    /// A unit is done: write, unless its term ended meanwhile.
-    pub(super) fn work_done<O: Observer>(
-        &mut self,
-        token: FencingToken,
-        unit: u64,
-        out: Out<'_, '_, O>,
-    ) {
-        self.worker.work_done(token, unit, out);
+        workers.start_unit(self.pid, token, local, out);
     }
 }

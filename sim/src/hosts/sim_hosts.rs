@@ -9,16 +9,13 @@
 use fenced::FencingToken;
 
 use super::messages::Timer;
-use super::worker::PendingWrite;
+use super::workers::{WorkerHosts, WorkerTable};
 use super::FencedHosts;
-use crate::engine::{Event, Hosts, Lives};
-
-/// An event of the engine's queue, for hosts `H`.
-pub(crate) type HostEvent<H> = Event<<H as Hosts>::Message, <H as Hosts>::Timer>;
+use crate::engine::Hosts;
 
 /// A protocol's hosts, as a simulation runs them.
 pub(crate) trait SimHosts:
-    Hosts<Message: Send, Timer: Send> + std::fmt::Debug + Send + 'static
+    Hosts<Message: Send, Timer: Send> + WorkerHosts + std::fmt::Debug + Send + 'static
 {
     /// The input a `stop` fault delivers to a node's processes: a graceful
     /// stop (release if the protocol does, then exit).
@@ -38,15 +35,9 @@ pub(crate) trait SimHosts:
     /// `membership.live_at_end`); 0 otherwise.
     fn live_members(&self, store_now: fenced::Instant) -> u64;
 
-    /// `event` as a write on its way — a unit in progress whose term is
-    /// still believed, or a write in flight to (or queued at, when
-    /// `deferred`) the downstream — for the report's `unjudged_writes`.
-    fn pending_write(
-        &self,
-        lives: &Lives<HostEvent<Self>>,
-        event: &HostEvent<Self>,
-        deferred: bool,
-    ) -> Option<PendingWrite>;
+    /// Every process's worker: the report asks it for the writes on their
+    /// way (`WorkerTable::pending_write`).
+    fn workers(&self) -> &WorkerTable;
 }
 
 impl SimHosts for FencedHosts {
@@ -69,12 +60,7 @@ impl SimHosts for FencedHosts {
         self.store.registry.live_count(store_now) as u64
     }
 
-    fn pending_write(
-        &self,
-        lives: &Lives<HostEvent<Self>>,
-        event: &HostEvent<Self>,
-        deferred: bool,
-    ) -> Option<PendingWrite> {
-        crate::hosts::worker::pending_write(self, lives, event, deferred)
+    fn workers(&self) -> &WorkerTable {
+        &self.workers
     }
 }

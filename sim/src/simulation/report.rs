@@ -4,7 +4,7 @@
 use super::{Core, SimHosts};
 use crate::checker::assemble;
 use crate::engine::limits::Halt;
-use crate::hosts::worker::{PendingWrite, WriteState};
+use crate::hosts::workers::{PendingWrite, WriteState};
 use crate::report::{
     Figures, HaltReason, Halted, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED,
 };
@@ -45,10 +45,10 @@ impl<H: SimHosts> Core<H> {
     /// at a paused downstream.
     pub(super) fn unjudged_writes(&self) -> UnjudgedWrites {
         let mut writes = Vec::new();
-        let (hosts, lives) = (&self.engine.hosts, &self.engine.lives);
+        let (workers, lives) = (self.engine.hosts.workers(), &self.engine.lives);
         for (event, deferred) in self.engine.pending() {
             writes.extend(
-                hosts
+                workers
                     .pending_write(lives, event, deferred)
                     .map(UnjudgedWrite::from),
             );

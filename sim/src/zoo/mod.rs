@@ -8,7 +8,8 @@
 //! instances, the endpoints after the downstream), the downstream (the same
 //! [`FencedStore`](fenced::FencedStore), fenced by the protocol's token where
 //! it has one and the scenario asks, unfenced otherwise), and one
-//! [`ZooProcess`] per node life (the protocol's client and the worker). The
+//! [`ZooProcess`] per node life (the protocol's client), each driving its
+//! worker in the same [`WorkerTable`] as the fenced protocol's. The
 //! engine, the faults and the checker are those of the fenced protocol:
 //! adding a protocol added this module and touched no engine code.
 //!
@@ -30,11 +31,10 @@ use fenced::{FencedStore, Fencing, OwnerId};
 use fenced_zoo::{ClientId, Protocol, ServerIndex};
 
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
-use crate::engine::{server_index, Address, Envelope, Hosts, Lives, Outbox};
+use crate::engine::{server_index, Address, Envelope, Hosts, Outbox};
 use crate::hosts::messages::ToDownstream;
-use crate::hosts::worker::PendingWrite;
-use crate::hosts::worker::{self, WorkerHosts};
-use crate::hosts::{DownstreamHost, HostEvent, SimHosts, WorkTimings};
+use crate::hosts::workers::{carries, WorkTimer, WorkerTable};
+use crate::hosts::{DownstreamHost, SimHosts, WorkTimings};
 use crate::observation::{MessageFacts, MessageKind, Observer};
 use crate::rng::SeedDeriver;
 use crate::scenario::{ProtocolSpec, ValidScenario};
@@ -165,13 +165,8 @@ pub(crate) enum ZooTimer {
     Client { generation: u32 },
     /// A server's `next_timeout`.
     Server { index: ServerIndex, generation: u32 },
-    /// The worker's next unit.
-    Work { generation: u32 },
-    /// A unit's write is due.
-    WorkDone {
-        token: fenced::FencingToken,
-        unit: u64,
-    },
+    /// The worker: its next unit, or a unit's write.
+    Work(WorkTimer),
     /// A `stop` fault.
     Stop,
 }
@@ -193,9 +188,10 @@ pub(crate) struct ZooHosts<P: ZooProtocol> {
     servers: Vec<ZooServer<P>>,
     downstream: DownstreamHost,
     procs: Vec<Option<ZooProcess<P>>>,
+    /// Every process's worker, by the same slots.
+    workers: WorkerTable,
     /// Every client of the run, by `ClientId` (one per process life).
     clients: Vec<Client>,
-    timings: WorkTimings,
     seeds: SeedDeriver,
     /// Terms begun so far: the token of a protocol without one.
     next_term: u64,
@@ -206,10 +202,12 @@ pub(crate) struct ZooHosts<P: ZooProtocol> {
 }
 
 impl<P: ZooProtocol> ZooHosts<P> {
-    fn process(&mut self, pid: u32) -> &mut ZooProcess<P> {
-        self.procs[pid as usize]
+    /// Process `pid`, and the workers' table it writes through.
+    fn process(&mut self, pid: u32) -> (&mut ZooProcess<P>, &mut WorkerTable) {
+        let process = self.procs[pid as usize]
             .as_mut()
-            .expect("the engine routes only to started processes")
+            .expect("the engine routes only to started processes");
+        (process, &mut self.workers)
     }
 
     /// Recomputes the truth after a server's holder changed.
@@ -254,8 +252,8 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             (Address::Process { pid, .. }, ZooTimer::Client { generation }) => {
                 process(pid).is_some_and(|p| p.timer_generation != generation)
             }
-            (Address::Process { pid, .. }, ZooTimer::Work { generation }) => {
-                process(pid).is_some_and(|p| p.worker.generation != generation)
+            (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Unit { generation })) => {
+                self.workers.is_stale(pid, generation)
             }
             (_, ZooTimer::Server { index, generation }) => {
                 self.servers[usize::from(index)].timer_generation != generation
@@ -275,8 +273,8 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             }
             (Address::Process { pid, .. }, ZooMessage::ToClient { from, response }) => {
                 let mut next_term = self.next_term;
-                self.process(pid)
-                    .response(from, response, &mut next_term, out);
+                let (process, workers) = self.process(pid);
+                process.response(from, response, &mut next_term, workers, out);
                 self.next_term = next_term;
             }
             (to, msg) => unreachable!("{msg:?} is never addressed to {to:?}"),
@@ -292,16 +290,19 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                 }
             }
             (Address::Process { pid, .. }, ZooTimer::Client { .. }) => {
-                self.process(pid).timeout(&mut next_term, out)
+                let (process, workers) = self.process(pid);
+                process.timeout(&mut next_term, workers, out)
             }
-            (Address::Process { pid, .. }, ZooTimer::Work { .. }) => {
-                self.process(pid).work_tick(&mut next_term, out)
+            (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Unit { .. })) => {
+                let (process, workers) = self.process(pid);
+                process.work_tick(&mut next_term, workers, out)
             }
-            (Address::Process { pid, .. }, ZooTimer::WorkDone { token, unit }) => {
-                self.process(pid).worker.work_done(token, unit, out)
+            (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Done { token, unit })) => {
+                self.workers.work_done(pid, token, unit, out)
             }
             (Address::Process { pid, .. }, ZooTimer::Stop) => {
-                self.process(pid).stop(&mut next_term, out)
+                let (process, workers) = self.process(pid);
+                process.stop(&mut next_term, workers, out)
             }
             (to, timer) => unreachable!("{timer:?} is never set for {to:?}"),
         }
@@ -332,21 +333,21 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             .as_ref()
             .unwrap_or(&self.settings);
         let client = P::new_client(settings, id, owner.as_str(), seed);
-        let process = ZooProcess::new(pid, incarnation, id, owner.clone(), client, self.timings);
+        let process = ZooProcess::new(pid, id, client);
         let i = pid as usize;
         if self.procs.len() <= i {
             self.procs.resize_with(i + 1, || None);
         }
         self.procs[i] = Some(process);
+        self.workers.start_life(pid, incarnation, owner.clone());
         let mut next_term = self.next_term;
-        self.process(pid).start(&mut next_term, out);
+        let (process, workers) = self.process(pid);
+        process.start(&mut next_term, workers, out);
         self.next_term = next_term;
     }
 
     fn crash_process(&mut self, pid: u32) {
-        if let Some(p) = self.procs.get_mut(pid as usize).and_then(Option::as_mut) {
-            p.crash();
-        }
+        self.workers.crash(pid);
     }
 
     /// The models take a spurious `handle_timeout` as harmless: it makes
@@ -362,7 +363,8 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             }
             Address::Process { pid, .. } => {
                 let mut next_term = self.next_term;
-                self.process(pid).timeout(&mut next_term, out);
+                let (process, workers) = self.process(pid);
+                process.timeout(&mut next_term, workers, out);
                 self.next_term = next_term;
             }
         }
@@ -402,50 +404,13 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
         0
     }
 
-    fn pending_write(
-        &self,
-        lives: &Lives<HostEvent<Self>>,
-        event: &HostEvent<Self>,
-        deferred: bool,
-    ) -> Option<PendingWrite> {
-        worker::pending_write(self, lives, event, deferred)
+    fn workers(&self) -> &WorkerTable {
+        &self.workers
     }
 }
 
-impl<P: ZooProtocol> WorkerHosts for ZooHosts<P> {
-    fn work_timer(generation: u32) -> ZooTimer {
-        ZooTimer::Work { generation }
-    }
-
-    fn work_done_timer(token: fenced::FencingToken, unit: u64) -> ZooTimer {
-        ZooTimer::WorkDone { token, unit }
-    }
-
-    fn as_work_done(timer: &ZooTimer) -> Option<(fenced::FencingToken, u64)> {
-        match *timer {
-            ZooTimer::WorkDone { token, unit } => Some((token, unit)),
-            _ => None,
-        }
-    }
-
-    fn write_message(write: ToDownstream) -> ZooMessage<P> {
-        ZooMessage::Downstream(write)
-    }
-
-    fn as_write(msg: &ZooMessage<P>) -> Option<&ToDownstream> {
-        match msg {
-            ZooMessage::Downstream(write) => Some(write),
-            _ => None,
-        }
-    }
-
-    fn believed(&self, pid: u32) -> Option<fenced::FencingToken> {
-        self.procs
-            .get(pid as usize)
-            .and_then(Option::as_ref)
-            .and_then(|p| p.worker.believed)
-    }
-}
+carries!(ZooTimer::Work(WorkTimer));
+carries!(impl<P: ZooProtocol> ZooMessage<P>::Downstream(ToDownstream));
 
 impl<P: ZooProtocol> ZooHosts<P> {
     /// The hosts of a run of protocol `P` with `settings` (validated with
@@ -474,8 +439,8 @@ impl<P: ZooProtocol> ZooHosts<P> {
                 store: FencedStore::new(fencing),
             },
             procs: Vec::new(),
+            workers: WorkerTable::new(WorkTimings::of(scenario)),
             clients: Vec::new(),
-            timings: WorkTimings::of(scenario),
             seeds,
             next_term: 0,
             truth: None,

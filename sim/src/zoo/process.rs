@@ -1,7 +1,8 @@
-//! One life of a node running another lock protocol's client, and the same
-//! worker as the fenced protocol's process: while the client says it leads,
-//! a unit of work every `write_interval`, leadership checked at its start, a
-//! write stamped with the term's token after `work_duration`.
+//! One life of a node running another lock protocol's client, driving its
+//! worker in the same [`WorkerTable`] as the fenced protocol's process: while
+//! the client says it leads, a unit of work every `write_interval`,
+//! leadership checked at its start, a write stamped with the term's token
+//! after `work_duration`.
 //!
 //! The term's token is the protocol's own (plus one: client-go's
 //! `leaseTransitions` starts at 0 and a fencing token at 1) when the protocol
@@ -9,13 +10,12 @@
 //! they begin, so the checker can tell them apart — and the downstream must
 //! then be unfenced, since no real client could send such a number.
 
-use fenced::{FencingToken, OwnerId, StepDownReason};
+use fenced::{FencingToken, StepDownReason};
 use fenced_zoo::{ClientId, ClientOutput, LockClient};
 
 use super::{Out, ZooMessage, ZooProtocol, ZooTimer};
 use crate::engine::{server_endpoint, Address};
-use crate::hosts::worker::Worker;
-use crate::hosts::WorkTimings;
+use crate::hosts::workers::WorkerTable;
 use crate::observation::{Observer, SimTime};
 
 /// One life of a node, as a sans-IO host.
@@ -26,8 +26,6 @@ pub(crate) struct ZooProcess<P: ZooProtocol> {
     client: P::Client,
     timer_at: Option<SimTime>,
     pub(super) timer_generation: u32,
-    /// The worker: it writes while the client says the process leads.
-    pub(super) worker: Worker,
 }
 
 /// The downstream token for the protocol's token `t`.
@@ -36,29 +34,26 @@ pub(super) fn fencing_token(t: u64) -> FencingToken {
 }
 
 impl<P: ZooProtocol> ZooProcess<P> {
-    pub(super) fn new(
-        pid: u32,
-        incarnation: u32,
-        id: ClientId,
-        owner: OwnerId,
-        client: P::Client,
-        timings: WorkTimings,
-    ) -> Self {
+    pub(super) fn new(pid: u32, id: ClientId, client: P::Client) -> Self {
         ZooProcess {
             pid,
             id,
             client,
             timer_at: None,
             timer_generation: 0,
-            worker: Worker::new(pid, incarnation, owner, timings),
         }
     }
 
     /// The process starts: the client begins contending.
-    pub(super) fn start<O: Observer>(&mut self, next_term: &mut u64, out: Out<'_, '_, P, O>) {
+    pub(super) fn start<O: Observer>(
+        &mut self,
+        next_term: &mut u64,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, P, O>,
+    ) {
         let local = out.local_now();
         self.client.start(local);
-        self.drain(next_term, out);
+        self.drain(next_term, workers, out);
     }
 
     /// A server's answer or push arrived.
@@ -67,41 +62,52 @@ impl<P: ZooProtocol> ZooProcess<P> {
         from: u16,
         response: P::Response,
         next_term: &mut u64,
+        workers: &mut WorkerTable,
         out: Out<'_, '_, P, O>,
     ) {
         let local = out.local_now();
         self.client.handle_response(from, response, local);
-        self.drain(next_term, out);
+        self.drain(next_term, workers, out);
     }
 
     /// The client's timer fired.
-    pub(super) fn timeout<O: Observer>(&mut self, next_term: &mut u64, out: Out<'_, '_, P, O>) {
+    pub(super) fn timeout<O: Observer>(
+        &mut self,
+        next_term: &mut u64,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, P, O>,
+    ) {
         self.timer_at = None;
         let local = out.local_now();
         self.client.handle_timeout(local);
-        self.drain(next_term, out);
+        self.drain(next_term, workers, out);
     }
 
     /// A graceful stop: the client releases if its library does, then the
     /// process exits.
-    pub(super) fn stop<O: Observer>(&mut self, next_term: &mut u64, out: Out<'_, '_, P, O>) {
+    pub(super) fn stop<O: Observer>(
+        &mut self,
+        next_term: &mut u64,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, P, O>,
+    ) {
         let local = out.local_now();
         self.client.stop(local);
-        self.drain(next_term, out);
-        if let Some(token) = self.worker.believed {
+        self.drain(next_term, workers, out);
+        if let Some(token) = workers.believed(self.pid) {
             // A model that keeps leading through its own stop still stops
             // leading when the process exits.
-            self.end_term(token, "stopped", out);
+            self.end_term(token, "stopped", workers, out);
         }
         out.exit();
     }
 
-    /// The process died.
-    pub(super) fn crash(&mut self) {
-        self.worker.crash();
-    }
-
-    fn drain<O: Observer>(&mut self, next_term: &mut u64, out: Out<'_, '_, P, O>) {
+    fn drain<O: Observer>(
+        &mut self,
+        next_term: &mut u64,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, P, O>,
+    ) {
         while let Some(output) = self.client.poll_output() {
             match output {
                 ClientOutput::Send { to, request } => {
@@ -114,8 +120,8 @@ impl<P: ZooProtocol> ZooProcess<P> {
                     out.send(Address::Server(server_endpoint(to)), msg);
                 }
                 ClientOutput::BecameLeader { token } => {
-                    if let Some(old) = self.worker.believed {
-                        self.end_term(old, "new term", out);
+                    if let Some(old) = workers.believed(self.pid) {
+                        self.end_term(old, "new term", workers, out);
                     }
                     let token = match token {
                         Some(t) if P::HAS_TOKEN => fencing_token(t),
@@ -124,11 +130,11 @@ impl<P: ZooProtocol> ZooProcess<P> {
                             fencing_token(*next_term - 1)
                         }
                     };
-                    self.worker.start_term(token, out);
+                    workers.start_term(self.pid, token, out);
                 }
                 ClientOutput::LostLeadership { reason } => {
-                    if let Some(token) = self.worker.believed {
-                        self.end_term(token, reason, out);
+                    if let Some(token) = workers.believed(self.pid) {
+                        self.end_term(token, reason, workers, out);
                     }
                 }
             }
@@ -152,27 +158,38 @@ impl<P: ZooProtocol> ZooProcess<P> {
 
     /// The term ends for the design's own reason `why` (`stopped` is a
     /// graceful stop; anything else a step-down of the process's own).
-    fn end_term<O: Observer>(&mut self, token: FencingToken, why: &str, out: Out<'_, '_, P, O>) {
+    fn end_term<O: Observer>(
+        &self,
+        token: FencingToken,
+        why: &str,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, P, O>,
+    ) {
         let reason = if why == "stopped" {
             StepDownReason::Stopped
         } else {
             StepDownReason::LocalDeadline
         };
-        self.worker.end_term(token, &reason, Some(why), out);
+        workers.end_term(self.pid, token, &reason, Some(why), out);
     }
 
     /// The worker's timer: start a unit if the client still says it leads.
-    pub(super) fn work_tick<O: Observer>(&mut self, next_term: &mut u64, out: Out<'_, '_, P, O>) {
+    pub(super) fn work_tick<O: Observer>(
+        &mut self,
+        next_term: &mut u64,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, P, O>,
+    ) {
         let local = out.local_now();
         // Bring the client up to date first, so a deadline due now counts.
         self.client.handle_timeout(local);
-        self.drain(next_term, out);
-        let Some(token) = self.worker.believed else {
+        self.drain(next_term, workers, out);
+        let Some(token) = workers.believed(self.pid) else {
             return;
         };
         if self.client.leadership(local).is_none() {
             return;
         }
-        self.worker.start_unit(token, local, out);
+        workers.start_unit(self.pid, token, local, out);
     }
 }

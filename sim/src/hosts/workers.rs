@@ -1,0 +1,347 @@
+//! The leader's singleton work, the same for every lock design: while its
+//! process believes it holds a term with token `T`, a unit of work every
+//! `write_interval`, leadership checked at the unit's start; the unit takes
+//! `work_duration`, then a write stamped `T` goes to the downstream. A pause
+//! inside a unit delays that write until the process resumes — the stalled
+//! leader's late write.
+//!
+//! One [`WorkerTable`] holds every process's worker, by process slot; the
+//! fenced protocol's [`FencedHosts`](super::FencedHosts) and the zoo's
+//! [`ZooHosts`](crate::zoo::ZooHosts) each own one and call it: the process
+//! (its elector or its client) says when a term starts and ends and whether
+//! it still leads at a unit's start; the table does the rest, and finds the
+//! writes on their way for the report. A protocol's timer enum carries the
+//! worker's [`WorkTimer`] in one variant and its message enum the
+//! downstream's [`ToDownstream`] in one: [`carries!`] says which.
+
+use fenced::{FencingToken, OwnerId, StepDownReason};
+
+use super::messages::ToDownstream;
+use super::WorkTimings;
+use crate::engine::network::DOWNSTREAM_ENDPOINT;
+use crate::engine::{Address, Event, Hosts, Lives, Outbox};
+use crate::observation::{Observation, Observer};
+
+/// The worker's timers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WorkTimer {
+    /// The next unit starts (`generation`: per term).
+    Unit { generation: u32 },
+    /// A unit of work is done and writes with `token`.
+    Done { token: FencingToken, unit: u64 },
+}
+
+/// A protocol's timer or message enum, one of whose variants carries `T`.
+pub(crate) trait Carries<T> {
+    /// `inner` in its variant.
+    fn wrap(inner: T) -> Self;
+    /// What the variant carries, if `self` is that variant.
+    fn carried(&self) -> Option<&T>;
+}
+
+/// `carries!(Enum::Variant(Inner))`: `Enum` carries `Inner` in `Variant`
+/// (`carries!(impl<P: Bound> Enum<P>::Variant(Inner))` for a generic enum).
+macro_rules! carries {
+    (impl<$g:ident: $bound:path> $outer:ident<$p:ident>::$variant:ident($inner:ty)) => {
+        $crate::hosts::workers::carries!(@impl [$g: $bound] [$outer<$p>] $outer::$variant($inner));
+    };
+    ($outer:ident::$variant:ident($inner:ty)) => {
+        $crate::hosts::workers::carries!(@impl [] [$outer] $outer::$variant($inner));
+    };
+    (@impl [$($generics:tt)*] [$ty:ty] $outer:ident::$variant:ident($inner:ty)) => {
+        impl<$($generics)*> $crate::hosts::workers::Carries<$inner> for $ty {
+            #[inline(always)]
+            fn wrap(inner: $inner) -> Self {
+                $outer::$variant(inner)
+            }
+
+            #[inline(always)]
+            fn carried(&self) -> Option<&$inner> {
+                match self {
+                    $outer::$variant(inner) => Some(inner),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use carries;
+
+/// Hosts whose timers carry the worker's and whose messages its writes.
+pub(crate) trait WorkerHosts:
+    Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream>>
+{
+}
+
+impl<H: Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream>>> WorkerHosts for H {}
+
+/// One process's worker.
+#[derive(Debug)]
+struct Worker {
+    incarnation: u32,
+    owner: OwnerId,
+    /// Bumped at every term change: a unit timer of an older generation is
+    /// stale.
+    generation: u32,
+    next_unit: u64,
+    /// The token of the term the process believes it holds; the worker
+    /// writes with it.
+    believed: Option<FencingToken>,
+}
+
+/// Every process's worker, by process slot (a dead life's stays until its
+/// slot is reused, as the host set's processes do).
+#[derive(Debug)]
+pub(crate) struct WorkerTable {
+    timings: WorkTimings,
+    slots: Vec<Option<Worker>>,
+}
+
+impl WorkerTable {
+    pub(crate) fn new(timings: WorkTimings) -> Self {
+        WorkerTable {
+            timings,
+            slots: Vec::new(),
+        }
+    }
+
+    /// A new life in slot `pid`, writing as `owner`: it leads nothing yet.
+    pub(crate) fn start_life(&mut self, pid: u32, incarnation: u32, owner: OwnerId) {
+        let i = pid as usize;
+        if self.slots.len() <= i {
+            self.slots.resize_with(i + 1, || None);
+        }
+        self.slots[i] = Some(Worker {
+            incarnation,
+            owner,
+            generation: 0,
+            next_unit: 1,
+            believed: None,
+        });
+    }
+
+    #[inline(always)]
+    fn worker(&mut self, pid: u32) -> &mut Worker {
+        self.slots[pid as usize]
+            .as_mut()
+            .expect("the engine routes only to started processes")
+    }
+
+    /// The process in slot `pid` died: it believes nothing any more.
+    pub(crate) fn crash(&mut self, pid: u32) {
+        if let Some(w) = self.slots.get_mut(pid as usize).and_then(Option::as_mut) {
+            w.believed = None;
+        }
+    }
+
+    /// The token process `pid` believes it leads with, if any.
+    #[inline(always)]
+    pub(crate) fn believed(&self, pid: u32) -> Option<FencingToken> {
+        self.slots
+            .get(pid as usize)
+            .and_then(Option::as_ref)
+            .and_then(|w| w.believed)
+    }
+
+    /// Whether a unit timer of `generation` for process `pid` is from an
+    /// older term.
+    #[inline(always)]
+    pub(crate) fn is_stale(&self, pid: u32, generation: u32) -> bool {
+        self.slots[pid as usize]
+            .as_ref()
+            .is_some_and(|w| w.generation != generation)
+    }
+
+    /// Process `pid` began to believe it leads with `token`: the first unit
+    /// starts now.
+    #[inline]
+    pub(crate) fn start_term<H: WorkerHosts, O: Observer>(
+        &mut self,
+        pid: u32,
+        token: FencingToken,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let w = self.worker(pid);
+        debug_assert!(w.believed.is_none(), "a term ends before the next begins");
+        w.believed = Some(token);
+        w.generation = w.generation.wrapping_add(1);
+        let generation = w.generation;
+        out.set_timer_at(out.now, H::Timer::wrap(WorkTimer::Unit { generation }));
+        let process = out.names.process_ref(pid);
+        out.observe(&Observation::TermStarted { process, token });
+    }
+
+    /// Process `pid` stopped believing it leads with `token`, for `reason`
+    /// (and another design's own words `why`).
+    #[inline]
+    pub(crate) fn end_term<H: WorkerHosts, O: Observer>(
+        &mut self,
+        pid: u32,
+        token: FencingToken,
+        reason: &StepDownReason,
+        why: Option<&str>,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let w = self.worker(pid);
+        debug_assert_eq!(w.believed, Some(token), "a term ends once");
+        w.believed = None;
+        w.generation = w.generation.wrapping_add(1);
+        let process = out.names.process_ref(pid);
+        let local = Some(out.local_now());
+        out.observe(&Observation::TermEnded {
+            process,
+            token,
+            reason,
+            why,
+            local,
+        });
+    }
+
+    /// Process `pid` starts a unit under `token` at `local` on its clock
+    /// (the caller has just checked leadership), and the next tick.
+    #[inline]
+    pub(crate) fn start_unit<H: WorkerHosts, O: Observer>(
+        &mut self,
+        pid: u32,
+        token: FencingToken,
+        local: fenced::Instant,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let timings = self.timings;
+        let w = self.worker(pid);
+        let unit = w.next_unit;
+        w.next_unit += 1;
+        let generation = w.generation;
+        out.set_timer_local(
+            local + timings.work_duration,
+            H::Timer::wrap(WorkTimer::Done { token, unit }),
+        );
+        out.set_timer_local(
+            local + timings.write_interval,
+            H::Timer::wrap(WorkTimer::Unit { generation }),
+        );
+        // The checker judges `local-deadline` from this and its own record
+        // of the requests sent and answered.
+        let process = out.names.process_ref(pid);
+        out.observe(&Observation::WorkStarted {
+            process,
+            token,
+            unit,
+            local,
+        });
+    }
+
+    /// Process `pid`'s unit is done: write, unless its term ended meanwhile.
+    #[inline]
+    pub(crate) fn work_done<H: WorkerHosts, O: Observer>(
+        &mut self,
+        pid: u32,
+        token: FencingToken,
+        unit: u64,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let w = self.worker(pid);
+        let process = out.names.process_ref(pid);
+        if w.believed != Some(token) {
+            // The term ended while the unit ran; the worker noticed its
+            // cancellation before writing.
+            out.observe(&Observation::WorkCancelled {
+                process,
+                token,
+                unit,
+            });
+            return;
+        }
+        // No second leadership check here: that is the check-then-act gap a
+        // pause falls into, and what fencing exists to close.
+        out.observe(&Observation::WriteSent {
+            process,
+            token,
+            unit,
+        });
+        let msg = ToDownstream::Write {
+            pid,
+            incarnation: w.incarnation,
+            owner: w.owner.clone(),
+            token,
+            unit,
+        };
+        out.send(Address::Server(DOWNSTREAM_ENDPOINT), H::Message::wrap(msg));
+    }
+
+    /// `event` as a write on its way, for the report's `unjudged_writes`: a
+    /// unit in progress whose term is still believed, or a write in flight
+    /// to (or queued at, when `deferred`) the downstream.
+    pub(crate) fn pending_write<M: Carries<ToDownstream>, T: Carries<WorkTimer>>(
+        &self,
+        lives: &Lives<Event<M, T>>,
+        event: &Event<M, T>,
+        deferred: bool,
+    ) -> Option<PendingWrite> {
+        match event {
+            Event::Timer {
+                to: Address::Process { pid, incarnation },
+                timer,
+            } => {
+                let WorkTimer::Done { token, unit } = *timer.carried()? else {
+                    return None;
+                };
+                let believes = self.believed(*pid) == Some(token);
+                (lives.is_alive(*pid, *incarnation) && believes).then(|| PendingWrite {
+                    owner: lives.owner_of(*pid).to_string(),
+                    token: token.get(),
+                    unit,
+                    state: if lives.is_paused(*pid) {
+                        WriteState::InProgressPaused
+                    } else {
+                        WriteState::InProgress
+                    },
+                })
+            }
+            Event::Deliver { msg, .. } => {
+                let ToDownstream::Write {
+                    owner, token, unit, ..
+                } = msg.carried()?;
+                Some(PendingWrite {
+                    owner: owner.to_string(),
+                    token: token.get(),
+                    unit: *unit,
+                    // Writes queue only at a paused downstream.
+                    state: if deferred {
+                        WriteState::Queued
+                    } else {
+                        WriteState::InFlight
+                    },
+                })
+            }
+            Event::Timer { .. } | Event::Control(_) => None,
+        }
+    }
+}
+
+/// A write on its way when a report is taken: the report lists it among the
+/// `unjudged_writes`.
+#[derive(Debug)]
+pub(crate) struct PendingWrite {
+    /// The writer (node and incarnation).
+    pub(crate) owner: String,
+    /// The token the write carries.
+    pub(crate) token: u64,
+    /// The writer's unit-of-work number.
+    pub(crate) unit: u64,
+    /// Where the write is.
+    pub(crate) state: WriteState,
+}
+
+/// Where a [`PendingWrite`] is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WriteState {
+    /// The unit has not sent its write yet.
+    InProgress,
+    /// Its process is paused mid-unit.
+    InProgressPaused,
+    /// Sent, not yet delivered.
+    InFlight,
+    /// Delivered to a paused downstream, queued there.
+    Queued,
+}
