@@ -23,7 +23,7 @@ use crate::observation::Observer;
 use crate::rng::SeedDeriver;
 use crate::scenario::with_jitter_seed;
 use messages::{Message, Timer};
-use workers::{WorkTimer, WorkerTable};
+use workers::{ProcessTable, WorkTimer};
 
 #[cfg(feature = "planted-bugs")]
 use fenced::PlantedBug;
@@ -47,22 +47,9 @@ pub(crate) struct ProcessSettings {
 pub(crate) struct FencedHosts {
     pub(crate) store: LeaseStoreHost,
     pub(crate) downstream: DownstreamHost,
-    /// By process slot (a dead life stays until its slot is reused).
-    pub(crate) procs: Vec<Option<NodeProcess>>,
-    /// Every process's worker, by the same slots.
-    pub(crate) workers: WorkerTable,
+    /// The node processes and their workers.
+    pub(crate) procs: ProcessTable<NodeProcess>,
     pub(crate) settings: ProcessSettings,
-}
-
-impl FencedHosts {
-    /// Process `pid`, and the workers' table it writes through.
-    #[inline(always)]
-    fn process(&mut self, pid: u32) -> (&mut NodeProcess, &mut WorkerTable) {
-        let process = self.procs[pid as usize]
-            .as_mut()
-            .expect("the engine routes only to started processes");
-        (process, &mut self.workers)
-    }
 }
 
 impl Hosts for FencedHosts {
@@ -70,13 +57,13 @@ impl Hosts for FencedHosts {
     type Timer = Timer;
 
     fn is_stale(&self, to: Address, timer: &Timer) -> bool {
-        let process = |pid: u32| self.procs[pid as usize].as_ref();
         match (to, *timer) {
             (Address::Process { pid, .. }, Timer::Elector { generation }) => {
-                process(pid).is_some_and(|p| p.timer_generation != generation)
+                let process = self.procs.get(pid);
+                process.is_some_and(|p| p.timer_generation != generation)
             }
             (Address::Process { pid, .. }, Timer::Work(WorkTimer::Unit { generation })) => {
-                self.workers.is_stale(pid, generation)
+                self.procs.workers().is_stale(pid, generation)
             }
             (_, Timer::Registry { generation }) => self.store.registry_generation != generation,
             _ => false,
@@ -92,7 +79,7 @@ impl Hosts for FencedHosts {
             Message::Downstream(msg) => self.downstream.receive(msg, out),
             Message::Process(msg) => match to {
                 Address::Process { pid, .. } => {
-                    let (process, workers) = self.process(pid);
+                    let (process, workers) = self.procs.life(pid);
                     process.receive(msg, workers, out)
                 }
                 Address::Server(_) => unreachable!("process messages are addressed to processes"),
@@ -107,7 +94,7 @@ impl Hosts for FencedHosts {
             (Address::Process { pid, .. }, _) => pid,
             (Address::Server(_), _) => unreachable!("{timer:?} is never set for {to:?}"),
         };
-        let (process, workers) = self.process(pid);
+        let (process, workers) = self.procs.life(pid);
         match timer {
             Timer::Elector { .. } => process.elector_due(workers, out),
             Timer::Heartbeat => process.heartbeat(out),
@@ -149,25 +136,19 @@ impl Hosts for FencedHosts {
             elector.plant(bug);
         }
         let process = NodeProcess::new(pid, node, incarnation, owner.clone(), elector, s.timings);
-        let i = pid as usize;
-        if self.procs.len() <= i {
-            self.procs.resize_with(i + 1, || None);
-        }
-        self.procs[i] = Some(process);
-        self.workers.start_life(pid, incarnation, owner.clone());
-        let (process, workers) = self.process(pid);
+        let (process, workers) = self.procs.start(pid, incarnation, owner.clone(), process);
         process.start(workers, out);
     }
 
     fn crash_process(&mut self, pid: u32) {
-        self.workers.crash(pid);
+        self.procs.crash(pid);
     }
 
     fn clock_jumped<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>) {
         match to {
             Address::Server(STORE_ENDPOINT) => self.store.clock_jumped(out),
             Address::Server(_) => {}
-            Address::Process { pid, .. } => self.process(pid).0.clock_jumped(out),
+            Address::Process { pid, .. } => self.procs.life(pid).0.clock_jumped(out),
         }
     }
 

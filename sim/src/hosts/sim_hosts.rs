@@ -9,13 +9,13 @@
 use fenced::FencingToken;
 
 use super::messages::Timer;
-use super::workers::{WorkerHosts, WorkerTable};
+use super::workers::{CarriesWork, WorkerTable};
 use super::FencedHosts;
 use crate::engine::Hosts;
 
 /// A protocol's hosts, as a simulation runs them.
 pub(crate) trait SimHosts:
-    Hosts<Message: Send, Timer: Send> + WorkerHosts + std::fmt::Debug + Send + 'static
+    Hosts<Message: Send, Timer: Send> + CarriesWork + std::fmt::Debug + Send + 'static
 {
     /// The input a `stop` fault delivers to a node's processes: a graceful
     /// stop (release if the protocol does, then exit).
@@ -61,6 +61,6 @@ impl SimHosts for FencedHosts {
     }
 
     fn workers(&self) -> &WorkerTable {
-        &self.workers
+        self.procs.workers()
     }
 }

@@ -5,12 +5,13 @@
 //! inside a unit delays that write until the process resumes — the stalled
 //! leader's late write.
 //!
-//! One [`WorkerTable`] holds every process's worker, by process slot; the
-//! fenced protocol's [`FencedHosts`](super::FencedHosts) and the zoo's
-//! [`ZooHosts`](crate::zoo::ZooHosts) each own one and call it: the process
-//! (its elector or its client) says when a term starts and ends and whether
-//! it still leads at a unit's start; the table does the rest, and finds the
-//! writes on their way for the report. A protocol's timer enum carries the
+//! One [`ProcessTable`] holds a run's processes by slot, and beside them,
+//! in its [`WorkerTable`], every process's worker; the fenced protocol's
+//! [`FencedHosts`](super::FencedHosts) and the zoo's
+//! [`ZooHosts`](crate::zoo::ZooHosts) each own one. The process (its
+//! elector or its client) tells the workers when a term starts and ends and
+//! whether it still leads at a unit's start; the workers do the rest, and
+//! find the writes on their way for the report. A protocol's timer enum carries the
 //! worker's [`WorkTimer`] in one variant and its message enum the
 //! downstream's [`ToDownstream`] in one: [`carries!`] says which.
 
@@ -67,13 +68,14 @@ macro_rules! carries {
 }
 pub(crate) use carries;
 
-/// Hosts whose timers carry the worker's and whose messages its writes.
-pub(crate) trait WorkerHosts:
+/// Hosts whose timers carry the worker's and whose messages its writes:
+/// any whose two enums say so with [`carries!`] (no host set implements it).
+pub(crate) trait CarriesWork:
     Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream>>
 {
 }
 
-impl<H: Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream>>> WorkerHosts for H {}
+impl<H: Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream>>> CarriesWork for H {}
 
 /// One process's worker.
 #[derive(Debug)]
@@ -89,8 +91,79 @@ struct Worker {
     believed: Option<FencingToken>,
 }
 
-/// Every process's worker, by process slot (a dead life's stays until its
-/// slot is reused, as the host set's processes do).
+/// A host set's processes (its `NodeProcess`es or `ZooProcess`es), by
+/// process slot (a dead life stays until its slot is reused), each beside
+/// its worker in the [`WorkerTable`].
+#[derive(Debug)]
+pub(crate) struct ProcessTable<P> {
+    procs: Vec<Option<P>>,
+    workers: WorkerTable,
+}
+
+impl<P> ProcessTable<P> {
+    pub(crate) fn new(timings: WorkTimings) -> Self {
+        ProcessTable {
+            procs: Vec::new(),
+            workers: WorkerTable {
+                timings,
+                slots: Vec::new(),
+            },
+        }
+    }
+
+    /// `process` is a new life in slot `pid`, its worker writing as `owner`
+    /// (it leads nothing yet): the process, and the workers it drives.
+    pub(crate) fn start(
+        &mut self,
+        pid: u32,
+        incarnation: u32,
+        owner: OwnerId,
+        process: P,
+    ) -> (&mut P, &mut WorkerTable) {
+        let i = pid as usize;
+        if self.procs.len() <= i {
+            self.procs.resize_with(i + 1, || None);
+        }
+        self.procs[i] = Some(process);
+        self.workers.start_life(pid, incarnation, owner);
+        self.life(pid)
+    }
+
+    /// The process in slot `pid`, once one started there.
+    #[inline(always)]
+    pub(crate) fn get(&self, pid: u32) -> Option<&P> {
+        self.procs[pid as usize].as_ref()
+    }
+
+    /// Process `pid`, and the workers it drives.
+    #[inline(always)]
+    pub(crate) fn life(&mut self, pid: u32) -> (&mut P, &mut WorkerTable) {
+        let process = self.procs[pid as usize]
+            .as_mut()
+            .expect("the engine routes only to started processes");
+        (process, &mut self.workers)
+    }
+
+    /// Every process's worker.
+    #[inline(always)]
+    pub(crate) fn workers(&self) -> &WorkerTable {
+        &self.workers
+    }
+
+    /// Every process's worker, to act on.
+    #[inline(always)]
+    pub(crate) fn workers_mut(&mut self) -> &mut WorkerTable {
+        &mut self.workers
+    }
+
+    /// The process in slot `pid` died: its worker believes nothing any more
+    /// (the rest of a dead life's state is never read again).
+    pub(crate) fn crash(&mut self, pid: u32) {
+        self.workers.crash(pid);
+    }
+}
+
+/// Every process's worker, by the slots of its [`ProcessTable`].
 #[derive(Debug)]
 pub(crate) struct WorkerTable {
     timings: WorkTimings,
@@ -98,15 +171,8 @@ pub(crate) struct WorkerTable {
 }
 
 impl WorkerTable {
-    pub(crate) fn new(timings: WorkTimings) -> Self {
-        WorkerTable {
-            timings,
-            slots: Vec::new(),
-        }
-    }
-
     /// A new life in slot `pid`, writing as `owner`: it leads nothing yet.
-    pub(crate) fn start_life(&mut self, pid: u32, incarnation: u32, owner: OwnerId) {
+    fn start_life(&mut self, pid: u32, incarnation: u32, owner: OwnerId) {
         let i = pid as usize;
         if self.slots.len() <= i {
             self.slots.resize_with(i + 1, || None);
@@ -128,7 +194,7 @@ impl WorkerTable {
     }
 
     /// The process in slot `pid` died: it believes nothing any more.
-    pub(crate) fn crash(&mut self, pid: u32) {
+    fn crash(&mut self, pid: u32) {
         if let Some(w) = self.slots.get_mut(pid as usize).and_then(Option::as_mut) {
             w.believed = None;
         }
@@ -155,7 +221,7 @@ impl WorkerTable {
     /// Process `pid` began to believe it leads with `token`: the first unit
     /// starts now.
     #[inline]
-    pub(crate) fn start_term<H: WorkerHosts, O: Observer>(
+    pub(crate) fn start_term<H: CarriesWork, O: Observer>(
         &mut self,
         pid: u32,
         token: FencingToken,
@@ -174,7 +240,7 @@ impl WorkerTable {
     /// Process `pid` stopped believing it leads with `token`, for `reason`
     /// (and another design's own words `why`).
     #[inline]
-    pub(crate) fn end_term<H: WorkerHosts, O: Observer>(
+    pub(crate) fn end_term<H: CarriesWork, O: Observer>(
         &mut self,
         pid: u32,
         token: FencingToken,
@@ -200,7 +266,7 @@ impl WorkerTable {
     /// Process `pid` starts a unit under `token` at `local` on its clock
     /// (the caller has just checked leadership), and the next tick.
     #[inline]
-    pub(crate) fn start_unit<H: WorkerHosts, O: Observer>(
+    pub(crate) fn start_unit<H: CarriesWork, O: Observer>(
         &mut self,
         pid: u32,
         token: FencingToken,
@@ -233,7 +299,7 @@ impl WorkerTable {
 
     /// Process `pid`'s unit is done: write, unless its term ended meanwhile.
     #[inline]
-    pub(crate) fn work_done<H: WorkerHosts, O: Observer>(
+    pub(crate) fn work_done<H: CarriesWork, O: Observer>(
         &mut self,
         pid: u32,
         token: FencingToken,

@@ -26,7 +26,7 @@ use crate::engine::clock::HostClock;
 use crate::engine::limits::{Halt, DEFAULT_MAX_EVENTS};
 use crate::engine::network::Network;
 use crate::engine::{Control, Engine, Lives};
-use crate::hosts::workers::WorkerTable;
+use crate::hosts::workers::ProcessTable;
 use crate::hosts::{
     DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, SimHosts, WorkTimings,
 };
@@ -124,8 +124,7 @@ impl Core<FencedHosts> {
                     resource: valid.resource().clone(),
                     store: FencedStore::new(fencing),
                 },
-                procs: Vec::new(),
-                workers: WorkerTable::new(WorkTimings::of(scenario)),
+                procs: ProcessTable::new(WorkTimings::of(scenario)),
                 settings: ProcessSettings {
                     role,
                     elector: valid.elector_timings(0),

@@ -33,7 +33,7 @@ use fenced_zoo::{ClientId, Protocol, ServerIndex};
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{server_index, Address, Envelope, Hosts, Outbox};
 use crate::hosts::messages::ToDownstream;
-use crate::hosts::workers::{carries, WorkTimer, WorkerTable};
+use crate::hosts::workers::{carries, ProcessTable, WorkTimer, WorkerTable};
 use crate::hosts::{DownstreamHost, SimHosts, WorkTimings};
 use crate::observation::{MessageFacts, MessageKind, Observer};
 use crate::rng::SeedDeriver;
@@ -187,9 +187,8 @@ pub(crate) struct ZooHosts<P: ZooProtocol> {
     node_settings: Vec<Option<P::Settings>>,
     servers: Vec<ZooServer<P>>,
     downstream: DownstreamHost,
-    procs: Vec<Option<ZooProcess<P>>>,
-    /// Every process's worker, by the same slots.
-    workers: WorkerTable,
+    /// The node processes and their workers.
+    procs: ProcessTable<ZooProcess<P>>,
     /// Every client of the run, by `ClientId` (one per process life).
     clients: Vec<Client>,
     seeds: SeedDeriver,
@@ -202,14 +201,6 @@ pub(crate) struct ZooHosts<P: ZooProtocol> {
 }
 
 impl<P: ZooProtocol> ZooHosts<P> {
-    /// Process `pid`, and the workers' table it writes through.
-    fn process(&mut self, pid: u32) -> (&mut ZooProcess<P>, &mut WorkerTable) {
-        let process = self.procs[pid as usize]
-            .as_mut()
-            .expect("the engine routes only to started processes");
-        (process, &mut self.workers)
-    }
-
     /// Recomputes the truth after a server's holder changed.
     fn update_truth<O: Observer>(&mut self, out: Out<'_, '_, P, O>) {
         let needed = self.servers.len() / 2 + 1;
@@ -247,13 +238,13 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
     type Timer = ZooTimer;
 
     fn is_stale(&self, to: Address, timer: &ZooTimer) -> bool {
-        let process = |pid: u32| self.procs[pid as usize].as_ref();
         match (to, *timer) {
             (Address::Process { pid, .. }, ZooTimer::Client { generation }) => {
-                process(pid).is_some_and(|p| p.timer_generation != generation)
+                let process = self.procs.get(pid);
+                process.is_some_and(|p| p.timer_generation != generation)
             }
             (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Unit { generation })) => {
-                self.workers.is_stale(pid, generation)
+                self.procs.workers().is_stale(pid, generation)
             }
             (_, ZooTimer::Server { index, generation }) => {
                 self.servers[usize::from(index)].timer_generation != generation
@@ -273,7 +264,7 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             }
             (Address::Process { pid, .. }, ZooMessage::ToClient { from, response }) => {
                 let mut next_term = self.next_term;
-                let (process, workers) = self.process(pid);
+                let (process, workers) = self.procs.life(pid);
                 process.response(from, response, &mut next_term, workers, out);
                 self.next_term = next_term;
             }
@@ -290,18 +281,18 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                 }
             }
             (Address::Process { pid, .. }, ZooTimer::Client { .. }) => {
-                let (process, workers) = self.process(pid);
+                let (process, workers) = self.procs.life(pid);
                 process.timeout(&mut next_term, workers, out)
             }
             (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Unit { .. })) => {
-                let (process, workers) = self.process(pid);
+                let (process, workers) = self.procs.life(pid);
                 process.work_tick(&mut next_term, workers, out)
             }
             (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Done { token, unit })) => {
-                self.workers.work_done(pid, token, unit, out)
+                self.procs.workers_mut().work_done(pid, token, unit, out)
             }
             (Address::Process { pid, .. }, ZooTimer::Stop) => {
-                let (process, workers) = self.process(pid);
+                let (process, workers) = self.procs.life(pid);
                 process.stop(&mut next_term, workers, out)
             }
             (to, timer) => unreachable!("{timer:?} is never set for {to:?}"),
@@ -334,20 +325,14 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             .unwrap_or(&self.settings);
         let client = P::new_client(settings, id, owner.as_str(), seed);
         let process = ZooProcess::new(pid, id, client);
-        let i = pid as usize;
-        if self.procs.len() <= i {
-            self.procs.resize_with(i + 1, || None);
-        }
-        self.procs[i] = Some(process);
-        self.workers.start_life(pid, incarnation, owner.clone());
         let mut next_term = self.next_term;
-        let (process, workers) = self.process(pid);
+        let (process, workers) = self.procs.start(pid, incarnation, owner.clone(), process);
         process.start(&mut next_term, workers, out);
         self.next_term = next_term;
     }
 
     fn crash_process(&mut self, pid: u32) {
-        self.workers.crash(pid);
+        self.procs.crash(pid);
     }
 
     /// The models take a spurious `handle_timeout` as harmless: it makes
@@ -363,7 +348,7 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             }
             Address::Process { pid, .. } => {
                 let mut next_term = self.next_term;
-                let (process, workers) = self.process(pid);
+                let (process, workers) = self.procs.life(pid);
                 process.timeout(&mut next_term, workers, out);
                 self.next_term = next_term;
             }
@@ -405,7 +390,7 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
     }
 
     fn workers(&self) -> &WorkerTable {
-        &self.workers
+        self.procs.workers()
     }
 }
 
@@ -438,8 +423,7 @@ impl<P: ZooProtocol> ZooHosts<P> {
                 resource: valid.resource().clone(),
                 store: FencedStore::new(fencing),
             },
-            procs: Vec::new(),
-            workers: WorkerTable::new(WorkTimings::of(scenario)),
+            procs: ProcessTable::new(WorkTimings::of(scenario)),
             clients: Vec::new(),
             seeds,
             next_term: 0,
