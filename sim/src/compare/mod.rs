@@ -72,8 +72,8 @@ pub use self::scenarios::{
 };
 pub use self::stats::Cell;
 
+use crate::batch::Seeds;
 use crate::scenario::ProtocolSpec;
-use crate::sweep::Seeds;
 
 /// A column of the matrix: a design.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::scenarios::{adapt, cut_off, expiry_with, servers, CutOff, Neutral};
 use super::stats::{cell, CellLabel, CellTotals, SeedStats};
 use super::{Column, Matrix, Row};
+use crate::batch::Seeds;
 use crate::scenario::{ProtocolSpec, Scenario};
-use crate::sweep::Seeds;
 use crate::{RunOptions, Simulation};
 
 /// A row of the matrix: a built-in scenario, or a scenario file.
@@ -140,26 +140,15 @@ impl Plan {
                 });
             }
         }
-        let seeds = self.seeds.iter();
-        let runs = (0..cells.len()).flat_map(move |c| seeds.clone().map(move |s| (c, s)));
-        let mut totals: Vec<CellTotals> = vec![CellTotals::default(); cells.len()];
-        let total = (cells.len() as u64).saturating_mul(self.seeds.count);
-        let jobs = jobs.min(usize::try_from(total).unwrap_or(usize::MAX));
         let fenced = self.fenced;
-        crate::parallel::stream(
-            runs,
+        let totals: Vec<CellTotals> = crate::batch::cells::run(
+            &cells,
+            self.seeds,
             jobs,
-            &|(c, seed)| (c, cells[c].run(fenced, seed)),
+            &|job, seed| job.run(fenced, seed),
             progress,
-            &mut |(c, stats)| {
-                totals[c].add(stats?);
-                Ok(())
-            },
         )
-        .map_err(|e| match e {
-            crate::parallel::StreamError::Spawn(e) => e.to_string(),
-            crate::parallel::StreamError::Sink(e) => e,
-        })?;
+        .map_err(|e| e.to_string())?;
         Ok(self.matrix(&cells, &totals))
     }
 

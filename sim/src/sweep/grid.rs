@@ -1,6 +1,6 @@
 //! The settings a sweep varies: the election grid ([`ElectionGrid`], one
-//! [`ElectionCell`] per setting), the membership grid ([`MembershipGrid`]),
-//! and the seeds every cell runs ([`Seeds`]).
+//! [`ElectionCell`] per setting) and the membership grid
+//! ([`MembershipGrid`]).
 
 use std::time::Duration;
 
@@ -180,48 +180,5 @@ impl MembershipGrid {
             }
         }
         cells
-    }
-}
-
-/// Which seeds and how many threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Seeds {
-    /// The first seed.
-    pub start: u64,
-    /// How many.
-    pub count: u64,
-}
-
-impl Seeds {
-    /// The seeds, in order (a vector: for small counts).
-    pub fn list(&self) -> Vec<u64> {
-        self.iter().collect()
-    }
-
-    /// The seeds, in order, drawn lazily.
-    pub fn iter(&self) -> impl Iterator<Item = u64> + Clone + Send + 'static {
-        let start = self.start;
-        (0..self.count).map(move |i| start.wrapping_add(i))
-    }
-
-    /// Checks that there is a seed and that the last one (`start + count -
-    /// 1`) is no larger than `u64::MAX`.
-    ///
-    /// # Errors
-    /// One sentence naming `--seeds` or `--start`.
-    pub fn check(&self) -> Result<(), String> {
-        if self.count == 0 {
-            return Err("--seeds must be at least 1".to_string());
-        }
-        if self.start.checked_add(self.count - 1).is_none() {
-            return Err(format!(
-                "--start {} with --seeds {} goes past the largest seed, {}: use at most --seeds {}",
-                self.start,
-                self.count,
-                u64::MAX,
-                u64::MAX - self.start + 1
-            ));
-        }
-        Ok(())
     }
 }

@@ -56,11 +56,12 @@ mod stats;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::grid::{ElectionCell, ElectionGrid, MembershipGrid, Seeds};
+pub use self::grid::{ElectionCell, ElectionGrid, MembershipGrid};
 pub use self::mix::{FaultMix, Lengths, Spread, MAX_FAULTS_PER_RUN};
 pub use self::output::{ELECTION_CSV_HEADER, MEMBERSHIP_CSV_HEADER};
 pub use self::runs::{run_election, run_membership};
 pub use self::stats::{ElectionRow, MembershipRow};
+pub use crate::batch::Seeds;
 
 /// A cell left out of a sweep, and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -2,9 +2,10 @@
 //! folded into its cell's totals as it finishes ([`run_election`],
 //! [`run_membership`]).
 
-use super::grid::{ElectionGrid, MembershipGrid, Seeds};
+use super::grid::{ElectionGrid, MembershipGrid};
 use super::mix::FaultMix;
 use super::stats::{election_row, membership_row, CellTotals, RunStats};
+use super::Seeds;
 use super::{ElectionSweep, Grid, MembershipSweep, Skipped, Sweep};
 use crate::scenario::Scenario;
 use crate::units::human;
@@ -45,10 +46,9 @@ impl<'a> Run<'a> {
     }
 
     /// Runs every seed of every cell (`configure` sets a cell's settings on
-    /// the mix's scenario) with `jobs` threads, and measures each cell over
-    /// its seeds with `row`. Runs are generated lazily and folded into their
-    /// cell's totals as they finish, so memory does not grow with the number
-    /// of seeds.
+    /// the mix's scenario) with `jobs` threads ([`crate::batch::cells::run`]:
+    /// memory does not grow with the number of seeds), and measures each
+    /// cell over its seeds with `row`.
     fn sweep<G: Grid + Clone, C: Sync>(
         &self,
         grid: &G,
@@ -58,30 +58,18 @@ impl<'a> Run<'a> {
         row: &dyn Fn(&C, &CellTotals) -> G::Row,
     ) -> Result<Sweep<G>, String> {
         self.seeds.check()?;
-        let seeds = self.seeds.iter();
-        let runs = (0..cells.len()).flat_map(move |c| seeds.clone().map(move |s| (c, s)));
-        let mut totals: Vec<CellTotals> = vec![CellTotals::default(); cells.len()];
-        // No more threads than runs.
-        let total = (cells.len() as u64).saturating_mul(self.seeds.count);
-        let jobs = self.jobs.min(usize::try_from(total).unwrap_or(usize::MAX));
-        crate::parallel::stream(
-            runs,
-            jobs,
-            &|(c, seed)| {
+        let totals: Vec<CellTotals> = crate::batch::cells::run(
+            cells,
+            self.seeds,
+            self.jobs,
+            &|cell, seed| {
                 let mut scenario = self.mix.scenario(seed);
-                configure(&cells[c], &mut scenario);
-                (c, run_one(&scenario, RunOptions::default()))
+                configure(cell, &mut scenario);
+                run_one(&scenario, RunOptions::default())
             },
             self.progress,
-            &mut |(c, stats)| {
-                totals[c].add(stats?);
-                Ok(())
-            },
         )
-        .map_err(|e| match e {
-            crate::parallel::StreamError::Spawn(e) => e.to_string(),
-            crate::parallel::StreamError::Sink(e) => e,
-        })?;
+        .map_err(|e| e.to_string())?;
         Ok(Sweep {
             mix: self.mix.clone(),
             grid: grid.clone(),
