@@ -55,16 +55,6 @@ pub enum StreamError<E> {
     Sink(E),
 }
 
-impl<E: std::fmt::Display> std::fmt::Display for StreamError<E> {
-    /// The spawn error's sentence, or the sink's own error as it is.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StreamError::Spawn(e) => e.fmt(f),
-            StreamError::Sink(e) => e.fmt(f),
-        }
-    }
-}
-
 /// The queue the workers share: the items not yet taken, and how far the
 /// sink has got.
 struct Queue<I> {

@@ -6,7 +6,7 @@
 //! the number of seeds.
 
 use super::Seeds;
-use crate::parallel::StreamError;
+use crate::parallel::{SpawnError, StreamError};
 
 /// What the runs of one cell add up to: one run's measurement `S` folded
 /// in at a time, in seed order.
@@ -26,15 +26,15 @@ pub(crate) trait Totals<S>: Default {
 /// stops the batch, and no run after it is started.
 ///
 /// # Errors
-/// [`StreamError::Sink`] with the first error `run` returns;
-/// [`StreamError::Spawn`] if a worker thread cannot be started.
-pub(crate) fn run<C: Sync, S: Send, T: Totals<S>, E: Send>(
+/// The first error `run` returns, or a worker thread that cannot be started
+/// (as the tool's own error, `E::from`).
+pub(crate) fn run<C: Sync, S: Send, T: Totals<S>, E: Send + From<SpawnError>>(
     cells: &[C],
     seeds: Seeds,
     jobs: usize,
     run: &(dyn Fn(&C, u64) -> Result<S, E> + Sync),
     progress: &(dyn Fn() + Sync),
-) -> Result<Vec<T>, StreamError<E>> {
+) -> Result<Vec<T>, E> {
     let each = seeds.iter();
     let runs = (0..cells.len()).flat_map(move |c| each.clone().map(move |s| (c, s)));
     let mut totals: Vec<T> = cells.iter().map(|_| T::default()).collect();
@@ -50,13 +50,30 @@ pub(crate) fn run<C: Sync, S: Send, T: Totals<S>, E: Send>(
             totals[c].add(measured?);
             Ok(())
         },
-    )?;
+    )
+    .map_err(|e| match e {
+        StreamError::Spawn(e) => E::from(e),
+        StreamError::Sink(e) => e,
+    })?;
     Ok(totals)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A test run's error.
+    #[derive(Debug)]
+    enum Refused {
+        Seed(u64),
+        Spawn,
+    }
+
+    impl From<SpawnError> for Refused {
+        fn from(_: SpawnError) -> Self {
+            Refused::Spawn
+        }
+    }
 
     /// The seeds a cell saw, in the order it saw them.
     #[derive(Default)]
@@ -82,7 +99,7 @@ mod tests {
                 &cells,
                 seeds,
                 jobs,
-                &|&c, seed| Ok::<u64, ()>(c * 1000 + seed),
+                &|&c, seed| Ok::<u64, Refused>(c * 1000 + seed),
                 &|| {},
             )
             .unwrap();
@@ -105,13 +122,13 @@ mod tests {
             3,
             &|&c, seed| {
                 if c == 2 && seed >= 3 {
-                    Err(seed)
+                    Err(Refused::Seed(seed))
                 } else {
                     Ok(seed)
                 }
             },
             &|| {},
         );
-        assert!(matches!(result, Err(StreamError::Sink(3))));
+        assert!(matches!(result, Err(Refused::Seed(3))));
     }
 }

@@ -13,6 +13,6 @@ mod seeds;
 mod stats;
 
 pub(crate) use cells::Totals;
-pub use seeds::Seeds;
+pub use seeds::{Seeds, SeedsError};
 
 pub(crate) use stats::{round_to, three_significant_digits, Histogram};

@@ -27,19 +27,47 @@ impl Seeds {
     ///
     /// # Errors
     /// One sentence naming `--seeds` or `--start`.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SeedsError> {
         if self.count == 0 {
-            return Err("--seeds must be at least 1".to_string());
+            return Err(SeedsError::NoSeed);
         }
         if self.start.checked_add(self.count - 1).is_none() {
-            return Err(format!(
-                "--start {} with --seeds {} goes past the largest seed, {}: use at most --seeds {}",
-                self.start,
-                self.count,
-                u64::MAX,
-                u64::MAX - self.start + 1
-            ));
+            return Err(SeedsError::PastTheLargest {
+                start: self.start,
+                count: self.count,
+            });
         }
         Ok(())
     }
 }
+
+/// Why [`Seeds`] name no run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeedsError {
+    /// `--seeds 0`.
+    NoSeed,
+    /// The last seed, `start + count - 1`, would pass `u64::MAX`.
+    PastTheLargest {
+        /// `--start`.
+        start: u64,
+        /// `--seeds`.
+        count: u64,
+    },
+}
+
+impl std::fmt::Display for SeedsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            SeedsError::NoSeed => f.write_str("--seeds must be at least 1"),
+            SeedsError::PastTheLargest { start, count } => write!(
+                f,
+                "--start {start} with --seeds {count} goes past the largest seed, {}: use at \
+                 most --seeds {}",
+                u64::MAX,
+                u64::MAX - start + 1
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SeedsError {}

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use super::GridError;
 use crate::scenario::Scenario;
-use crate::units::human;
 
 /// The election settings swept.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,9 +65,9 @@ impl ElectionGrid {
     ///
     /// # Errors
     /// One sentence naming the flag.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GridError> {
         if self.ttls.is_empty() || self.renew_ratios.is_empty() || self.margin_ratios.is_empty() {
-            return Err("the grid needs at least one TTL, renew ratio and margin ratio".into());
+            return Err(GridError::NoElectionSetting);
         }
         if self
             .ttls
@@ -76,14 +76,11 @@ impl ElectionGrid {
             .saturating_mul(self.margin_ratios.len())
             > 400
         {
-            return Err("the grid has more than 400 cells".into());
+            return Err(GridError::TooManyCells);
         }
         for ttl in &self.ttls {
             if *ttl < Duration::from_millis(100) || *ttl > Duration::from_secs(3600) {
-                return Err(format!(
-                    "--ttls: {} must be between 100ms and 1h",
-                    human(*ttl)
-                ));
+                return Err(GridError::Ttl(*ttl));
             }
         }
         for (flag, values) in [
@@ -92,7 +89,7 @@ impl ElectionGrid {
             ("--retry-ratio", &vec![self.retry_ratio]),
         ] {
             if let Some(bad) = values.iter().find(|r| !(**r > 0.0 && **r < 1.0)) {
-                return Err(format!("{flag}: {bad} must be between 0 and 1 (exclusive)"));
+                return Err(GridError::Ratio { flag, value: *bad });
             }
         }
         Ok(())
@@ -142,9 +139,9 @@ impl MembershipGrid {
     ///
     /// # Errors
     /// One sentence naming the flag.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GridError> {
         if self.liveness_ttls.is_empty() || self.heartbeats.is_empty() {
-            return Err("the grid needs at least one liveness TTL and heartbeat".into());
+            return Err(GridError::NoMembershipSetting);
         }
         if self
             .liveness_ttls
@@ -152,18 +149,15 @@ impl MembershipGrid {
             .saturating_mul(self.heartbeats.len())
             > 400
         {
-            return Err("the grid has more than 400 cells".into());
+            return Err(GridError::TooManyCells);
         }
         for d in self.liveness_ttls.iter().chain(&self.heartbeats) {
             if *d < Duration::from_millis(10) || *d > Duration::from_secs(3600) {
-                return Err(format!(
-                    "--liveness-ttls/--heartbeats: {} must be between 10ms and 1h",
-                    human(*d)
-                ));
+                return Err(GridError::Membership(*d));
             }
         }
         if self.cells().is_empty() {
-            return Err("every heartbeat is at or above every liveness TTL: no cell to run".into());
+            return Err(GridError::NoMembershipCell);
         }
         Ok(())
     }

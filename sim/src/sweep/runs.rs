@@ -6,7 +6,7 @@ use super::grid::{ElectionGrid, MembershipGrid};
 use super::mix::FaultMix;
 use super::stats::{election_row, membership_row, CellTotals, RunStats};
 use super::Seeds;
-use super::{ElectionSweep, Grid, MembershipSweep, Skipped, Sweep};
+use super::{ElectionSweep, Grid, MembershipSweep, Skipped, Sweep, SweepError};
 use crate::scenario::Scenario;
 use crate::units::human;
 use crate::{RunOptions, Simulation};
@@ -14,13 +14,13 @@ use crate::{RunOptions, Simulation};
 /// Runs `scenario` once with `options` and measures it. A run that halted
 /// on a limit is refused, not measured: its figures cover only part of the
 /// run, and averaging them in would bias the cell without a word.
-fn run_one(scenario: &Scenario, options: RunOptions) -> Result<RunStats, String> {
-    let finished = Simulation::run_scenario(scenario, options).map_err(|e| e.to_string())?;
-    if let Some(halt) = &finished.report.halted {
-        return Err(format!(
-            "seed {} stopped early, at {} ms, so the sweep cannot measure it: {halt}",
-            finished.report.seed, halt.at_ms
-        ));
+fn run_one(scenario: &Scenario, options: RunOptions) -> Result<RunStats, SweepError> {
+    let finished = Simulation::run_scenario(scenario, options).map_err(SweepError::Scenario)?;
+    if let Some(halt) = finished.report.halted {
+        return Err(SweepError::Halted {
+            seed: finished.report.seed,
+            halt,
+        });
     }
     Ok(RunStats::of(&finished.report))
 }
@@ -56,7 +56,7 @@ impl<'a> Run<'a> {
         skipped: Vec<Skipped>,
         configure: &(dyn Fn(&C, &mut Scenario) + Sync),
         row: &dyn Fn(&C, &CellTotals) -> G::Row,
-    ) -> Result<Sweep<G>, String> {
+    ) -> Result<Sweep<G>, SweepError> {
         self.seeds.check()?;
         let totals: Vec<CellTotals> = crate::batch::cells::run(
             cells,
@@ -68,8 +68,7 @@ impl<'a> Run<'a> {
                 run_one(&scenario, RunOptions::default())
             },
             self.progress,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         Ok(Sweep {
             mix: self.mix.clone(),
             grid: grid.clone(),
@@ -92,7 +91,7 @@ pub fn run_election(
     seeds: Seeds,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
-) -> Result<ElectionSweep, String> {
+) -> Result<ElectionSweep, SweepError> {
     mix.validate()?;
     grid.validate()?;
     let mut cells = Vec::new();
@@ -128,15 +127,14 @@ pub fn run_election(
 }
 
 /// The error of a sweep that has no cell left to run: every reason, once.
-fn every_cell_skipped(skipped: &[Skipped]) -> String {
-    let mut reasons: Vec<&str> = skipped.iter().map(|s| s.reason.as_str()).collect();
+fn every_cell_skipped(skipped: &[Skipped]) -> SweepError {
+    let mut reasons: Vec<String> = skipped.iter().map(|s| s.reason.clone()).collect();
     reasons.sort_unstable();
     reasons.dedup();
-    format!(
-        "every cell of the grid ({}) was skipped, so nothing would run: {}",
-        skipped.len(),
-        reasons.join("; ")
-    )
+    SweepError::EveryCellSkipped {
+        cells: skipped.len(),
+        reasons,
+    }
 }
 
 /// Runs every cell of `grid` over `seeds` of `mix` (with the default
@@ -151,7 +149,7 @@ pub fn run_membership(
     seeds: Seeds,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
-) -> Result<MembershipSweep, String> {
+) -> Result<MembershipSweep, SweepError> {
     mix.validate()?;
     grid.validate()?;
     let cells = grid.cells();
@@ -195,7 +193,9 @@ mod tests {
             max_events: Some(budget),
             ..RunOptions::default()
         };
-        let err = run_one(&scenario, options).expect_err("refused");
+        let err = run_one(&scenario, options)
+            .expect_err("refused")
+            .to_string();
         assert!(err.contains("stopped early"), "{err}");
         assert!(err.contains(&format!("{budget} events")), "{err}");
     }
