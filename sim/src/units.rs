@@ -80,13 +80,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 /// # Errors
 /// What humantime said of the text after the sign (a second sign included:
 /// `--2s` is not a duration).
-pub(crate) fn parse_signed_duration(text: &str) -> Result<(bool, Duration), String> {
+pub(crate) fn parse_signed_duration(
+    text: &str,
+) -> Result<(bool, Duration), humantime::DurationError> {
     let text = text.trim();
     let (negative, rest) = match text.strip_prefix('-') {
         Some(rest) => (true, rest.trim()),
         None => (false, text.strip_prefix('+').unwrap_or(text).trim()),
     };
-    let size = humantime::parse_duration(rest).map_err(|e| e.to_string())?;
+    let size = humantime::parse_duration(rest)?;
     Ok((negative, size))
 }
 

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use fenced_sim::sweep::{
-    run_election, run_membership, ElectionGrid, FaultMix, Lengths, MembershipGrid, Seeds,
-    SweepResults,
+    run_election, run_membership, ElectionGrid, FaultMix, GridError, Lengths, MembershipGrid,
+    Seeds, SweepError, SweepResults,
 };
 
 use super::common::{
@@ -126,7 +126,7 @@ impl Chosen {
     }
 
     /// Checks the grid; returns how many cells it has.
-    fn validate(&self) -> Result<u64, String> {
+    fn validate(&self) -> Result<u64, GridError> {
         let cells = match self {
             Chosen::Election(grid) => grid.validate().map(|()| grid.cells().len()),
             Chosen::Membership(grid) => grid.validate().map(|()| grid.cells().len()),
@@ -141,7 +141,7 @@ impl Chosen {
         seeds: Seeds,
         jobs: usize,
         progress: &(dyn Fn() + Sync),
-    ) -> Result<Box<dyn SweepResults>, String> {
+    ) -> Result<Box<dyn SweepResults>, SweepError> {
         match self {
             Chosen::Election(grid) => run_election(mix, grid, seeds, jobs, progress)
                 .map(|s| Box::new(s) as Box<dyn SweepResults>),

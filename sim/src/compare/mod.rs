@@ -57,6 +57,7 @@
 //! * `chart` — the SVG heat map.
 
 mod chart;
+mod error;
 mod output;
 mod runs;
 mod scenarios;
@@ -64,6 +65,7 @@ mod stats;
 
 use serde::Serialize;
 
+pub use self::error::{CellProblem, CompareError};
 pub use self::output::CSV_HEADER;
 pub use self::runs::{Plan, Subject};
 pub use self::scenarios::{
@@ -72,8 +74,8 @@ pub use self::scenarios::{
 };
 pub use self::stats::Cell;
 
+use crate::batch::Seeds;
 use crate::scenario::ProtocolSpec;
-use crate::sweep::Seeds;
 
 /// A column of the matrix: a design.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use super::scenarios::{adapt, cut_off, expiry_with, servers, CutOff, Neutral};
 use super::stats::{cell, CellLabel, CellTotals, SeedStats};
-use super::{Column, Matrix, Row};
+use super::{CellProblem, Column, CompareError, Matrix, Row};
+use crate::batch::Seeds;
 use crate::scenario::{ProtocolSpec, Scenario};
-use crate::sweep::Seeds;
 use crate::{RunOptions, Simulation};
 
 /// A row of the matrix: a built-in scenario, or a scenario file.
@@ -77,23 +77,28 @@ struct Job<'a> {
 
 impl Job<'_> {
     /// Runs seed `seed` of this cell and measures it.
-    fn run(&self, fenced: bool, seed: u64) -> Result<SeedStats, String> {
+    fn run(&self, fenced: bool, seed: u64) -> Result<SeedStats, CompareError> {
         let scenario = self.row.scenario(self.protocol, fenced, seed);
         let cut: Option<CutOff> = cut_off(&scenario, &servers(self.protocol), self.expiry);
         let finished = Simulation::run_scenario(&scenario, RunOptions::with_seed(Some(seed)))
-            .map_err(|e| self.error(&e.to_string()))?;
-        if let Some(halt) = &finished.report.halted {
-            return Err(self.error(&format!("seed {seed} stopped early: {halt}")));
+            .map_err(|e| cell_error(self.row, self.protocol, CellProblem::Invalid(e)))?;
+        if let Some(halt) = finished.report.halted {
+            return Err(cell_error(
+                self.row,
+                self.protocol,
+                CellProblem::Halted { seed, halt },
+            ));
         }
         Ok(SeedStats::of(&finished.report, cut.as_ref()))
     }
+}
 
-    fn error(&self, message: &str) -> String {
-        format!(
-            "{} with protocol {}: {message}",
-            self.row.name(),
-            self.protocol
-        )
+/// The error of the cell of `row` run by `protocol`.
+fn cell_error(row: &Subject, protocol: &ProtocolSpec, problem: CellProblem) -> CompareError {
+    CompareError::Cell {
+        row: row.name().to_string(),
+        protocol: protocol.to_string(),
+        problem,
     }
 }
 
@@ -104,19 +109,19 @@ impl Plan {
     /// # Errors
     /// The first problem: no seed, no row or column, or the scenario a
     /// cell would run broken (named by row, protocol and key).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), CompareError> {
         self.seeds.check()?;
         if self.rows.is_empty() {
-            return Err("no scenario to compare".to_string());
+            return Err(CompareError::NoScenario);
         }
         if self.protocols.is_empty() {
-            return Err("no protocol to compare: --protocols lists none".to_string());
+            return Err(CompareError::NoProtocol);
         }
         for row in &self.rows {
             for protocol in &self.protocols {
                 let s = row.scenario(protocol, self.fenced, self.seeds.start);
                 s.validate()
-                    .map_err(|e| format!("{} with protocol {protocol}: {e}", row.name()))?;
+                    .map_err(|e| cell_error(row, protocol, CellProblem::Invalid(e)))?;
             }
         }
         Ok(())
@@ -128,7 +133,7 @@ impl Plan {
     /// # Errors
     /// What [`validate`](Self::validate) finds, a run that cannot start or
     /// stops on a limit, or a worker thread that cannot be started.
-    pub fn run(&self, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<Matrix, String> {
+    pub fn run(&self, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<Matrix, CompareError> {
         self.validate()?;
         let mut cells = Vec::new();
         for row in &self.rows {
@@ -140,26 +145,14 @@ impl Plan {
                 });
             }
         }
-        let seeds = self.seeds.iter();
-        let runs = (0..cells.len()).flat_map(move |c| seeds.clone().map(move |s| (c, s)));
-        let mut totals: Vec<CellTotals> = vec![CellTotals::default(); cells.len()];
-        let total = (cells.len() as u64).saturating_mul(self.seeds.count);
-        let jobs = jobs.min(usize::try_from(total).unwrap_or(usize::MAX));
         let fenced = self.fenced;
-        crate::parallel::stream(
-            runs,
+        let totals: Vec<CellTotals> = crate::batch::cells::run(
+            &cells,
+            self.seeds,
             jobs,
-            &|(c, seed)| (c, cells[c].run(fenced, seed)),
+            &|job, seed| job.run(fenced, seed),
             progress,
-            &mut |(c, stats)| {
-                totals[c].add(stats?);
-                Ok(())
-            },
-        )
-        .map_err(|e| match e {
-            crate::parallel::StreamError::Spawn(e) => e.to_string(),
-            crate::parallel::StreamError::Sink(e) => e,
-        })?;
+        )?;
         Ok(self.matrix(&cells, &totals))
     }
 

@@ -112,9 +112,9 @@ pub(super) struct CellTotals {
     pub(super) events: u64,
 }
 
-impl CellTotals {
+impl crate::batch::Totals<SeedStats> for CellTotals {
     /// Folds one run in.
-    pub(super) fn add(&mut self, s: SeedStats) {
+    fn add(&mut self, s: SeedStats) {
         self.seeds += 1;
         self.split_brain += u64::from(s.split_brain);
         self.overlap_ms = self.overlap_ms.saturating_add(s.overlap_ms);

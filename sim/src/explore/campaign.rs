@@ -4,6 +4,7 @@
 
 use super::generate::generate;
 use super::{SpawnError, StreamError};
+use crate::batch::SeedsError;
 use crate::scenario::Scenario;
 
 /// What one seed of a campaign found.
@@ -128,28 +129,52 @@ pub struct SeedRange {
     pub shards: u64,
 }
 
+/// What is wrong with a [`SeedRange`], naming the flag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeedRangeError {
+    /// `--shard I/N` with no shard or `I` not below `N`.
+    Shard {
+        /// `I`.
+        shard: u64,
+        /// `N`.
+        shards: u64,
+    },
+    /// The seeds pass the largest (the sweep's and compare's own message).
+    Seeds(SeedsError),
+}
+
+impl std::fmt::Display for SeedRangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SeedRangeError::Shard { shard, shards } => write!(
+                f,
+                "--shard {shard}/{shards}: I must be in 0..N and N at least 1"
+            ),
+            SeedRangeError::Seeds(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SeedRangeError {}
+
 impl SeedRange {
     /// Checks the range: at least one shard, the shard among them, and the
     /// last seed (`start + count - 1`) no larger than `u64::MAX`.
     ///
     /// # Errors
     /// One sentence naming the flag (`--shard`, `--start`, `--seeds`).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SeedRangeError> {
         if self.shards == 0 || self.shard >= self.shards {
-            return Err(format!(
-                "--shard {}/{}: I must be in 0..N and N at least 1",
-                self.shard, self.shards
-            ));
+            return Err(SeedRangeError::Shard {
+                shard: self.shard,
+                shards: self.shards,
+            });
         }
         if self.count > 0 && self.start.checked_add(self.count - 1).is_none() {
-            return Err(format!(
-                "--start {} with --seeds {} goes past the largest seed, {}: \
-                 use at most --seeds {}",
-                self.start,
-                self.count,
-                u64::MAX,
-                u64::MAX - self.start + 1
-            ));
+            return Err(SeedRangeError::Seeds(SeedsError::PastTheLargest {
+                start: self.start,
+                count: self.count,
+            }));
         }
         Ok(())
     }

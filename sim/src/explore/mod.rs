@@ -26,7 +26,7 @@ mod generate;
 pub use base::{check_base, for_protocol, liveness_bound, BaseError};
 pub use campaign::{
     run_campaign, run_seed, stream_campaign, CampaignSummary, SeedOutcome, SeedRange,
-    DETERMINISM_SAMPLE,
+    SeedRangeError, DETERMINISM_SAMPLE,
 };
 pub use generate::{default_base, fleet_like_pauses, generate, Mix};
 

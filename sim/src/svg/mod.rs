@@ -43,4 +43,4 @@ mod timeline;
 mod window;
 
 pub use self::timeline::{render_timeline, token_colour, MAX_NODE_LANES};
-pub use self::window::{auto_window, Window, AUTO_ZOOM_AFTER};
+pub use self::window::{auto_window, Window, WindowError, AUTO_ZOOM_AFTER};

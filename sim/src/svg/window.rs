@@ -24,6 +24,49 @@ pub struct Window {
     pub to: Option<Duration>,
 }
 
+/// What is wrong with a window, naming the flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowError {
+    /// `--from` is not before `--to`.
+    FromNotBeforeTo {
+        /// `--from`.
+        from: Duration,
+        /// `--to`.
+        to: Duration,
+    },
+    /// `--from` is at or past the end of the run.
+    FromPastTheEnd {
+        /// `--from`.
+        from: Duration,
+        /// How long the run lasts.
+        run: Duration,
+    },
+    /// `--to 0`.
+    ToAtTheStart,
+}
+
+impl std::fmt::Display for WindowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            WindowError::FromNotBeforeTo { from, to } => write!(
+                f,
+                "--from {} must be before --to {}",
+                human(from),
+                human(to)
+            ),
+            WindowError::FromPastTheEnd { from, run } => write!(
+                f,
+                "--from {} is not inside the run, which lasts {}",
+                human(from),
+                human(run)
+            ),
+            WindowError::ToAtTheStart => f.write_str("--to must be after the start of the run"),
+        }
+    }
+}
+
+impl std::error::Error for WindowError {}
+
 impl Window {
     /// The whole run, or the automatic zoom for long runs.
     pub fn auto() -> Self {
@@ -36,27 +79,19 @@ impl Window {
     ///
     /// # Errors
     /// One sentence naming the flag and the problem.
-    pub fn check(&self, run: Duration) -> Result<(), String> {
+    pub fn check(&self, run: Duration) -> Result<(), WindowError> {
         if let (Some(from), Some(to)) = (self.from, self.to) {
             if from >= to {
-                return Err(format!(
-                    "--from {} must be before --to {}",
-                    human(from),
-                    human(to)
-                ));
+                return Err(WindowError::FromNotBeforeTo { from, to });
             }
         }
         if let Some(from) = self.from {
             if from >= run {
-                return Err(format!(
-                    "--from {} is not inside the run, which lasts {}",
-                    human(from),
-                    human(run)
-                ));
+                return Err(WindowError::FromPastTheEnd { from, run });
             }
         }
         if self.to.is_some_and(|to| to.is_zero()) {
-            return Err("--to must be after the start of the run".to_string());
+            return Err(WindowError::ToAtTheStart);
         }
         Ok(())
     }

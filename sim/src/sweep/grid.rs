@@ -1,11 +1,11 @@
 //! The settings a sweep varies: the election grid ([`ElectionGrid`], one
-//! [`ElectionCell`] per setting), the membership grid ([`MembershipGrid`]),
-//! and the seeds every cell runs ([`Seeds`]).
+//! [`ElectionCell`] per setting) and the membership grid
+//! ([`MembershipGrid`]).
 
 use std::time::Duration;
 
+use super::GridError;
 use crate::scenario::Scenario;
-use crate::units::human;
 
 /// The election settings swept.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,9 +65,9 @@ impl ElectionGrid {
     ///
     /// # Errors
     /// One sentence naming the flag.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GridError> {
         if self.ttls.is_empty() || self.renew_ratios.is_empty() || self.margin_ratios.is_empty() {
-            return Err("the grid needs at least one TTL, renew ratio and margin ratio".into());
+            return Err(GridError::NoElectionSetting);
         }
         if self
             .ttls
@@ -76,14 +76,11 @@ impl ElectionGrid {
             .saturating_mul(self.margin_ratios.len())
             > 400
         {
-            return Err("the grid has more than 400 cells".into());
+            return Err(GridError::TooManyCells);
         }
         for ttl in &self.ttls {
             if *ttl < Duration::from_millis(100) || *ttl > Duration::from_secs(3600) {
-                return Err(format!(
-                    "--ttls: {} must be between 100ms and 1h",
-                    human(*ttl)
-                ));
+                return Err(GridError::Ttl(*ttl));
             }
         }
         for (flag, values) in [
@@ -92,7 +89,7 @@ impl ElectionGrid {
             ("--retry-ratio", &vec![self.retry_ratio]),
         ] {
             if let Some(bad) = values.iter().find(|r| !(**r > 0.0 && **r < 1.0)) {
-                return Err(format!("{flag}: {bad} must be between 0 and 1 (exclusive)"));
+                return Err(GridError::Ratio { flag, value: *bad });
             }
         }
         Ok(())
@@ -142,9 +139,9 @@ impl MembershipGrid {
     ///
     /// # Errors
     /// One sentence naming the flag.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GridError> {
         if self.liveness_ttls.is_empty() || self.heartbeats.is_empty() {
-            return Err("the grid needs at least one liveness TTL and heartbeat".into());
+            return Err(GridError::NoMembershipSetting);
         }
         if self
             .liveness_ttls
@@ -152,18 +149,15 @@ impl MembershipGrid {
             .saturating_mul(self.heartbeats.len())
             > 400
         {
-            return Err("the grid has more than 400 cells".into());
+            return Err(GridError::TooManyCells);
         }
         for d in self.liveness_ttls.iter().chain(&self.heartbeats) {
             if *d < Duration::from_millis(10) || *d > Duration::from_secs(3600) {
-                return Err(format!(
-                    "--liveness-ttls/--heartbeats: {} must be between 10ms and 1h",
-                    human(*d)
-                ));
+                return Err(GridError::Membership(*d));
             }
         }
         if self.cells().is_empty() {
-            return Err("every heartbeat is at or above every liveness TTL: no cell to run".into());
+            return Err(GridError::NoMembershipCell);
         }
         Ok(())
     }
@@ -180,48 +174,5 @@ impl MembershipGrid {
             }
         }
         cells
-    }
-}
-
-/// Which seeds and how many threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Seeds {
-    /// The first seed.
-    pub start: u64,
-    /// How many.
-    pub count: u64,
-}
-
-impl Seeds {
-    /// The seeds, in order (a vector: for small counts).
-    pub fn list(&self) -> Vec<u64> {
-        self.iter().collect()
-    }
-
-    /// The seeds, in order, drawn lazily.
-    pub fn iter(&self) -> impl Iterator<Item = u64> + Clone + Send + 'static {
-        let start = self.start;
-        (0..self.count).map(move |i| start.wrapping_add(i))
-    }
-
-    /// Checks that there is a seed and that the last one (`start + count -
-    /// 1`) is no larger than `u64::MAX`.
-    ///
-    /// # Errors
-    /// One sentence naming `--seeds` or `--start`.
-    pub fn check(&self) -> Result<(), String> {
-        if self.count == 0 {
-            return Err("--seeds must be at least 1".to_string());
-        }
-        if self.start.checked_add(self.count - 1).is_none() {
-            return Err(format!(
-                "--start {} with --seeds {} goes past the largest seed, {}: use at most --seeds {}",
-                self.start,
-                self.count,
-                u64::MAX,
-                u64::MAX - self.start + 1
-            ));
-        }
-        Ok(())
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
 
+use super::{LengthsError, MixError};
 use crate::rng::{exponential, unit_f64, SeedDeriver};
 use crate::scenario::{FaultSpec, Scenario, LEASE_STORE};
 use crate::time::SimTime;
@@ -35,11 +36,8 @@ pub struct Lengths {
 
 /// One end of a length range, by the crate's one duration parser (with the
 /// shorter "negative" message a range's error already explains).
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    crate::units::parse_duration(text).map_err(|e| match e {
-        crate::units::DurationError::Negative { text } => format!("`{text}` is negative"),
-        invalid => invalid.to_string(),
-    })
+fn parse_duration(text: &str) -> Result<Duration, LengthsError> {
+    crate::units::parse_duration(text).map_err(LengthsError::Duration)
 }
 
 impl Lengths {
@@ -48,15 +46,11 @@ impl Lengths {
     ///
     /// # Errors
     /// One sentence on what is wrong.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, LengthsError> {
         let (spread, range) = match text.split_once(':') {
             Some(("log", r)) => (Spread::LogUniform, r),
             Some(("uniform", r)) => (Spread::Uniform, r),
-            Some((other, _)) => {
-                return Err(format!(
-                    "`{other}` is not a spread; use log:LOW..HIGH or uniform:LOW..HIGH"
-                ))
-            }
+            Some((other, _)) => return Err(LengthsError::NotASpread(other.to_string())),
             None => (Spread::LogUniform, text),
         };
         let (low, high) = match range.split_once("..") {
@@ -67,15 +61,13 @@ impl Lengths {
             }
         };
         if low > high {
-            return Err(format!("`{text}`: the range is inverted; write LOW..HIGH"));
+            return Err(LengthsError::Inverted(text.to_string()));
         }
         if high.is_zero() {
-            return Err(format!("`{text}`: lengths must be greater than zero"));
+            return Err(LengthsError::Zero(text.to_string()));
         }
         if spread == Spread::LogUniform && low.is_zero() {
-            return Err(format!(
-                "`{text}`: a log-uniform range needs a lower bound above zero"
-            ));
+            return Err(LengthsError::LogFromZero(text.to_string()));
         }
         Ok(Lengths { low, high, spread })
     }
@@ -185,18 +177,18 @@ impl FaultMix {
     ///
     /// # Errors
     /// One sentence naming the setting.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), MixError> {
         if self.nodes == 0 || self.nodes > 100 {
-            return Err("--nodes must be between 1 and 100".to_string());
+            return Err(MixError::Nodes);
         }
         if self.duration < Duration::from_secs(1) {
-            return Err("--duration must be at least 1s".to_string());
+            return Err(MixError::TooShort);
         }
         if self.duration > Duration::from_secs(30 * 24 * 3600) {
-            return Err("--duration must be at most 30 days".to_string());
+            return Err(MixError::TooLong);
         }
         if !(0.0..1.0).contains(&self.loss) {
-            return Err(format!("--loss {} must be in [0, 1)", self.loss));
+            return Err(MixError::Loss(self.loss));
         }
         for (flag, every) in [
             ("--pause-every", self.pause_every),
@@ -204,7 +196,7 @@ impl FaultMix {
             ("--spike-every", self.spike_every),
         ] {
             if every.is_some_and(|e| e < Duration::from_millis(100)) {
-                return Err(format!("{flag} must be at least 100ms (or `off`)"));
+                return Err(MixError::TooOften(flag));
             }
         }
         let expected = self.expected_faults();
@@ -219,15 +211,13 @@ impl FaultMix {
                     }
                 },
             );
-            return Err(format!(
-                "the fault mix draws about {expected:.0} faults per run ({} nodes over {}), \
-                 more than the {MAX_FAULTS_PER_RUN} a run may hold (a run's faults are drawn \
-                 before it starts, and each costs memory): raise {flag} (now {}), or lower \
-                 --duration or --nodes",
-                self.nodes,
-                human(self.duration),
-                every.map_or_else(|| "off".to_string(), human)
-            ));
+            return Err(MixError::TooManyFaults {
+                expected,
+                nodes: self.nodes,
+                duration: self.duration,
+                flag,
+                every,
+            });
         }
         Ok(())
     }

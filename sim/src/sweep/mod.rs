@@ -37,7 +37,10 @@
 //!   suffers, drawn from the seed alone.
 //! * `grid` — the settings swept (the election and membership grids) and
 //!   the seeds.
-//! * `runs` — running every seed of every cell in parallel, streaming.
+//! * `runs` — running every seed of every cell in parallel, streaming
+//!   (through `crate::batch`'s one driver).
+//! * `error` — why a sweep cannot run ([`SweepError`], and [`GridError`],
+//!   [`LengthsError`], [`MixError`] for its settings).
 //! * `stats` — what a run measures, the totals of a cell (its percentiles
 //!   and rounding are the batch tools' shared ones, `crate::batch`), and
 //!   each cell's measured row.
@@ -48,6 +51,7 @@
 //! and the traits its outputs go through ([`Grid`], [`SweepResults`]).
 
 mod charts;
+mod error;
 mod grid;
 mod mix;
 mod output;
@@ -56,11 +60,13 @@ mod stats;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::grid::{ElectionCell, ElectionGrid, MembershipGrid, Seeds};
+pub use self::error::{GridError, LengthsError, MixError, SweepError};
+pub use self::grid::{ElectionCell, ElectionGrid, MembershipGrid};
 pub use self::mix::{FaultMix, Lengths, Spread, MAX_FAULTS_PER_RUN};
 pub use self::output::{ELECTION_CSV_HEADER, MEMBERSHIP_CSV_HEADER};
 pub use self::runs::{run_election, run_membership};
 pub use self::stats::{ElectionRow, MembershipRow};
+pub use crate::batch::{Seeds, SeedsError};
 
 /// A cell left out of a sweep, and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

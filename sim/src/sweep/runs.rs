@@ -2,10 +2,11 @@
 //! folded into its cell's totals as it finishes ([`run_election`],
 //! [`run_membership`]).
 
-use super::grid::{ElectionGrid, MembershipGrid, Seeds};
+use super::grid::{ElectionGrid, MembershipGrid};
 use super::mix::FaultMix;
 use super::stats::{election_row, membership_row, CellTotals, RunStats};
-use super::{ElectionSweep, Grid, MembershipSweep, Skipped, Sweep};
+use super::Seeds;
+use super::{ElectionSweep, Grid, MembershipSweep, Skipped, Sweep, SweepError};
 use crate::scenario::Scenario;
 use crate::units::human;
 use crate::{RunOptions, Simulation};
@@ -13,13 +14,13 @@ use crate::{RunOptions, Simulation};
 /// Runs `scenario` once with `options` and measures it. A run that halted
 /// on a limit is refused, not measured: its figures cover only part of the
 /// run, and averaging them in would bias the cell without a word.
-fn run_one(scenario: &Scenario, options: RunOptions) -> Result<RunStats, String> {
-    let finished = Simulation::run_scenario(scenario, options).map_err(|e| e.to_string())?;
-    if let Some(halt) = &finished.report.halted {
-        return Err(format!(
-            "seed {} stopped early, at {} ms, so the sweep cannot measure it: {halt}",
-            finished.report.seed, halt.at_ms
-        ));
+fn run_one(scenario: &Scenario, options: RunOptions) -> Result<RunStats, SweepError> {
+    let finished = Simulation::run_scenario(scenario, options).map_err(SweepError::Scenario)?;
+    if let Some(halt) = finished.report.halted {
+        return Err(SweepError::Halted {
+            seed: finished.report.seed,
+            halt,
+        });
     }
     Ok(RunStats::of(&finished.report))
 }
@@ -45,10 +46,9 @@ impl<'a> Run<'a> {
     }
 
     /// Runs every seed of every cell (`configure` sets a cell's settings on
-    /// the mix's scenario) with `jobs` threads, and measures each cell over
-    /// its seeds with `row`. Runs are generated lazily and folded into their
-    /// cell's totals as they finish, so memory does not grow with the number
-    /// of seeds.
+    /// the mix's scenario) with `jobs` threads ([`crate::batch::cells::run`]:
+    /// memory does not grow with the number of seeds), and measures each
+    /// cell over its seeds with `row`.
     fn sweep<G: Grid + Clone, C: Sync>(
         &self,
         grid: &G,
@@ -56,32 +56,19 @@ impl<'a> Run<'a> {
         skipped: Vec<Skipped>,
         configure: &(dyn Fn(&C, &mut Scenario) + Sync),
         row: &dyn Fn(&C, &CellTotals) -> G::Row,
-    ) -> Result<Sweep<G>, String> {
+    ) -> Result<Sweep<G>, SweepError> {
         self.seeds.check()?;
-        let seeds = self.seeds.iter();
-        let runs = (0..cells.len()).flat_map(move |c| seeds.clone().map(move |s| (c, s)));
-        let mut totals: Vec<CellTotals> = vec![CellTotals::default(); cells.len()];
-        // No more threads than runs.
-        let total = (cells.len() as u64).saturating_mul(self.seeds.count);
-        let jobs = self.jobs.min(usize::try_from(total).unwrap_or(usize::MAX));
-        crate::parallel::stream(
-            runs,
-            jobs,
-            &|(c, seed)| {
+        let totals: Vec<CellTotals> = crate::batch::cells::run(
+            cells,
+            self.seeds,
+            self.jobs,
+            &|cell, seed| {
                 let mut scenario = self.mix.scenario(seed);
-                configure(&cells[c], &mut scenario);
-                (c, run_one(&scenario, RunOptions::default()))
+                configure(cell, &mut scenario);
+                run_one(&scenario, RunOptions::default())
             },
             self.progress,
-            &mut |(c, stats)| {
-                totals[c].add(stats?);
-                Ok(())
-            },
-        )
-        .map_err(|e| match e {
-            crate::parallel::StreamError::Spawn(e) => e.to_string(),
-            crate::parallel::StreamError::Sink(e) => e,
-        })?;
+        )?;
         Ok(Sweep {
             mix: self.mix.clone(),
             grid: grid.clone(),
@@ -104,7 +91,7 @@ pub fn run_election(
     seeds: Seeds,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
-) -> Result<ElectionSweep, String> {
+) -> Result<ElectionSweep, SweepError> {
     mix.validate()?;
     grid.validate()?;
     let mut cells = Vec::new();
@@ -140,15 +127,14 @@ pub fn run_election(
 }
 
 /// The error of a sweep that has no cell left to run: every reason, once.
-fn every_cell_skipped(skipped: &[Skipped]) -> String {
-    let mut reasons: Vec<&str> = skipped.iter().map(|s| s.reason.as_str()).collect();
+fn every_cell_skipped(skipped: &[Skipped]) -> SweepError {
+    let mut reasons: Vec<String> = skipped.iter().map(|s| s.reason.clone()).collect();
     reasons.sort_unstable();
     reasons.dedup();
-    format!(
-        "every cell of the grid ({}) was skipped, so nothing would run: {}",
-        skipped.len(),
-        reasons.join("; ")
-    )
+    SweepError::EveryCellSkipped {
+        cells: skipped.len(),
+        reasons,
+    }
 }
 
 /// Runs every cell of `grid` over `seeds` of `mix` (with the default
@@ -163,7 +149,7 @@ pub fn run_membership(
     seeds: Seeds,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
-) -> Result<MembershipSweep, String> {
+) -> Result<MembershipSweep, SweepError> {
     mix.validate()?;
     grid.validate()?;
     let cells = grid.cells();
@@ -207,7 +193,9 @@ mod tests {
             max_events: Some(budget),
             ..RunOptions::default()
         };
-        let err = run_one(&scenario, options).expect_err("refused");
+        let err = run_one(&scenario, options)
+            .expect_err("refused")
+            .to_string();
         assert!(err.contains("stopped early"), "{err}");
         assert!(err.contains(&format!("{budget} events")), "{err}");
     }

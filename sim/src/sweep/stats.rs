@@ -93,9 +93,9 @@ pub(super) struct CellTotals {
     counts: Counts,
 }
 
-impl CellTotals {
+impl crate::batch::Totals<RunStats> for CellTotals {
     /// Folds one run's statistics in.
-    pub(super) fn add(&mut self, r: RunStats) {
+    fn add(&mut self, r: RunStats) {
         self.runs += 1;
         self.virtual_ms = self.virtual_ms.saturating_add(r.virtual_ms);
         for gap in r.gaps_ms {
