@@ -87,12 +87,12 @@ impl std::error::Error for LoadError {}
 /// A [`LoadError`] if the file cannot be read, is not TOML, or is not a valid
 /// scenario.
 pub fn load(path: &Path) -> Result<Scenario, LoadError> {
-    let text = read_scenario_text(path).map_err(|message| LoadError {
+    let text = read_scenario_text(path).map_err(|e| LoadError {
         file: path.to_path_buf(),
         line: None,
         column: None,
         key: None,
-        message,
+        message: e.to_string(),
     })?;
     parse(&text, path)
 }

@@ -3,6 +3,7 @@
 //! of the modelled library, unknown keys refused, durations in humantime
 //! syntax. The same table of keys writes a scenario back ([`settings_toml`]).
 
+use std::fmt;
 use std::time::Duration;
 
 use fenced_zoo::client_go::ClientGoSettings;
@@ -17,33 +18,70 @@ use super::convert::{err, ConvertError};
 use super::place::Spans;
 use super::raw::RawElection;
 use crate::scenario::ProtocolSpec;
-use crate::units::{human, parse_duration};
+use crate::units::{human, parse_duration, DurationError};
 
 /// One key of a design's table: how to read it into the settings and how
 /// to print it.
 struct Key<S> {
     name: &'static str,
-    set: fn(&mut S, &Value) -> Result<(), String>,
+    set: fn(&mut S, &Value) -> Result<(), ValueError>,
     get: fn(&S) -> String,
 }
 
-fn duration(v: &Value) -> Result<Duration, String> {
-    let text = v
-        .as_str()
-        .ok_or_else(|| "must be a duration string such as \"15s\"".to_string())?;
-    parse_duration(text).map_err(|e| e.to_string())
+/// Why a value of a design's table is refused; the loader places it at the
+/// key.
+#[derive(Debug)]
+enum ValueError {
+    /// Not a string.
+    NotADurationString,
+    /// A string, but not a span.
+    Duration(DurationError),
+    /// Not a boolean.
+    NotAFlag,
+    /// Not an integer.
+    NotAWholeNumber,
+    /// An integer the setting's type cannot hold.
+    OutOfRange(i64),
+    /// `error_policy` is neither name.
+    NotAnErrorPolicy,
 }
 
-fn flag(v: &Value) -> Result<bool, String> {
-    v.as_bool()
-        .ok_or_else(|| "must be true or false".to_string())
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueError::NotADurationString => {
+                f.write_str("must be a duration string such as \"15s\"")
+            }
+            ValueError::Duration(e) => e.fmt(f),
+            ValueError::NotAFlag => f.write_str("must be true or false"),
+            ValueError::NotAWholeNumber => f.write_str("must be a whole number"),
+            ValueError::OutOfRange(n) => write!(f, "{n} is out of range"),
+            ValueError::NotAnErrorPolicy => f.write_str("must be \"standard\" or \"session\""),
+        }
+    }
 }
 
-fn count<T: TryFrom<i64>>(v: &Value) -> Result<T, String> {
-    let n = v
-        .as_integer()
-        .ok_or_else(|| "must be a whole number".to_string())?;
-    T::try_from(n).map_err(|_| format!("{n} is out of range"))
+impl std::error::Error for ValueError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ValueError::Duration(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+fn duration(v: &Value) -> Result<Duration, ValueError> {
+    let text = v.as_str().ok_or(ValueError::NotADurationString)?;
+    parse_duration(text).map_err(ValueError::Duration)
+}
+
+fn flag(v: &Value) -> Result<bool, ValueError> {
+    v.as_bool().ok_or(ValueError::NotAFlag)
+}
+
+fn count<T: TryFrom<i64>>(v: &Value) -> Result<T, ValueError> {
+    let n = v.as_integer().ok_or(ValueError::NotAWholeNumber)?;
+    T::try_from(n).map_err(|_| ValueError::OutOfRange(n))
 }
 
 fn quoted(d: Duration) -> String {
@@ -130,7 +168,7 @@ const ZOOKEEPER: &[Key<ZooKeeperSettings>] = &[
             s.error_policy = match v.as_str() {
                 Some("standard") => ErrorPolicy::Standard,
                 Some("session") => ErrorPolicy::Session,
-                _ => return Err("must be \"standard\" or \"session\"".to_string()),
+                _ => return Err(ValueError::NotAnErrorPolicy),
             };
             Ok(())
         },
@@ -185,7 +223,7 @@ fn read<S>(
                 format!("unknown key `{key}`; {name} takes {}", known.join(", ")),
             );
         };
-        (k.set)(settings, value).or_else(|why| err(&at, table.span(), why))?;
+        (k.set)(settings, value).or_else(|why| err(&at, table.span(), why.to_string()))?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 //!   invalid value, a line over [`MAX_LINE_BYTES`], not UTF-8, empty) is an
 //!   *error*: reported with its file and number, skipped by the verdict.
 
+use std::fmt;
 use std::path::Path;
 
 use fenced::history::{Header, Kind, Line, FORMAT, VERSION};
@@ -109,7 +110,7 @@ pub(crate) fn parse(path: String, bytes: &[u8]) -> Result<File, HistoryError> {
                     path: file.path.clone(),
                     line: number,
                     severity: "error".to_string(),
-                    detail,
+                    detail: detail.to_string(),
                 });
             }
         }
@@ -157,17 +158,47 @@ fn parse_header(path: &str, text: &[u8], ended: bool) -> Result<Header, HistoryE
     Ok(header)
 }
 
-fn parse_line(text: &[u8]) -> Result<Line, String> {
+fn parse_line(text: &[u8]) -> Result<Line, LineError> {
     if text.len() > MAX_LINE_BYTES {
-        return Err(format!(
-            "the line is {} bytes, over the limit of {MAX_LINE_BYTES}",
-            text.len()
-        ));
+        return Err(LineError::TooLong(text.len()));
     }
     if text.iter().all(u8::is_ascii_whitespace) {
-        return Err("the line is empty".to_string());
+        return Err(LineError::Empty);
     }
-    serde_json::from_slice(text).map_err(|e| format!("not a history event: {e}"))
+    serde_json::from_slice(text).map_err(LineError::NotAnEvent)
+}
+
+/// Why a line after the header is no [`Line`].
+#[derive(Debug)]
+enum LineError {
+    /// Over [`MAX_LINE_BYTES`]: the line's length.
+    TooLong(usize),
+    /// Nothing but whitespace.
+    Empty,
+    /// Not the JSON of an event.
+    NotAnEvent(serde_json::Error),
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineError::TooLong(bytes) => write!(
+                f,
+                "the line is {bytes} bytes, over the limit of {MAX_LINE_BYTES}"
+            ),
+            LineError::Empty => f.write_str("the line is empty"),
+            LineError::NotAnEvent(e) => write!(f, "not a history event: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LineError::NotAnEvent(e) => Some(e),
+            LineError::TooLong(_) | LineError::Empty => None,
+        }
+    }
 }
 
 #[cfg(test)]
