@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use fenced_sim::file::{load, LoadError};
 use fenced_sim::svg::Window;
+use fenced_sim::units::DurationError;
 use fenced_sim::{RunOptions, Scenario};
 
 /// A violation or an unmet expectation.
@@ -113,23 +114,53 @@ pub(super) fn shell_word(s: &str) -> String {
 }
 
 /// A `--jobs` flag: 1 to [`fenced_sim::explore::MAX_JOBS`] worker threads.
-pub(super) fn parse_jobs(text: &str) -> Result<usize, String> {
+pub(super) fn parse_jobs(text: &str) -> Result<usize, JobsError> {
     let max = fenced_sim::explore::MAX_JOBS;
     let jobs: usize = text
         .trim()
         .parse()
-        .map_err(|_| format!("`{text}` is not a number of threads; use --jobs 1 to {max}"))?;
+        .map_err(|_| JobsError::NotANumber(text.to_string()))?;
     if jobs == 0 {
-        return Err(format!("--jobs must be at least 1 (and at most {max})"));
+        return Err(JobsError::Zero);
     }
     if jobs > max {
-        return Err(format!(
-            "--jobs must be at most {max}, not {jobs} (runs are CPU-bound: more threads than \
-             cores only cost memory)"
-        ));
+        return Err(JobsError::TooMany(jobs));
     }
     Ok(jobs)
 }
+
+/// Why a `--jobs` value is refused (clap prints it after the value).
+#[derive(Debug)]
+pub(super) enum JobsError {
+    /// Not a whole number: the text as given.
+    NotANumber(String),
+    /// `--jobs 0`.
+    Zero,
+    /// Over [`fenced_sim::explore::MAX_JOBS`].
+    TooMany(usize),
+}
+
+impl std::fmt::Display for JobsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let max = fenced_sim::explore::MAX_JOBS;
+        match self {
+            JobsError::NotANumber(text) => {
+                write!(
+                    f,
+                    "`{text}` is not a number of threads; use --jobs 1 to {max}"
+                )
+            }
+            JobsError::Zero => write!(f, "--jobs must be at least 1 (and at most {max})"),
+            JobsError::TooMany(jobs) => write!(
+                f,
+                "--jobs must be at most {max}, not {jobs} (runs are CPU-bound: more threads than \
+                 cores only cost memory)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for JobsError {}
 
 /// Writes one line to standard output; `false` once the reader has gone (a
 /// closed pipe, as in `| head`): stop printing, never panic.
@@ -139,8 +170,8 @@ pub(super) fn say(out: &mut impl std::io::Write, line: std::fmt::Arguments<'_>) 
 
 /// A duration flag: `30s`, `1m 30s`, `250ms` (never negative), read by the
 /// crate's one duration parser.
-pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
-    fenced_sim::units::parse_duration(text).map_err(|e| e.to_string())
+pub(super) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    fenced_sim::units::parse_duration(text)
 }
 
 /// The lock design an exploration runs (`explore`, `replay`, `shrink`).

@@ -17,6 +17,7 @@ use super::common::{
     bad_input, count_of, load_or_report, parse_jobs, progress_bar, shell_word, stopwatch, Outcome,
     PlantArg, ProtocolArg, EXIT_FAIL,
 };
+use super::shard::{parse_shard, shard_from_env, SHARD_INDEX_VAR};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ExploreArgs {
@@ -150,67 +151,6 @@ fn explore_base(path: Option<&Path>) -> Result<(Scenario, String), ExitCode> {
         )),
         None => Ok((fenced_sim::explore::default_base(), String::new())),
     }
-}
-
-/// The variable `--shard-from-env` reads by default: a Kubernetes Indexed
-/// Job's completion index.
-const SHARD_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
-
-/// The shard `--shard-from-env=VAR --shards N` names: the index from `VAR`,
-/// validated like `--shard`.
-fn shard_from_env(var: &str, shards: Option<u64>) -> Result<(u64, u64), String> {
-    let n = shards.ok_or("--shard-from-env needs --shards N (the number of shards)")?;
-    if n == 0 {
-        return Err("--shards must be at least 1".to_string());
-    }
-    if var.is_empty() {
-        return Err("--shard-from-env= needs a variable name".to_string());
-    }
-    let text = match std::env::var(var) {
-        Ok(text) => text,
-        Err(std::env::VarError::NotPresent) => {
-            return Err(format!(
-                "--shard-from-env: environment variable {var} is not set (a Kubernetes \
-                 Indexed Job sets JOB_COMPLETION_INDEX in each pod)"
-            ))
-        }
-        Err(std::env::VarError::NotUnicode(_)) => {
-            return Err(format!(
-                "--shard-from-env: environment variable {var} is not valid UTF-8"
-            ))
-        }
-    };
-    let i: u64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("--shard-from-env: {var} `{text}` is not a shard index (0 to N-1)"))?;
-    if i >= n {
-        return Err(format!(
-            "--shard-from-env: {var} {i} is not below --shards {n} (the index must be in 0..N: \
-             give --shards the Job's completions)"
-        ));
-    }
-    Ok((i, n))
-}
-
-fn parse_shard(text: &str) -> Result<(u64, u64), String> {
-    let (i, n) = text
-        .split_once('/')
-        .ok_or_else(|| format!("--shard `{text}` must be I/N, e.g. 3/64"))?;
-    let i: u64 = i
-        .trim()
-        .parse()
-        .map_err(|_| format!("--shard `{text}`: `{i}` is not a number"))?;
-    let n: u64 = n
-        .trim()
-        .parse()
-        .map_err(|_| format!("--shard `{text}`: `{n}` is not a number"))?;
-    if n == 0 || i >= n {
-        return Err(format!(
-            "--shard `{text}`: I must be in 0..N and N at least 1"
-        ));
-    }
-    Ok((i, n))
 }
 
 /// The seeds of this run of `explore`: its shard of `--start`/`--seeds`.

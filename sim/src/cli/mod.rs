@@ -14,6 +14,7 @@ mod list;
 mod merge;
 mod replay;
 mod run;
+mod shard;
 mod shrink;
 mod sweep;
 

@@ -11,6 +11,7 @@ use fenced_sim::sweep::{
     run_election, run_membership, ElectionGrid, FaultMix, GridError, Lengths, MembershipGrid,
     Seeds, SweepError, SweepResults,
 };
+use fenced_sim::units::DurationError;
 
 use super::common::{
     bad_input, count_of, parse_duration, parse_jobs, progress_bar, stopwatch, Outcome, EXIT_FAIL,
@@ -93,7 +94,7 @@ pub(super) struct SweepArgs {
 #[derive(Clone, Copy, Debug)]
 struct Every(Option<Duration>);
 
-fn parse_every(text: &str) -> Result<Every, String> {
+fn parse_every(text: &str) -> Result<Every, DurationError> {
     match text.trim() {
         "off" | "none" | "never" => Ok(Every(None)),
         other => parse_duration(other).map(|d| Every(Some(d))),
