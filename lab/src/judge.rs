@@ -11,10 +11,13 @@
 //! 3. [`simulate`]: [`fenced_sim::Simulation`] on the same scaled scenario
 //!    and seed.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use fenced_sim::history::{check_paths, CheckOptions, Judged};
-use fenced_sim::{ClockOffset, FaultSpec, Report, RunOptions, Scenario, Simulation};
+use fenced_sim::history::{check_paths, CheckOptions, HistoryError, Judged};
+
+use fenced_sim::Simulation;
+use fenced_sim::{ClockOffset, FaultSpec, Halted, Report, RunOptions, Scenario, ScenarioError};
 use fenced_sim::{DurationRange, ValidScenario};
 
 use crate::plan::TimeScale;
@@ -111,33 +114,99 @@ pub fn history_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// history clock `until_ns` (the run's end), as `check-history` would.
 ///
 /// # Errors
-/// Why there is no verdict (bad input to the checker), in words.
+/// Why there is no verdict (bad input to the checker): a [`JudgeError`].
 pub fn judge_histories(
     dir: &Path,
     scenario: &Scenario,
     until_ns: Option<u64>,
     timeline: bool,
-) -> Result<Judged, String> {
-    let files = history_files(dir)
-        .map_err(|e| format!("cannot list the histories in {}: {e}", dir.display()))?;
+) -> Result<Judged, JudgeError> {
+    let files = history_files(dir).map_err(|source| JudgeError::List {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     let options = CheckOptions {
         scenario: Some(scenario),
         timeline,
         until_ns,
     };
-    check_paths(&files, options).map_err(|e| format!("the run's histories: {e}"))
+    check_paths(&files, options).map_err(JudgeError::Histories)
+}
+
+/// Why the run's histories have no verdict.
+#[derive(Debug)]
+pub enum JudgeError {
+    /// The run directory cannot be listed.
+    List {
+        /// The run directory.
+        dir: PathBuf,
+        /// What listing it said.
+        source: std::io::Error,
+    },
+    /// The checker refuses the histories.
+    Histories(HistoryError),
+}
+
+impl fmt::Display for JudgeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JudgeError::List { dir, source } => write!(
+                f,
+                "cannot list the histories in {}: {source}",
+                dir.display()
+            ),
+            JudgeError::Histories(e) => write!(f, "the run's histories: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for JudgeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JudgeError::List { source, .. } => Some(source),
+            JudgeError::Histories(e) => Some(e),
+        }
+    }
 }
 
 /// The simulator's run of `scenario` (scaled, with the run's seed).
 ///
 /// # Errors
-/// The simulator refuses the scenario or halts, in words.
-pub fn simulate(scenario: &Scenario) -> Result<Report, String> {
+/// The simulator refuses the scenario or halts: a [`SimulateError`].
+pub fn simulate(scenario: &Scenario) -> Result<Report, SimulateError> {
     let options = RunOptions::with_seed(Some(scenario.seed));
-    let finished = Simulation::run_scenario(scenario, options)
-        .map_err(|e| format!("the simulator refuses the scaled scenario: {e}"))?;
+    let finished = Simulation::run_scenario(scenario, options).map_err(SimulateError::Refused)?;
     if let Some(halt) = finished.report.halted {
-        return Err(format!("the simulation halted: {halt}"));
+        return Err(SimulateError::Halted(halt));
     }
     Ok(finished.report)
+}
+
+/// Why there is no simulation of a run (the lab still judges the run).
+#[derive(Debug)]
+pub enum SimulateError {
+    /// The simulator refuses the scaled scenario.
+    Refused(ScenarioError),
+    /// The simulation halted.
+    Halted(Halted),
+}
+
+impl fmt::Display for SimulateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimulateError::Refused(e) => {
+                write!(f, "the simulator refuses the scaled scenario: {e}")
+            }
+            SimulateError::Halted(halt) => write!(f, "the simulation halted: {halt}"),
+        }
+    }
+}
+
+impl std::error::Error for SimulateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SimulateError::Refused(e) => Some(e),
+            SimulateError::Halted(_) => None,
+        }
+    }
 }

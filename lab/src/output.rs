@@ -4,7 +4,9 @@
 //! `--json`, the checker's report JSON with the lab's fields and the
 //! comparison added; and the real run's timeline with `--svg FILE`.
 
+use std::fmt;
 use std::io::Write;
+use std::path::PathBuf;
 
 use fenced_sim::summary;
 use fenced_sim::svg::{render_timeline, Window};
@@ -31,11 +33,11 @@ fn replay(args: &RunArgs, outcome: &RunOutcome) -> String {
 /// `fenced-sim check-history --json`, `seed` being the run's), the lab's
 /// keys (`time_scale`, `applied`, `processes`, ...), `simulated` (the
 /// simulator's report, or `simulation_error`) and `comparison`.
-pub fn to_json(outcome: &RunOutcome) -> Result<Value, String> {
-    let mut object = serde_json::to_value(&outcome.judged.report)
-        .map_err(|e| format!("cannot encode the report: {e}"))?;
+pub fn to_json(outcome: &RunOutcome) -> Result<Value, OutputError> {
+    let mut object =
+        serde_json::to_value(&outcome.judged.report).map_err(OutputError::EncodeReport)?;
     let Value::Object(report) = &mut object else {
-        return Err("the report is not a JSON object".to_string());
+        return Err(OutputError::NotAnObject);
     };
     if let Value::Object(lab) = outcome.lab.to_json() {
         for (key, value) in lab {
@@ -46,12 +48,14 @@ pub fn to_json(outcome: &RunOutcome) -> Result<Value, String> {
     }
     match &outcome.simulated {
         Ok(simulated) => {
-            let value = serde_json::to_value(simulated)
-                .map_err(|e| format!("cannot encode the simulation: {e}"))?;
+            let value = serde_json::to_value(simulated).map_err(OutputError::EncodeSimulation)?;
             report.insert("simulated".to_string(), value);
         }
         Err(error) => {
-            report.insert("simulation_error".to_string(), Value::String(error.clone()));
+            report.insert(
+                "simulation_error".to_string(),
+                Value::String(error.to_string()),
+            );
         }
     }
     if let Some(comparison) = &outcome.comparison {
@@ -65,7 +69,7 @@ pub fn to_json(outcome: &RunOutcome) -> Result<Value, String> {
 ///
 /// # Errors
 /// The picture or the output cannot be written.
-pub fn publish(args: &RunArgs, outcome: &RunOutcome) -> Result<u8, String> {
+pub fn publish(args: &RunArgs, outcome: &RunOutcome) -> Result<u8, OutputError> {
     let replay = replay(args, outcome);
     let judged = &outcome.judged;
     if let (Some(path), Some(timeline)) = (&args.svg, &judged.timeline) {
@@ -76,8 +80,10 @@ pub fn publish(args: &RunArgs, outcome: &RunOutcome) -> Result<u8, String> {
             &replay,
             Window::auto(),
         );
-        std::fs::write(path, svg)
-            .map_err(|e| format!("cannot write the picture to {}: {e}", path.display()))?;
+        std::fs::write(path, svg).map_err(|source| OutputError::Picture {
+            path: path.clone(),
+            source,
+        })?;
     }
     let mut out = std::io::stdout().lock();
     let written = if args.json {
@@ -97,7 +103,7 @@ pub fn publish(args: &RunArgs, outcome: &RunOutcome) -> Result<u8, String> {
     };
     if let Err(e) = written.and_then(|()| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(format!("cannot write the report: {e}"));
+            return Err(OutputError::Report(e));
         }
     }
     Ok(if judged.report.expect.met {
@@ -105,4 +111,51 @@ pub fn publish(args: &RunArgs, outcome: &RunOutcome) -> Result<u8, String> {
     } else {
         EXIT_FAIL
     })
+}
+
+/// Why `run`'s output could not be made or written.
+#[derive(Debug)]
+pub enum OutputError {
+    /// The checker's report does not encode as JSON.
+    EncodeReport(serde_json::Error),
+    /// The checker's report encodes as JSON, but not as an object.
+    NotAnObject,
+    /// The simulator's report does not encode as JSON.
+    EncodeSimulation(serde_json::Error),
+    /// The `--svg` file cannot be written.
+    Picture {
+        /// The `--svg` path.
+        path: PathBuf,
+        /// What writing it said.
+        source: std::io::Error,
+    },
+    /// Standard output cannot be written (other than a closed pipe).
+    Report(std::io::Error),
+}
+
+impl fmt::Display for OutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutputError::EncodeReport(e) => write!(f, "cannot encode the report: {e}"),
+            OutputError::NotAnObject => f.write_str("the report is not a JSON object"),
+            OutputError::EncodeSimulation(e) => write!(f, "cannot encode the simulation: {e}"),
+            OutputError::Picture { path, source } => write!(
+                f,
+                "cannot write the picture to {}: {source}",
+                path.display()
+            ),
+            OutputError::Report(e) => write!(f, "cannot write the report: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OutputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OutputError::EncodeReport(e) | OutputError::EncodeSimulation(e) => Some(e),
+            OutputError::Picture { source, .. } => Some(source),
+            OutputError::Report(e) => Some(e),
+            OutputError::NotAnObject => None,
+        }
+    }
 }

@@ -89,7 +89,7 @@ pub struct RunOutcome {
     pub judged: fenced_sim::history::Judged,
     /// The simulator's run of the same scaled scenario and seed, or why
     /// there is none.
-    pub simulated: Result<fenced_sim::Report, String>,
+    pub simulated: Result<fenced_sim::Report, crate::judge::SimulateError>,
     /// The two side by side, when there is a simulation.
     pub comparison: Option<crate::compare::Comparison>,
 }
