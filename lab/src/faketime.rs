@@ -177,7 +177,9 @@ pub async fn probe(program: &Path) -> FaketimeSupport {
     let measuring = measure(program, &library, PROBE_SPEC);
     match tokio::time::timeout(Duration::from_secs(10), measuring).await {
         Ok(Ok(measured)) => judge(library, measured),
-        Ok(Err(why)) => FaketimeSupport::Unavailable { why },
+        Ok(Err(why)) => FaketimeSupport::Unavailable {
+            why: why.to_string(),
+        },
         Err(_) => FaketimeSupport::Unavailable {
             why: "the clock probe did not finish within 10 s".to_string(),
         },
@@ -208,7 +210,7 @@ fn judge(library: PathBuf, measured: Measured) -> FaketimeSupport {
 /// # Errors
 /// The probe cannot be started or prints something else.
 #[allow(clippy::disallowed_methods)] // Measuring real time is the point.
-pub async fn measure(program: &Path, library: &Path, spec: &str) -> Result<Measured, String> {
+pub async fn measure(program: &Path, library: &Path, spec: &str) -> Result<Measured, ProbeError> {
     let mut child = Command::new(program)
         .arg("clock-probe")
         .arg("--sleep-ms")
@@ -219,11 +221,11 @@ pub async fn measure(program: &Path, library: &Path, spec: &str) -> Result<Measu
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot start the clock probe {}: {e}", program.display()))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| "the clock probe has no stdout".to_string())?;
+        .map_err(|source| ProbeError::Start {
+            program: program.to_path_buf(),
+            source,
+        })?;
+    let stdout = child.stdout.take().ok_or(ProbeError::NoStdout)?;
     let mut lines = BufReader::new(stdout).lines();
     let start_line = next_line(&mut lines).await?;
     let real_start = std::time::Instant::now();
@@ -241,12 +243,12 @@ pub async fn measure(program: &Path, library: &Path, spec: &str) -> Result<Measu
 
 async fn next_line(
     lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-) -> Result<String, String> {
+) -> Result<String, ProbeError> {
     lines
         .next_line()
         .await
-        .map_err(|e| format!("reading the clock probe: {e}"))?
-        .ok_or_else(|| "the clock probe ended early".to_string())
+        .map_err(ProbeError::Read)?
+        .ok_or(ProbeError::EndedEarly)
 }
 
 fn unix_secs(time: SystemTime) -> f64 {
@@ -254,11 +256,67 @@ fn unix_secs(time: SystemTime) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn field(line: &str, key: &str) -> Result<f64, String> {
+fn field(line: &str, key: &'static str) -> Result<f64, ProbeError> {
     line.split_whitespace()
         .find_map(|part| part.strip_prefix(key)?.strip_prefix('='))
         .and_then(|value| value.parse().ok())
-        .ok_or_else(|| format!("the clock probe printed {line:?}, without {key}"))
+        .ok_or_else(|| ProbeError::NoField {
+            line: line.to_string(),
+            key,
+        })
+}
+
+/// Why the clock probe measured nothing.
+#[derive(Debug)]
+pub enum ProbeError {
+    /// The probe cannot be started.
+    Start {
+        /// The program run as the probe.
+        program: PathBuf,
+        /// What starting it said.
+        source: std::io::Error,
+    },
+    /// The probe's standard output is not piped.
+    NoStdout,
+    /// The probe's standard output cannot be read.
+    Read(std::io::Error),
+    /// The probe stopped before its second line.
+    EndedEarly,
+    /// A line of the probe's lacks a `key=number`.
+    NoField {
+        /// The line it printed.
+        line: String,
+        /// The key missing from it.
+        key: &'static str,
+    },
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeError::Start { program, source } => write!(
+                f,
+                "cannot start the clock probe {}: {source}",
+                program.display()
+            ),
+            ProbeError::NoStdout => f.write_str("the clock probe has no stdout"),
+            ProbeError::Read(e) => write!(f, "reading the clock probe: {e}"),
+            ProbeError::EndedEarly => f.write_str("the clock probe ended early"),
+            ProbeError::NoField { line, key } => {
+                write!(f, "the clock probe printed {line:?}, without {key}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProbeError::Start { source, .. } => Some(source),
+            ProbeError::Read(e) => Some(e),
+            ProbeError::NoStdout | ProbeError::EndedEarly | ProbeError::NoField { .. } => None,
+        }
+    }
 }
 
 /// The `clock-probe` subcommand: prints its wall clock, sleeps `sleep` on
