@@ -54,6 +54,11 @@ use tokio::sync::{Mutex, Notify};
 
 use crate::schema::PLAIN_TABLE;
 
+#[path = "node_errors.rs"]
+mod errors;
+pub use errors::NodeError;
+use errors::{bad, infra, DurationFlagError, WriteError};
+
 /// The environment variable of `--lease-url`.
 pub const LEASE_URL_VAR: &str = "FENCED_LAB_LEASE_URL";
 /// The environment variable of `--registry-url`.
@@ -75,8 +80,11 @@ pub fn parse_plant(name: Option<&str>) -> Result<Option<fenced::PlantedBug>, Str
     .transpose()
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
+fn duration(text: &str) -> Result<Duration, DurationFlagError> {
+    humantime::parse_duration(text).map_err(|source| DurationFlagError {
+        text: text.to_string(),
+        source,
+    })
 }
 
 /// The command line of `fenced-lab node` (the runner writes it).
@@ -203,34 +211,6 @@ pub struct NodeConfig {
     /// A deliberate bug planted in the elector (negative controls only).
     #[cfg(feature = "planted-bugs")]
     pub planted: Option<fenced::PlantedBug>,
-}
-
-/// Why a node could not run.
-#[derive(Debug)]
-pub enum NodeError {
-    /// A flag is invalid (exit 2).
-    BadInput(String),
-    /// PostgreSQL or the runtime failed (exit 1).
-    Infrastructure(String),
-}
-
-impl fmt::Display for NodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NodeError::BadInput(what) => write!(f, "bad node arguments: {what}"),
-            NodeError::Infrastructure(what) => write!(f, "node failed: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for NodeError {}
-
-fn bad(what: impl fmt::Display) -> NodeError {
-    NodeError::BadInput(what.to_string())
-}
-
-fn infra(what: impl fmt::Display) -> NodeError {
-    NodeError::Infrastructure(what.to_string())
 }
 
 impl NodeConfig {
@@ -401,20 +381,20 @@ impl PlainTable {
         token: FencingToken,
         writer: &OwnerId,
         payload: &[u8],
-    ) -> Result<(), String> {
-        let token = i64::try_from(token.get()).map_err(|_| "token above i64::MAX".to_string())?;
+    ) -> Result<(), WriteError> {
+        let token = i64::try_from(token.get()).map_err(|_| WriteError::TokenTooBig)?;
         let mut client = self.client.lock().await;
         if client.as_ref().is_none_or(Client::is_closed) {
             let connecting = tokio_postgres::connect(&self.url, NoTls);
             let (fresh, connection) = tokio::time::timeout(self.timeout, connecting)
                 .await
-                .map_err(|_| "connect timed out".to_string())?
-                .map_err(|e| format!("connect: {e}"))?;
+                .map_err(|_| WriteError::ConnectTimedOut)?
+                .map_err(WriteError::Connect)?;
             tokio::spawn(connection);
             *client = Some(fresh);
         }
         let Some(connected) = client.as_ref() else {
-            return Err("no connection".to_string());
+            return Err(WriteError::NoConnection);
         };
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
             [&resource.as_str(), &token, &writer.as_str(), &payload];
@@ -423,11 +403,11 @@ impl PlainTable {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(error)) => {
                 *client = None;
-                Err(format!("insert: {error}"))
+                Err(WriteError::Insert(error))
             }
             Err(_) => {
                 *client = None;
-                Err("insert timed out".to_string())
+                Err(WriteError::InsertTimedOut)
             }
         }
     }
@@ -668,7 +648,8 @@ async fn run_unit(unit: u64, token: FencingToken, context: Arc<WorkContext>) {
                     Event::write_handled(owner, token, Some(unit), &WriteOutcome::Accepted)
                 });
                 "outcome=accepted".to_string()
-            }),
+            })
+            .map_err(|e| e.to_string()),
     };
     match outcome {
         Ok(outcome) => say(
