@@ -1,45 +1,57 @@
 //! The elector's queue of outputs, kept inside the elector.
 //!
-//! Why not a `VecDeque`: its buffer is a separate allocation, and in a
+//! Why not a bare `VecDeque`: its buffer is a separate allocation, and in a
 //! simulated fleet of 10 000 electors that buffer is a cache line of its own
 //! that every request writes — measured, the hottest instruction of sending a
 //! request. An elector queues one to three outputs per input and the host
-//! drains them all before the next input, so they fit inline; a host that
-//! does not drain spills to the heap and loses nothing.
+//! drains them all before the next input, so they fit in a ring inside the
+//! elector; a host that does not drain spills to a `VecDeque` and loses
+//! nothing.
 
-use smallvec::SmallVec;
+use std::collections::VecDeque;
 
 use super::ElectorOutput;
 
-/// A first-in first-out queue of outputs, inline up to three.
+/// Places in the inline ring (a power of two: positions wrap by a mask).
+const RING: usize = 4;
+
+/// A first-in first-out queue of outputs: the oldest in an inline ring of
+/// [`RING`], any beyond in `spill`.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Outputs {
-    queued: SmallVec<[ElectorOutput; 3]>,
-    /// How many of `queued` were already taken (their places are dead
-    /// placeholders until the queue empties and is cleared).
-    taken: usize,
+    ring: [Option<ElectorOutput>; RING],
+    /// The ring's oldest place, and how many places hold an output.
+    head: u8,
+    len: u8,
+    /// Outputs queued while the ring was full, all newer than the ring's:
+    /// while it holds any, new outputs join it, so the order stays FIFO.
+    spill: VecDeque<ElectorOutput>,
 }
 
 impl Outputs {
     #[inline]
     pub(super) fn push_back(&mut self, output: ElectorOutput) {
-        self.queued.push(output);
+        let len = usize::from(self.len);
+        if len == RING || !self.spill.is_empty() {
+            self.spill.push_back(output);
+            return;
+        }
+        let at = (usize::from(self.head) + len) % RING;
+        debug_assert!(self.ring[at].is_none());
+        self.ring[at] = Some(output);
+        self.len += 1;
     }
 
     #[inline]
     pub(super) fn pop_front(&mut self) -> Option<ElectorOutput> {
-        if self.taken == self.queued.len() {
-            // Drained: reuse the places from the front.
-            self.queued.clear();
-            self.taken = 0;
-            return None;
+        if self.len == 0 {
+            return self.spill.pop_front();
         }
-        // The placeholder left behind is never read: only places at
-        // `taken` and after are outputs.
-        let placeholder = ElectorOutput::LeaderObserved { leader: None };
-        let output = std::mem::replace(&mut self.queued[self.taken], placeholder);
-        self.taken += 1;
-        Some(output)
+        let output = self.ring[usize::from(self.head)].take();
+        debug_assert!(output.is_some(), "the ring's places from head hold outputs");
+        self.head = ((usize::from(self.head) + 1) % RING) as u8;
+        self.len -= 1;
+        output
     }
 }
 
@@ -54,23 +66,33 @@ mod tests {
         }
     }
 
+    /// Against a `VecDeque`, with bursts that fit the ring, fill it, and
+    /// spill past it, pops interleaved with pushes.
     #[test]
-    fn first_in_first_out_inline_and_spilled() {
+    fn first_in_first_out_in_the_ring_and_spilled() {
         let mut q = Outputs::default();
-        for round in 0..3 {
-            // Two, then ten (spilled), interleaving pops with pushes.
-            let n = if round == 1 { 10 } else { 2 };
-            for i in 1..=n {
-                q.push_back(release(i));
+        let mut model = VecDeque::new();
+        let mut next = 1;
+        for burst in [1, 2, 3, 4, 5, 9, 2, 0, 7, 1, 4] {
+            for _ in 0..burst {
+                q.push_back(release(next));
+                model.push_back(release(next));
+                next += 1;
             }
-            assert_eq!(q.pop_front(), Some(release(1)));
-            q.push_back(release(n + 1));
-            for i in 2..=n + 1 {
-                assert_eq!(q.pop_front(), Some(release(i)));
+            // Take about half, then the rest on every third burst.
+            let take = if next % 3 == 0 {
+                model.len()
+            } else {
+                model.len() / 2
+            };
+            for _ in 0..take {
+                assert_eq!(q.pop_front(), model.pop_front());
             }
-            assert_eq!(q.pop_front(), None);
-            assert_eq!(q.pop_front(), None);
-            assert!(q.queued.is_empty(), "a drained queue reuses its places");
         }
+        while let Some(expected) = model.pop_front() {
+            assert_eq!(q.pop_front(), Some(expected));
+        }
+        assert_eq!(q.pop_front(), None);
+        assert!(q.spill.is_empty() && q.len == 0);
     }
 }

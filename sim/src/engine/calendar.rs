@@ -77,14 +77,23 @@ impl Calendar {
         self.near.len() + self.wheel.as_ref().map_or(0, |w| w.len + w.far.len())
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn push(&mut self, key: u128) {
+        if self.wheel.is_some() {
+            return self.push_on_wheel(key);
+        }
+        self.near.push(Reverse(key));
+        if self.near.len() >= CALENDAR_FROM {
+            self.switch_on();
+        }
+    }
+
+    /// [`push`](Self::push) once the calendar is on: out of line, so that a
+    /// small run's push stays a heap push.
+    #[inline(never)]
+    fn push_on_wheel(&mut self, key: u128) {
         let Some(wheel) = self.wheel.as_deref_mut() else {
-            self.near.push(Reverse(key));
-            if self.near.len() >= CALENDAR_FROM {
-                self.switch_on();
-            }
-            return;
+            return self.near.push(Reverse(key));
         };
         let b = bucket(key);
         if b < wheel.horizon {
@@ -97,7 +106,7 @@ impl Calendar {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<u128> {
         let Reverse(key) = self.near.pop()?;
         if self.near.is_empty() && self.wheel.is_some() {
@@ -137,6 +146,7 @@ impl Calendar {
 
     /// `near` is empty: moves the next non-empty bucket into it (jumping to
     /// `far`'s minimum when the wheel is empty).
+    #[inline(never)]
     fn refill(&mut self) {
         let Some(wheel) = self.wheel.as_deref_mut() else {
             return;
