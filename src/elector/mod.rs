@@ -57,8 +57,8 @@
 //! * [`stop`](Elector::stop) ends the work, then releases the lease.
 
 mod config;
+mod outputs;
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
@@ -71,10 +71,17 @@ use crate::id::{FencingToken, OwnerId};
 use crate::lease::LeaseResult;
 use crate::planted::{BugSlot, PlantedBug};
 use crate::time::{earliest, Instant, LatestNow};
+use outputs::Outputs;
+use smallvec::SmallVec;
+
+/// The unanswered requests, inline up to two (one or two almost always):
+/// a separate buffer would be a cold cache line per request in a large
+/// simulated fleet (see [`outputs`] for the measurement).
+type Outstanding = SmallVec<[InFlight; 2]>;
 
 /// Removes the first `n` requests of `requests` (all of them if fewer).
 #[inline]
-fn remove_front(requests: &mut Vec<InFlight>, n: usize) {
+fn remove_front(requests: &mut Outstanding, n: usize) {
     if n >= requests.len() {
         requests.clear();
     } else if n > 0 {
@@ -252,9 +259,9 @@ pub struct Elector {
     config: ElectorConfig,
     phase: Phase,
     /// Unanswered requests, oldest first (ids strictly increasing), at most
-    /// [`MAX_OUTSTANDING`]. A `Vec`, not a `VecDeque`: it holds one or two
-    /// requests almost always, and retiring a prefix is a short copy.
-    outstanding: Vec<InFlight>,
+    /// [`MAX_OUTSTANDING`]. Not a `VecDeque`: it holds one or two requests
+    /// almost always, and retiring a prefix is a short copy.
+    outstanding: Outstanding,
     /// When the next request is due (local clock); `None` while idle.
     next_request_at: Option<Instant>,
     last_request_id: u64,
@@ -266,7 +273,7 @@ pub struct Elector {
     /// The highest token any applied answer carried (granted, renewed, or
     /// held by another): an answer with a lower one is older news.
     highest_token_seen: Option<FencingToken>,
-    outputs: VecDeque<ElectorOutput>,
+    outputs: Outputs,
     latest_now: LatestNow,
     /// Boxed: a ChaCha state is ~300 bytes, and most electors have no jitter;
     /// keeping the elector small keeps simulated fleets in cache.
@@ -283,14 +290,14 @@ impl Elector {
         Elector {
             config,
             phase: Phase::Idle,
-            outstanding: Vec::new(),
+            outstanding: Outstanding::new(),
             next_request_at: None,
             last_request_id: 0,
             unanswered_since: None,
             released: None,
             observed: None,
             highest_token_seen: None,
-            outputs: VecDeque::with_capacity(4),
+            outputs: Outputs::default(),
             latest_now: LatestNow::default(),
             rng,
             planted: BugSlot::default(),

@@ -9,6 +9,7 @@
 //! engine's small API: pause and resume a host, cut links, start and kill
 //! processes.
 
+mod calendar;
 pub(crate) mod clock;
 pub mod limits;
 mod lives;

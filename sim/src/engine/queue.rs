@@ -10,6 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::calendar::Calendar;
 use crate::time::SimTime;
 
 /// Bits of a key that hold the slot index: at most 2^24 (16.7 M) pending
@@ -30,9 +31,11 @@ pub(crate) const MAX_PENDING: usize = 1 << SLOT_BITS;
 /// nothing. (A radix heap was tried and measured slower at every fleet size
 /// of the benchmark; so was a 4-ary heap.)
 ///
-/// Keys live in two heaps: `soon` for events the caller says come soon
+/// Keys live in two queues: `soon` for events the caller says come soon
 /// ([`push_soon`](Self::push_soon): messages in flight, due within a
-/// latency) and `later` for the rest (timers, due in seconds). A message is
+/// latency) and `later` for the rest (timers, due in seconds; a binary heap
+/// that becomes a calendar of buckets when a fleet keeps thousands, see
+/// [`Calendar`]). A message is
 /// due before nearly every timer, so in one heap it would sift up to the
 /// root on every push and down from it on every pop; in a heap of the few
 /// messages in flight it moves a level or two. A pop takes the smaller of
@@ -41,7 +44,7 @@ pub(crate) const MAX_PENDING: usize = 1 << SLOT_BITS;
 #[derive(Debug)]
 pub(crate) struct EventQueue<E> {
     soon: BinaryHeap<Reverse<u128>>,
-    later: BinaryHeap<Reverse<u128>>,
+    later: Calendar,
     slots: Vec<Option<E>>,
     free: Vec<u32>,
     next_seq: u64,
@@ -51,7 +54,7 @@ impl<E> EventQueue<E> {
     pub(crate) fn new() -> Self {
         EventQueue {
             soon: BinaryHeap::with_capacity(64),
-            later: BinaryHeap::with_capacity(256),
+            later: Calendar::with_capacity(256),
             slots: Vec::with_capacity(256),
             free: Vec::with_capacity(256),
             next_seq: 0,
@@ -66,7 +69,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub(crate) fn push(&mut self, time: SimTime, event: E) {
         let key = self.key(time, event);
-        self.later.push(Reverse(key));
+        self.later.push(key);
     }
 
     /// [`push`](Self::push) for an event due soon (a message in flight):
@@ -110,13 +113,13 @@ impl<E> EventQueue<E> {
     #[inline]
     fn first(&self) -> Option<(u128, bool)> {
         match (self.soon.peek(), self.later.peek()) {
-            (Some(&Reverse(soon)), Some(&Reverse(later))) => Some(if soon < later {
+            (Some(&Reverse(soon)), Some(later)) => Some(if soon < later {
                 (soon, true)
             } else {
                 (later, false)
             }),
             (Some(&Reverse(soon)), None) => Some((soon, true)),
-            (None, Some(&Reverse(later))) => Some((later, false)),
+            (None, Some(later)) => Some((later, false)),
             (None, None) => None,
         }
     }
@@ -145,12 +148,11 @@ impl<E> EventQueue<E> {
     #[inline]
     pub(crate) fn pop_slot(&mut self) -> Option<(SimTime, u32)> {
         let (_, soon) = self.first()?;
-        let heap = if soon {
-            &mut self.soon
+        let key = if soon {
+            self.soon.pop()?.0
         } else {
-            &mut self.later
+            self.later.pop()?
         };
-        let Reverse(key) = heap.pop()?;
         let slot = (key & SLOT_MASK) as u32;
         self.free.push(slot);
         Some((SimTime::from_nanos((key >> 64) as u64), slot))

@@ -51,15 +51,15 @@ impl LeaseStoreHost {
             ToStore::LeaseRequest {
                 pid,
                 incarnation,
-                owner,
                 id,
                 ttl,
             } => {
+                let names = out.names;
+                let owner = names.owner_at(pid, incarnation);
                 let answer = self
                     .leases
                     .try_acquire_or_renew(&self.role, &owner, ttl, now);
                 let to = Address::Process { pid, incarnation };
-                let names = out.names;
                 let from = names.sender_ref(pid, incarnation, &owner);
                 let reply = match answer {
                     Ok(result) => {
@@ -85,11 +85,11 @@ impl LeaseStoreHost {
             ToStore::Release {
                 pid,
                 incarnation,
-                owner,
                 token,
             } => {
-                let result = self.leases.release(&self.role, &owner, token, now);
                 let names = out.names;
+                let owner = names.owner_at(pid, incarnation);
+                let result = self.leases.release(&self.role, &owner, token, now);
                 let from = names.sender_ref(pid, incarnation, &owner);
                 out.observe(&Observation::ReleaseHandled {
                     from,

@@ -24,10 +24,11 @@ pub(crate) enum Message {
 #[derive(Clone, Debug)]
 pub(crate) enum ToStore {
     /// Acquire or renew the role's lease.
+    /// The sender is named by slot and life, not by its owner id (see
+    /// `Lives::owner_at`).
     LeaseRequest {
         pid: u32,
         incarnation: u32,
-        owner: OwnerId,
         id: RequestId,
         ttl: Duration,
     },
@@ -35,7 +36,6 @@ pub(crate) enum ToStore {
     Release {
         pid: u32,
         incarnation: u32,
-        owner: OwnerId,
         token: FencingToken,
     },
     /// Node `node` is alive.

@@ -135,7 +135,7 @@ impl Hosts for FencedHosts {
         if let Some(bug) = s.planted_bug {
             elector.plant(bug);
         }
-        let process = NodeProcess::new(pid, node, incarnation, owner.clone(), elector, s.timings);
+        let process = NodeProcess::new(pid, node, incarnation, elector, s.timings);
         let (process, workers) = self.procs.start(pid, incarnation, owner.clone(), process);
         process.start(workers, out);
     }

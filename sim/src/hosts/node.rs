@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use fenced::{Elector, ElectorOutput, LeaseResult, OwnerId};
+use fenced::{Elector, ElectorOutput, LeaseResult};
 
 use super::messages::{Message, Timer, ToProcess, ToStore};
 use super::workers::WorkerTable;
@@ -43,7 +43,6 @@ pub(crate) struct NodeProcess {
     pid: u32,
     node: u32,
     incarnation: u32,
-    owner: OwnerId,
     elector: Elector,
     timings: WorkTimings,
     /// The true time the elector's timer is armed for.
@@ -58,7 +57,6 @@ impl NodeProcess {
         pid: u32,
         node: u32,
         incarnation: u32,
-        owner: OwnerId,
         elector: Elector,
         timings: WorkTimings,
     ) -> Self {
@@ -66,7 +64,6 @@ impl NodeProcess {
             pid,
             node,
             incarnation,
-            owner,
             elector,
             timings,
             timer_at: None,
@@ -183,7 +180,6 @@ impl NodeProcess {
                     let msg = ToStore::LeaseRequest {
                         pid: self.pid,
                         incarnation: self.incarnation,
-                        owner: self.owner.clone(),
                         id,
                         ttl,
                     };
@@ -197,7 +193,6 @@ impl NodeProcess {
                     let msg = ToStore::Release {
                         pid: self.pid,
                         incarnation: self.incarnation,
-                        owner: self.owner.clone(),
                         token,
                     };
                     self.to_store(msg, out);
