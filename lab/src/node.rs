@@ -72,12 +72,28 @@ pub const DOWNSTREAM_URL_VAR: &str = "FENCED_LAB_DOWNSTREAM_URL";
 /// # Errors
 /// The name is no [`fenced::PlantedBug`].
 #[cfg(feature = "planted-bugs")]
-pub fn parse_plant(name: Option<&str>) -> Result<Option<fenced::PlantedBug>, String> {
-    name.map(|name| {
-        name.parse::<fenced::PlantedBug>()
-            .map_err(|e| format!("--plant: {e}"))
-    })
-    .transpose()
+pub fn parse_plant(name: Option<&str>) -> Result<Option<fenced::PlantedBug>, PlantFlagError> {
+    name.map(|name| name.parse::<fenced::PlantedBug>().map_err(PlantFlagError))
+        .transpose()
+}
+
+/// A `--plant` value that names no planted bug.
+#[cfg(feature = "planted-bugs")]
+#[derive(Debug)]
+pub struct PlantFlagError(pub fenced::UnknownPlantedBug);
+
+#[cfg(feature = "planted-bugs")]
+impl std::fmt::Display for PlantFlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--plant: {}", self.0)
+    }
+}
+
+#[cfg(feature = "planted-bugs")]
+impl std::error::Error for PlantFlagError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }
 
 fn duration(text: &str) -> Result<Duration, DurationFlagError> {

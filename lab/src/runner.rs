@@ -228,7 +228,8 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let mut interrupts = Interrupts::new()?;
     let program = std::env::current_exe().map_err(|e| infra(format!("current_exe: {e}")))?;
     #[cfg(feature = "planted-bugs")]
-    let planted = crate::node::parse_plant(args.plant.as_deref()).map_err(RunError::BadInput)?;
+    let planted = crate::node::parse_plant(args.plant.as_deref())
+        .map_err(|e| RunError::BadInput(e.to_string()))?;
     let scenario = plan::load(&args.scenario).map_err(|e| RunError::BadInput(e.to_string()))?;
     let time_scale =
         TimeScale::new(args.time_scale).map_err(|e| RunError::BadInput(e.to_string()))?;

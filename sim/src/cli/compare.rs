@@ -59,7 +59,7 @@ pub(super) struct CompareArgs {
 
 /// The designs `--protocols` names (every one by default), in its order,
 /// once each.
-fn protocols(names: &[String]) -> Result<Vec<ProtocolSpec>, String> {
+fn protocols(names: &[String]) -> Result<Vec<ProtocolSpec>, UnknownProtocol> {
     if names.is_empty() {
         return Ok(ProtocolSpec::NAMES
             .iter()
@@ -69,18 +69,30 @@ fn protocols(names: &[String]) -> Result<Vec<ProtocolSpec>, String> {
     let mut chosen: Vec<ProtocolSpec> = Vec::new();
     for name in names {
         let name = name.trim();
-        let spec = ProtocolSpec::by_name(name).ok_or_else(|| {
-            format!(
-                "--protocols: unknown protocol `{name}`; the known ones are {}",
-                ProtocolSpec::NAMES.join(", ")
-            )
-        })?;
+        let spec = ProtocolSpec::by_name(name).ok_or_else(|| UnknownProtocol(name.to_string()))?;
         if !chosen.iter().any(|p| p.name() == spec.name()) {
             chosen.push(spec);
         }
     }
     Ok(chosen)
 }
+
+/// A `--protocols` name that is no design.
+#[derive(Debug)]
+struct UnknownProtocol(String);
+
+impl std::fmt::Display for UnknownProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--protocols: unknown protocol `{}`; the known ones are {}",
+            self.0,
+            ProtocolSpec::NAMES.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownProtocol {}
 
 /// The rows: the files given, else the built-in set (or the part `--only`
 /// names).
