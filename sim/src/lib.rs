@@ -82,8 +82,8 @@ pub use rng::mix64;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,
-    NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, ValidScenario, Work,
-    DOWNSTREAM, LEASE_STORE,
+    NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, StoreClock, ValidScenario,
+    Work, DOWNSTREAM, LEASE_STORE,
 };
 pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,

@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::scenario::{Election, FaultSpec, Membership, Network, ProtocolSpec, Scenario, Work};
+use crate::scenario::{
+    Election, FaultSpec, Membership, Network, ProtocolSpec, Scenario, StoreClock, Work,
+};
 use crate::units::human;
 
 fn quoted(s: &str) -> String {
@@ -56,8 +58,15 @@ pub fn to_toml(s: &Scenario) -> String {
             let _ = writeln!(o, "durable = {durable}");
         }
     }
-    if let Some(durable) = s.durability.store {
-        let _ = writeln!(o, "\n[store]\ndurable = {durable}");
+    let store_clock = (s.store_clock != StoreClock::default()).then_some(s.store_clock);
+    if s.durability.store.is_some() || store_clock.is_some() {
+        let _ = writeln!(o, "\n[store]");
+        if let Some(durable) = s.durability.store {
+            let _ = writeln!(o, "durable = {durable}");
+        }
+        if let Some(clock) = store_clock {
+            let _ = writeln!(o, "clock = {}", quoted(clock.name()));
+        }
     }
     for node in &s.nodes {
         let _ = writeln!(o, "\n[[node]]\nid = {}", quoted(&node.id));

@@ -418,12 +418,15 @@ fn a_thread_that_cannot_be_started_is_an_error_not_a_panic() {
                 .output()
                 .expect("sh runs");
             let err = stderr(&out);
-            assert!(!err.contains("panicked"), "{sub}: {err}");
             match out.status.code() {
                 Some(2) => {
+                    assert!(!err.contains("panicked"), "{sub}: {err}");
                     refused = Some(err);
                     break;
                 }
+                // The runtime's own abort: it reports the failed signal
+                // stack as a panic of the new thread (`stack_overflow.rs`)
+                // and aborts; a panic of our code would exit 101.
                 Some(134) | None => continue,
                 other => panic!("{sub}: exit {other:?}: {err}"),
             }

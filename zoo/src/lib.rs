@@ -95,6 +95,20 @@ impl fmt::Display for ClientId {
     }
 }
 
+/// Which of its host's two clocks a machine times its decisions by. A
+/// driver (the simulator, a real runtime) passes that clock's reading as
+/// every `now`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockKind {
+    /// Never stepped (`CLOCK_MONOTONIC`, Go's monotonic reading behind
+    /// `time.Since`/`Until`, Java's `System.nanoTime`): an NTP step of the
+    /// host changes nothing the machine decides.
+    Monotonic,
+    /// Stepped with the host (`CLOCK_REALTIME`, `gettimeofday`, Java's
+    /// `System.currentTimeMillis`): a step moves every deadline on it.
+    Wall,
+}
+
 /// One lock or leader-election design: its settings, its messages, and how to
 /// build its servers and clients.
 pub trait Protocol {
@@ -115,6 +129,12 @@ pub trait Protocol {
     /// Whether the protocol's leadership carries a token a downstream can
     /// fence with.
     const HAS_TOKEN: bool;
+    /// The clock the client times its decisions by, as its upstream library
+    /// reads it (each design's docs cite the upstream code).
+    const CLIENT_CLOCK: ClockKind;
+    /// The clock the servers time their decisions by (expiry of keys,
+    /// leases, sessions), as the upstream server reads it.
+    const SERVER_CLOCK: ClockKind;
     /// Checks settings the way the upstream library does (and rejects what
     /// would make the model meaningless, such as zero durations).
     fn validate(settings: &Self::Settings) -> Result<(), SettingsError>;

@@ -1,10 +1,18 @@
-//! Host clocks: each host reads its own clock, derived from true
-//! (simulation) time with an offset and a drift.
+//! Host clocks: each host has two, derived from true (simulation) time.
 //!
-//! `local = true × (1 + drift) + offset + EPOCH`, in integer nanoseconds with
-//! the drift held as parts per billion, so conversions are exact and identical
-//! on every machine. `EPOCH` (ten days) keeps local instants non-negative for
-//! negative offsets.
+//! A **wall** clock (`CLOCK_REALTIME`, Go's wall reading, Java's
+//! `System.currentTimeMillis`) runs at the host's rate, starts at its offset,
+//! and moves by every `clock-jump` (an NTP step). A **monotonic** clock
+//! (`CLOCK_MONOTONIC`, Go's monotonic reading that `time.Since`/`Until` use,
+//! Java's `System.nanoTime`, tokio's `Instant`) runs at the same rate — drift
+//! is the oscillator's and moves both — and is never stepped. Each host times
+//! its decisions by the one its upstream reads ([`ClockKind`], declared per
+//! host); the two agree until the first step.
+//!
+//! `local = true × (1 + drift) + offset (+ steps, wall only) + EPOCH`, in
+//! integer nanoseconds with the drift held as parts per billion, so
+//! conversions are exact and identical on every machine. `EPOCH` (ten days)
+//! keeps local instants non-negative for negative offsets.
 
 use fenced::Instant;
 
@@ -46,11 +54,24 @@ pub(crate) fn server_true_time(local: Instant, offset: i64, not_before: SimTime)
     }
 }
 
-/// One host's clock.
+/// Which of its two clocks a host times its decisions by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockKind {
+    /// Never stepped: a `clock-jump` leaves the host's timing alone.
+    Monotonic,
+    /// Stepped by every `clock-jump` of the host.
+    Wall,
+}
+
+/// One host's clock: the reading of the kind it times by (see
+/// [`for_reading`](Self::for_reading)), or the pair before a kind is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HostClock {
     offset_nanos: i64,
     drift_ppb: i64,
+    /// The sum of the `clock-jump` steps: the wall clock's, not the
+    /// monotonic clock's.
+    stepped_nanos: i64,
 }
 
 impl HostClock {
@@ -59,6 +80,7 @@ impl HostClock {
     pub(crate) const TRUE: HostClock = HostClock {
         offset_nanos: 0,
         drift_ppb: 0,
+        stepped_nanos: 0,
     };
 
     /// `drift` is a fraction (0.01 = 1% fast); the caller has validated both
@@ -69,19 +91,46 @@ impl HostClock {
         HostClock {
             offset_nanos,
             drift_ppb: (drift * 1e9).round() as i64,
+            stepped_nanos: 0,
         }
     }
 
-    /// The clock stepped by `by` nanoseconds (a `clock-jump` fault), the
-    /// total offset kept within twice the validated limit.
+    /// The wall clock stepped by `by` nanoseconds (a `clock-jump` fault),
+    /// the wall's total offset kept within twice the validated limit. The
+    /// monotonic clock does not move.
     pub(crate) fn jump(&mut self, by: i64) {
         let limit = 2 * MAX_CLOCK_OFFSET_NANOS;
-        self.offset_nanos = self.offset_nanos.saturating_add(by).clamp(-limit, limit);
+        let wall = self
+            .offset_nanos
+            .saturating_add(self.stepped_nanos)
+            .saturating_add(by)
+            .clamp(-limit, limit);
+        self.stepped_nanos = wall - self.offset_nanos;
     }
 
-    /// The host's reading at true time `t`.
+    /// The clock of `kind`, as a clock with no steps of its own: what a host
+    /// that times by `kind` reads ([`local`](Self::local)) and arms timers
+    /// on ([`true_time_at`](Self::true_time_at)).
+    #[inline]
+    pub(crate) fn for_reading(self, kind: ClockKind) -> HostClock {
+        match kind {
+            ClockKind::Monotonic => HostClock {
+                stepped_nanos: 0,
+                ..self
+            },
+            ClockKind::Wall => HostClock {
+                offset_nanos: self.offset_nanos + self.stepped_nanos,
+                stepped_nanos: 0,
+                ..self
+            },
+        }
+    }
+
+    /// The host's reading at true time `t` (of a clock from
+    /// [`for_reading`](Self::for_reading): steps are not counted here).
     #[inline]
     pub(crate) fn local(self, t: SimTime) -> Instant {
+        debug_assert_eq!(self.stepped_nanos, 0, "read through for_reading");
         self.local_nanos(t.as_nanos())
     }
 
@@ -269,6 +318,7 @@ mod tests {
             let c = HostClock {
                 offset_nanos: offset,
                 drift_ppb: 0,
+                stepped_nanos: 0,
             };
             let mut draw = || {
                 if uniform_inclusive(&mut rng, 0, 3) == 0 {
@@ -339,5 +389,33 @@ mod tests {
             let wide = (target * BILLION + rate - 1).div_euclid(rate);
             assert_eq!(ceil_scaled(target, rate), wide, "{target} {rate}");
         }
+    }
+
+    /// A step moves the wall clock and never the monotonic one; drift and
+    /// the offset move both, so the two agree until the first step.
+    #[test]
+    fn a_step_moves_the_wall_clock_only() {
+        let t = SimTime::from_nanos(5_000_000_000);
+        let mut c = HostClock::new(2_000_000_000, 0.01);
+        let (wall, mono) = (ClockKind::Wall, ClockKind::Monotonic);
+        assert_eq!(c.for_reading(wall).local(t), c.for_reading(mono).local(t));
+        c.jump(-30_000_000_000);
+        c.jump(7_000_000_000);
+        let before = c.for_reading(mono).local(t);
+        assert_eq!(
+            before,
+            HostClock::new(2_000_000_000, 0.01)
+                .for_reading(mono)
+                .local(t)
+        );
+        let stepped = c.for_reading(wall).local(t).as_nanos() as i128;
+        assert_eq!(stepped - before.as_nanos() as i128, -23_000_000_000);
+        // Timers armed on the monotonic clock fire when they would have.
+        let deadline = before + std::time::Duration::from_secs(10);
+        let unstepped = HostClock::new(2_000_000_000, 0.01).for_reading(mono);
+        assert_eq!(
+            c.for_reading(mono).true_time_at(deadline, t),
+            unstepped.true_time_at(deadline, t)
+        );
     }
 }

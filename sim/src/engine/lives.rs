@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use fenced::{NodeId, OwnerId};
 
 use super::Address;
-use crate::engine::clock::HostClock;
+use crate::engine::clock::{ClockKind, HostClock};
 use crate::engine::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
 use crate::observation::{HostId, HostRef, NodeRef, ProcessId, ProcessRef, ServerId};
 
@@ -66,8 +66,11 @@ pub(crate) struct Lives<E> {
     /// fenced protocol: its lease store and downstream have fixed names).
     servers: Vec<String>,
     first_node: u16,
-    /// Each server endpoint's clock step (`clock-jump` faults), in ns.
+    /// Each server endpoint's clock step (`clock-jump` faults), in ns: the
+    /// step of the clock it times by (none for a monotonic one).
     server_offsets: Vec<i64>,
+    /// The clocks the hosts time their decisions by.
+    clocks: HostClocks,
     nodes: Vec<Node>,
     /// Node indices sorted by id (ties by index), so that
     /// [`node_index`](Self::node_index) costs O(log nodes): the registry's
@@ -76,14 +79,35 @@ pub(crate) struct Lives<E> {
     procs: Vec<Life<E>>,
 }
 
+/// Which clock each host times its decisions by (see
+/// [`ClockKind`]): every node's processes one kind, each server endpoint its
+/// own.
+#[derive(Clone, Debug)]
+pub(crate) struct HostClocks {
+    pub(crate) nodes: ClockKind,
+    /// By server endpoint (the lease store or first server, the downstream,
+    /// the other servers); an endpoint past the end reads its wall clock.
+    pub(crate) servers: Vec<ClockKind>,
+}
+
+impl HostClocks {
+    fn server(&self, endpoint: u16) -> ClockKind {
+        self.servers
+            .get(usize::from(endpoint))
+            .copied()
+            .unwrap_or(ClockKind::Wall)
+    }
+}
+
 impl<E> Lives<E> {
     /// Nodes with these ids and clocks, none started, after the servers:
     /// the fenced protocol's lease store and downstream (no `servers`), or
     /// another protocol's `servers` (the first takes endpoint 0, the others
-    /// follow the downstream).
+    /// follow the downstream); each host times by the kind `clocks` says.
     pub(crate) fn with_servers(
         servers: Vec<String>,
         nodes: impl IntoIterator<Item = (NodeId, HostClock)>,
+        clocks: HostClocks,
     ) -> Self {
         let first_node = FIRST_NODE_ENDPOINT + servers.len().saturating_sub(1) as u16;
         let nodes: Vec<Node> = nodes
@@ -108,6 +132,7 @@ impl<E> Lives<E> {
             servers,
             first_node,
             server_offsets: vec![0; usize::from(first_node)],
+            clocks,
             procs: Vec::new(),
         }
     }
@@ -127,16 +152,23 @@ impl<E> Lives<E> {
         self.server_offsets[usize::from(endpoint)]
     }
 
-    /// Steps the clock of `endpoint` by `by` ns: a server's, or every
-    /// process's of a node (they share the machine's clock).
-    pub(crate) fn jump_clock(&mut self, endpoint: u16, by: i64) {
+    /// Steps the wall clock of `endpoint` by `by` ns: a server's, or the
+    /// machine's of a node (its processes share it). Returns whether the
+    /// host's timing moved: it does only for a host that times by its wall
+    /// clock (its monotonic clock is never stepped).
+    pub(crate) fn jump_clock(&mut self, endpoint: u16, by: i64) -> bool {
         if endpoint < self.first_node {
+            if self.clocks.server(endpoint) == ClockKind::Monotonic {
+                return false;
+            }
             let offset = &mut self.server_offsets[usize::from(endpoint)];
             *offset = offset.saturating_add(by);
+            true
         } else {
             self.nodes[usize::from(endpoint - self.first_node)]
                 .clock
                 .jump(by);
+            self.clocks.nodes == ClockKind::Wall
         }
     }
 
@@ -312,8 +344,11 @@ impl<E> Lives<E> {
         self.nodes[self.procs[pid as usize].node as usize].endpoint
     }
 
+    /// The clock the process in slot `pid` times by.
     pub(crate) fn clock_of(&self, pid: u32) -> HostClock {
-        self.nodes[self.procs[pid as usize].node as usize].clock
+        self.nodes[self.procs[pid as usize].node as usize]
+            .clock
+            .for_reading(self.clocks.nodes)
     }
 
     // ----- names for observations -----

@@ -27,7 +27,7 @@ use crate::engine::queue::EventQueue;
 use crate::observation::{DropReason, HostRef, MessageFacts, Observation, Observer, Skipped};
 use crate::time::SimTime;
 
-pub(crate) use lives::{server_endpoint, server_index, Lives};
+pub(crate) use lives::{server_endpoint, server_index, HostClocks, Lives};
 pub(crate) use outbox::Outbox;
 
 /// Where a message or a timer goes: a server host (by endpoint) or one life
@@ -504,13 +504,24 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
 
     // ----- clocks and restarts -----
 
-    /// Steps `endpoint`'s clock by `by` ns (a server's, or every process's
-    /// of a node) and has the running hosts re-arm their timers.
+    /// Steps `endpoint`'s wall clock by `by` ns (a server's, or every
+    /// process's of a node) and, if the host times by it, has the running
+    /// hosts re-arm their timers (a host that times by its monotonic clock
+    /// sees nothing).
     pub(crate) fn jump_clock(&mut self, endpoint: u16, by: i64) {
-        self.lives.jump_clock(endpoint, by);
+        let moved = self.lives.jump_clock(endpoint, by);
         let host = self.lives.endpoint_ref(endpoint);
-        self.observers
-            .observe(self.now, &Observation::ClockJumped { host, by_nanos: by });
+        self.observers.observe(
+            self.now,
+            &Observation::ClockJumped {
+                host,
+                by_nanos: by,
+                moved,
+            },
+        );
+        if !moved {
+            return;
+        }
         let targets: Vec<Address> = if endpoint < self.lives.first_node_endpoint() {
             let paused = self.servers[usize::from(endpoint)].depth > 0;
             (!paused)

@@ -97,6 +97,12 @@ pub(super) fn convert(raw: RawScenario, spans: &mut Spans) -> Result<Scenario, C
     }
     if let Some(store) = &raw.store {
         scenario.durability.store = store.durable;
+        if let Some(clock) = store.clock {
+            scenario.store_clock = match clock {
+                super::raw::RawStoreClock::Wall => crate::scenario::StoreClock::Wall,
+                super::raw::RawStoreClock::Monotonic => crate::scenario::StoreClock::Monotonic,
+            };
+        }
     }
     for (i, node) in raw.node.iter().enumerate() {
         convert_node(i, node, &mut scenario, spans)?;

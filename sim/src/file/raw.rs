@@ -106,6 +106,15 @@ pub(super) struct RawDownstream {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawStore {
     pub(super) durable: Option<bool>,
+    pub(super) clock: Option<RawStoreClock>,
+}
+
+/// `[store] clock`.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum RawStoreClock {
+    Wall,
+    Monotonic,
 }
 
 /// One `[[node]]`.

@@ -466,9 +466,12 @@ impl<'a> Feed<'a> {
             let offset =
                 i64::try_from(offset).unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX });
             if offset != self.store_offset {
+                // The PostgreSQL store expires leases by its server's
+                // `clock_timestamp()`: a wall clock, whose step moves them.
                 let jump = Observation::ClockJumped {
                     host: HostRef::LeaseStore,
                     by_nanos: offset.saturating_sub(self.store_offset),
+                    moved: true,
                 };
                 self.checker.observe(at, &jump);
                 self.store_offset = offset;

@@ -445,6 +445,7 @@ fn scenario_of(
         network: crate::scenario::Network::default(),
         fencing: settings.fencing,
         durability: Default::default(),
+        store_clock: Default::default(),
         nodes: nodes.iter().map(|n| NodeSpec::new(n.as_str())).collect(),
         faults: Vec::new(),
         expect: Default::default(),

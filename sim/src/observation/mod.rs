@@ -419,13 +419,17 @@ pub enum Observation<'a> {
         /// time is measured, not judged).
         local: Option<Instant>,
     },
-    /// `host`'s clock stepped by `by_nanos` (a `clock-jump` fault): from now
-    /// on it reads that much more (less, when negative).
+    /// `host`'s wall clock stepped by `by_nanos` (a `clock-jump` fault):
+    /// from now on it reads that much more (less, when negative).
     ClockJumped {
         /// The host whose clock moved (a server, or a node: all its lives).
         host: HostRef<'a>,
         /// The step, in nanoseconds.
         by_nanos: i64,
+        /// Whether the host's timing moved with it: it times by its wall
+        /// clock. `false` for a host that times by its monotonic clock,
+        /// which no step moves.
+        moved: bool,
     },
     /// A server came back from a `restart` fault, with its state (`durable`)
     /// or empty.

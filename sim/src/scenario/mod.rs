@@ -67,6 +67,9 @@ pub struct Scenario {
     /// Whether the lease store and the downstream keep their state across
     /// a `restart` (`[store] durable`, `[downstream] durable`).
     pub durability: Durability,
+    /// `[store] clock`: the clock the fenced protocol's lease store (and its
+    /// registry) expires by.
+    pub store_clock: StoreClock,
     /// The nodes (at least one).
     pub nodes: Vec<NodeSpec>,
     /// Scheduled and recurring faults.
@@ -209,6 +212,35 @@ impl Default for Network {
             latency: (Duration::from_millis(1), Duration::from_millis(5)),
             loss: 0.0,
             duplicate: 0.0,
+        }
+    }
+}
+
+/// `[store] clock`: which of its host's clocks the fenced protocol's lease
+/// store expires leases (and the registry heartbeats) by.
+///
+/// The default is `"wall"`: the PostgreSQL backend (`fenced::postgres`)
+/// stamps and expires leases with the database server's `clock_timestamp()`,
+/// a wall clock, so an NTP step of that server moves every expiry — a real
+/// hazard the simulator keeps. `"monotonic"` is the in-process
+/// `fenced::LeaseStore` driven by a runtime's monotonic clock (the tokio
+/// driver's `tokio::time::Instant`): no step moves it. Nodes always time by
+/// their monotonic clock (the elector is driven by `tokio::time::Instant`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StoreClock {
+    /// The wall clock: stepped by a `clock-jump` of the store.
+    #[default]
+    Wall,
+    /// The monotonic clock: never stepped.
+    Monotonic,
+}
+
+impl StoreClock {
+    /// The scenario file's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreClock::Wall => "wall",
+            StoreClock::Monotonic => "monotonic",
         }
     }
 }
@@ -579,6 +611,7 @@ impl Scenario {
             network: Network::default(),
             fencing: true,
             durability: Durability::default(),
+            store_clock: StoreClock::default(),
             nodes: Vec::new(),
             faults: Vec::new(),
             expect: Expectations::default(),

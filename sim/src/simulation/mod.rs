@@ -22,10 +22,10 @@ use std::time::Duration;
 use fenced::{FencedStore, Fencing, LeaseStore, LeaseStoreConfig, NodeRegistry};
 
 use crate::checker::{Checker, CheckerSettings};
-use crate::engine::clock::HostClock;
+use crate::engine::clock::{ClockKind, HostClock};
 use crate::engine::limits::{Halt, DEFAULT_MAX_EVENTS};
 use crate::engine::network::Network;
-use crate::engine::{Control, Engine, Lives};
+use crate::engine::{Control, Engine, HostClocks, Lives};
 use crate::hosts::workers::ProcessTable;
 use crate::hosts::{
     DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, SimHosts, WorkTimings,
@@ -33,7 +33,7 @@ use crate::hosts::{
 use crate::observation::{Observers, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{
-    Expectations, FaultAction, FaultSpec, PlanStep, Scenario, ScenarioError, StepCause,
+    Expectations, FaultAction, FaultSpec, PlanStep, Scenario, ScenarioError, StepCause, StoreClock,
     ValidScenario,
 };
 use crate::time::span_nanos;
@@ -141,7 +141,18 @@ impl Core<FencedHosts> {
             }
             hosts
         };
-        Self::assemble(valid, options, Vec::new(), make_hosts)
+        // The nodes' electors time by their monotonic clock (the tokio
+        // driver reads `tokio::time::Instant`); the store by the clock its
+        // backend expires by (`[store] clock`); the downstream keeps no time.
+        let store = match scenario.store_clock {
+            StoreClock::Wall => ClockKind::Wall,
+            StoreClock::Monotonic => ClockKind::Monotonic,
+        };
+        let clocks = HostClocks {
+            nodes: ClockKind::Monotonic,
+            servers: vec![store, ClockKind::Wall],
+        };
+        Self::assemble(valid, options, Vec::new(), clocks, make_hosts)
     }
 }
 
@@ -158,12 +169,16 @@ impl<P: ZooProtocol> Core<ZooHosts<P>> {
     ) -> Result<Self, ScenarioError> {
         let scenario = valid.scenario();
         let make_hosts = |seeds: SeedDeriver| ZooHosts::new(valid, settings, seeds);
-        Self::assemble(
-            valid,
-            options,
-            scenario.election.protocol.server_names(),
-            make_hosts,
-        )
+        // Each design's clients and servers time by the clock their upstream
+        // reads (the design's docs cite where); the downstream keeps no time.
+        let servers = scenario.election.protocol.server_names();
+        let mut kinds = vec![ClockKind::from(P::SERVER_CLOCK); servers.len().max(1) + 1];
+        kinds[1] = ClockKind::Wall;
+        let clocks = HostClocks {
+            nodes: ClockKind::from(P::CLIENT_CLOCK),
+            servers: kinds,
+        };
+        Self::assemble(valid, options, servers, clocks, make_hosts)
     }
 }
 
@@ -178,6 +193,7 @@ impl<H: SimHosts> Core<H> {
         valid: &ValidScenario,
         options: &RunOptions,
         servers: Vec<String>,
+        clocks: HostClocks,
         make_hosts: impl FnOnce(SeedDeriver) -> H,
     ) -> Result<Self, ScenarioError> {
         let scenario = valid.scenario();
@@ -195,7 +211,7 @@ impl<H: SimHosts> Core<H> {
                     HostClock::new(spec.clock_offset.0, spec.clock_drift),
                 )
             });
-        let lives = Lives::with_servers(servers, nodes);
+        let lives = Lives::with_servers(servers, nodes, clocks);
         let net = Network::new(
             lives.endpoint_count(),
             scenario.network.latency,

@@ -219,8 +219,14 @@ impl Tracer {
                     self.bytes(why.as_bytes());
                 }
             }
-            Observation::ClockJumped { host, by_nanos } => {
-                self.begin(t, code(host), 41);
+            Observation::ClockJumped {
+                host,
+                by_nanos,
+                moved,
+            } => {
+                // A step that moves the host's timing hashes as it always
+                // did; one its monotonic clock ignores is told apart.
+                self.begin(t, code(host), 41 | u64::from(!moved) << 8);
                 self.word(by_nanos as u64);
             }
             Observation::Restarted { host, durable } => {

@@ -144,6 +144,7 @@ enum Record<'a> {
     },
     ClockJumped {
         by_nanos: i64,
+        moved: bool,
     },
     Restarted {
         durable: bool,
@@ -335,10 +336,15 @@ impl Tracer {
                 Some(why) => write!(l, "steps down from token {token}: {why}"),
                 None => write!(l, "steps down from token {token}: {reason}"),
             },
-            Record::ClockJumped { by_nanos } => {
+            Record::ClockJumped { by_nanos, moved } => {
                 let step = crate::scenario::ClockOffset(by_nanos);
                 let sign = if by_nanos > 0 { "+" } else { "" };
-                write!(l, "clock jumps by {sign}{step}")
+                let unmoved = if moved {
+                    ""
+                } else {
+                    " (its wall clock; it times by its monotonic clock)"
+                };
+                write!(l, "clock jumps by {sign}{step}{unmoved}")
             }
             Record::Restarted { durable } => {
                 if durable {

@@ -172,9 +172,11 @@ fn record_of<'a>(observation: &Observation<'a>) -> Option<(TraceHost<'a>, Record
             host(HostRef::Process(process)),
             Record::TermEnded { token, reason, why },
         ),
-        Observation::ClockJumped { host: on, by_nanos } => {
-            (host(on), Record::ClockJumped { by_nanos })
-        }
+        Observation::ClockJumped {
+            host: on,
+            by_nanos,
+            moved,
+        } => (host(on), Record::ClockJumped { by_nanos, moved }),
         Observation::Restarted { host: on, durable } => (host(on), Record::Restarted { durable }),
         Observation::Holder {
             server,

@@ -432,3 +432,12 @@ impl<P: ZooProtocol> ZooHosts<P> {
         }
     }
 }
+
+impl From<fenced_zoo::ClockKind> for crate::engine::clock::ClockKind {
+    fn from(kind: fenced_zoo::ClockKind) -> Self {
+        match kind {
+            fenced_zoo::ClockKind::Monotonic => crate::engine::clock::ClockKind::Monotonic,
+            fenced_zoo::ClockKind::Wall => crate::engine::clock::ClockKind::Wall,
+        }
+    }
+}

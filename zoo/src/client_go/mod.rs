@@ -80,7 +80,7 @@ pub use client::ClientGoClient;
 pub use server::ApiServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, Instant, Protocol, ServerIndex, SettingsError};
+use crate::{ClientId, ClockKind, Instant, Protocol, ServerIndex, SettingsError};
 
 /// client-go's `JitterFactor`, applied to `RetryPeriod` in `acquire`.
 pub const JITTER_FACTOR: f64 = 1.2;
@@ -214,6 +214,15 @@ impl Protocol for ClientGo {
     type Client = ClientGoClient;
     type Server = ApiServer;
     const HAS_TOKEN: bool = true;
+    /// client-go times the lease by Go's monotonic reading: `observedTime`
+    /// is a `time.Now()` (`tools/leaderelection/leaderelection.go`,
+    /// `setObservedRecord`), and expiry is `observedTime.Add(LeaseDuration).After(now)`
+    /// — `After` compares the monotonic readings; the renew deadline is a
+    /// `context.WithTimeout` (`renew`). A wall step changes neither.
+    const CLIENT_CLOCK: ClockKind = ClockKind::Monotonic;
+    /// The API server decides no time here: it stores the lease object the
+    /// clients write (its `renewTime` is data, compared by no one).
+    const SERVER_CLOCK: ClockKind = ClockKind::Monotonic;
 
     /// `NewLeaderElector`'s checks, in its order, plus a positive request
     /// timeout.

@@ -71,7 +71,7 @@ pub use client::PgClient;
 pub use server::PgServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The PostgreSQL advisory-lock protocol.
 #[derive(Clone, Copy, Debug)]
@@ -216,6 +216,13 @@ impl Protocol for ConnectionLock {
     type Client = PgClient;
     type Server = PgServer;
     const HAS_TOKEN: bool = false;
+    /// The client's only timing is the kernel's: TCP keepalive and
+    /// retransmission timers run on the kernel's monotonic clock.
+    const CLIENT_CLOCK: ClockKind = ClockKind::Monotonic;
+    /// PostgreSQL frees a session's advisory lock when the kernel's
+    /// keepalive verdict ends the connection: `tcp_keepalives_idle`,
+    /// `_interval`, `_count` are kernel timers, on its monotonic clock.
+    const SERVER_CLOCK: ClockKind = ClockKind::Monotonic;
 
     fn validate(settings: &PgSettings) -> Result<(), SettingsError> {
         nonzero("tcp_keepalives_idle", settings.tcp_keepalives_idle)?;

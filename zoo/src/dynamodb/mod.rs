@@ -74,7 +74,7 @@ pub use client::DynamoDbClient;
 pub use server::DynamoDbServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The DynamoDB lock client protocol.
 #[derive(Clone, Copy, Debug)]
@@ -199,6 +199,14 @@ impl Protocol for DynamoDb {
     type Client = DynamoDbClient;
     type Server = DynamoDbServer;
     const HAS_TOKEN: bool = false;
+    /// The lock client times lease durations by
+    /// `LockClientUtils.millisecondTime()`, which is `System.nanoTime() / 1e6`
+    /// — monotonic, "only useful for elapsed time"
+    /// (`src/main/java/.../dynamodbv2/util/LockClientUtils.java`).
+    const CLIENT_CLOCK: ClockKind = ClockKind::Monotonic;
+    /// The table decides no time: expiry is the clients' judgement of an
+    /// unchanged record version over a lease duration.
+    const SERVER_CLOCK: ClockKind = ClockKind::Monotonic;
 
     /// Upstream's constructor rejects `leaseDuration < 2 × heartbeatPeriod`
     /// ("Heartbeat period must be no more than half the length of the Lease

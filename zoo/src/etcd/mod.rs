@@ -68,7 +68,7 @@ pub use client::EtcdClient;
 pub use server::EtcdServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The etcd election protocol.
 #[derive(Clone, Copy, Debug)]
@@ -208,6 +208,14 @@ impl Protocol for Etcd {
     type Client = EtcdClient;
     type Server = EtcdServer;
     const HAS_TOKEN: bool = true;
+    /// The client's keep-alive and session `Done` run on Go timers and
+    /// `time.Now()` deadlines compared by `Before`/`Sub` — monotonic readings
+    /// (`client/v3/lease.go`, `sendKeepAliveLoop` and `deadlineLoop`).
+    const CLIENT_CLOCK: ClockKind = ClockKind::Monotonic;
+    /// The lessor expires leases by `time.Now()` expiries compared with
+    /// `time.Until`/`Before` — monotonic (`server/lease/lessor.go`,
+    /// `Lease.refresh`, `Lease.Remaining`).
+    const SERVER_CLOCK: ClockKind = ClockKind::Monotonic;
 
     fn validate(settings: &EtcdSettings) -> Result<(), SettingsError> {
         if settings.session_ttl_secs == 0 {

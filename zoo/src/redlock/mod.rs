@@ -80,7 +80,7 @@ pub use client::RedlockClient;
 pub use server::RedisInstance;
 
 use crate::util::nonzero;
-use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The Redlock protocol.
 #[derive(Clone, Copy, Debug)]
@@ -195,6 +195,14 @@ impl Protocol for Redlock {
     type Client = RedlockClient;
     type Server = RedisInstance;
     const HAS_TOKEN: bool = false;
+    /// redlock-rb measures the time a lock attempt took, and so the lock's
+    /// validity, with `Process.clock_gettime(Process::CLOCK_MONOTONIC)`
+    /// (`lib/redlock/client.rb`).
+    const CLIENT_CLOCK: ClockKind = ClockKind::Monotonic;
+    /// Redis expires keys by its wall clock: `mstime()` is `gettimeofday`
+    /// (`src/server.c` and `src/db.c`, `keyIsExpired`) — Kleppmann's
+    /// counterexample steps exactly this clock.
+    const SERVER_CLOCK: ClockKind = ClockKind::Wall;
 
     fn validate(settings: &RedlockSettings) -> Result<(), SettingsError> {
         if settings.instances == 0 {

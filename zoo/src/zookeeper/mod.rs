@@ -147,7 +147,7 @@ pub use client::ZooKeeperClient;
 pub use server::ZooKeeperServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, Protocol, ServerIndex, SettingsError};
+use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The ZooKeeper + Curator `LeaderLatch` protocol.
 #[derive(Clone, Copy, Debug)]
@@ -348,6 +348,17 @@ impl Protocol for ZooKeeper {
     type Client = ZooKeeperClient;
     type Server = ZooKeeperServer;
     const HAS_TOKEN: bool = true;
+    /// Curator's client-side simulated session expiry compares
+    /// `System.currentTimeMillis()` — the wall clock
+    /// (`curator-client/.../ConnectionState.java`, `checkTimeouts`). (The
+    /// ZooKeeper client under it times its heartbeats by `System.nanoTime`;
+    /// the model's client times everything by the one clock, and the
+    /// simulated expiry is the decision a step changes.)
+    const CLIENT_CLOCK: ClockKind = ClockKind::Wall;
+    /// The server expires sessions by `Time.currentElapsedTime()`, i.e.
+    /// `System.nanoTime()` — monotonic
+    /// (`zookeeper-server/.../server/SessionTrackerImpl.java`, `run`).
+    const SERVER_CLOCK: ClockKind = ClockKind::Monotonic;
 
     /// Zero durations are rejected; the percent must be in `1..=100`
     /// (`Builder.simulatedSessionExpirationPercent`'s precondition). Upstream

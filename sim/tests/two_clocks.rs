@@ -1,0 +1,177 @@
+//! Two clocks per host: a `clock-jump` steps a host's wall clock, and only a
+//! host that times its decisions by its wall clock sees it. client-go, etcd
+//! (client and server), ZooKeeper's server, the DynamoDB lock client, the
+//! connection lock and the fenced elector time by their monotonic clocks, so
+//! a step of theirs changes nothing a user can see; Redis instances and a
+//! wall-clock fenced lease store (the PostgreSQL backend's `now()`) expire by
+//! their wall clocks, so a step of theirs still does.
+
+mod common;
+
+use common::{run_seed, run_traced, secs, trio};
+use fenced_sim::{ClockOffset, FaultSpec, ProtocolSpec, Report, Scenario, StoreClock};
+
+/// What a user reads of a run, without what the step itself adds (one more
+/// event, a different trace hash, the scenario's name).
+fn seen(report: &Report) -> serde_json::Value {
+    let mut value = serde_json::to_value(report).expect("a report serialises");
+    let object = value.as_object_mut().expect("a report is an object");
+    for field in ["events", "trace_hash", "scenario"] {
+        object.remove(field);
+    }
+    value
+}
+
+fn jump(host: &str, by_secs: i64) -> FaultSpec {
+    FaultSpec::ClockJump {
+        host: host.into(),
+        at: secs(20),
+        by: ClockOffset(by_secs * 1_000_000_000),
+    }
+}
+
+/// `scenario` with every step of `jumps`, against the same without any.
+fn unchanged_by(scenario: &Scenario, jumps: &[FaultSpec]) -> Result<(), String> {
+    let plain = run_seed(scenario, 1);
+    let mut stepped = scenario.clone();
+    stepped.faults.extend(jumps.iter().cloned());
+    let report = run_seed(&stepped, 1);
+    if seen(&plain) == seen(&report) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{:?}: plain {} / stepped {}",
+            jumps,
+            serde_json::to_string(&seen(&plain)).unwrap_or_default(),
+            serde_json::to_string(&seen(&report)).unwrap_or_default()
+        ))
+    }
+}
+
+fn zoo(name: &str) -> Scenario {
+    let mut s = trio(name, secs(150));
+    s.election.protocol = ProtocolSpec::by_name(name).expect("a design");
+    // Designs without a token write to a plain table.
+    s.fencing = !matches!(name, "dynamodb" | "connection-lock");
+    s
+}
+
+/// The monotonic designs: forward and backward steps of every server, and
+/// of the leader's and a follower's machine, change nothing.
+#[test]
+fn a_wall_step_changes_nothing_for_designs_that_time_by_a_monotonic_clock() {
+    for design in [
+        "client-go",
+        "etcd",
+        "zookeeper",
+        "dynamodb",
+        "connection-lock",
+    ] {
+        let s = zoo(design);
+        let servers = s.election.protocol.server_names();
+        for by in [90, -30] {
+            let on_servers: Vec<FaultSpec> = servers.iter().map(|h| jump(h, by)).collect();
+            if design != "zookeeper" {
+                // Curator's client expires its session by its wall clock
+                // (see the next test); every other client's step is nothing.
+                let on_nodes = [jump("node-a", by), jump("node-b", by)];
+                unchanged_by(&s, &on_nodes).unwrap_or_else(|e| panic!("{design} nodes: {e}"));
+            }
+            unchanged_by(&s, &on_servers).unwrap_or_else(|e| panic!("{design} servers: {e}"));
+        }
+    }
+}
+
+/// The fenced protocol: a node's electors time by the monotonic clock
+/// (`tokio::time::Instant` in the driver), so a step of a node changes
+/// nothing — the trace says the step happened and that the node ignores it.
+#[test]
+fn a_wall_step_of_a_fenced_node_changes_nothing() {
+    let s = trio("fenced-node-step", secs(120));
+    for by in [90, -30] {
+        unchanged_by(&s, &[jump("node-a", by), jump("node-c", by)])
+            .unwrap_or_else(|e| panic!("fenced nodes: {e}"));
+    }
+    let mut stepped = s.clone();
+    stepped.faults.push(jump("node-a", 90));
+    let (_, trace) = run_traced(&stepped, 1);
+    assert!(
+        trace.contains("clock jumps by +1m 30s (its wall clock; it times by its monotonic clock)"),
+        "{trace}"
+    );
+}
+
+/// A lease store that expires by its wall clock (the default, the
+/// PostgreSQL backend) ends the leader's lease early when stepped forward —
+/// a failover; one that expires by a monotonic clock does not notice.
+#[test]
+fn the_store_step_matters_only_for_a_wall_clock_store() {
+    let mut wall = trio("store-step", secs(120));
+    assert_eq!(wall.store_clock, StoreClock::Wall, "the default");
+    let plain = run_seed(&wall, 1);
+    wall.faults.push(jump("lease-store", 40));
+    let stepped = run_seed(&wall, 1);
+    // The step expires the leader's lease at the store: its next renewal is
+    // a new term (or another node's).
+    assert!(
+        stepped.terms.len() > plain.terms.len(),
+        "a forward step of a wall-clock store expires the lease: {:?} vs {:?}",
+        stepped.terms,
+        plain.terms
+    );
+    assert!(!stepped.split_brain, "fencing keeps the downstream safe");
+
+    let mut monotonic = trio("store-step-monotonic", secs(120));
+    monotonic.store_clock = StoreClock::Monotonic;
+    unchanged_by(
+        &monotonic,
+        &[jump("lease-store", 40), jump("lease-store", -20)],
+    )
+    .unwrap_or_else(|e| panic!("monotonic store: {e}"));
+}
+
+/// Redis instances expire keys by their wall clocks: one instance's step
+/// still gives two majorities (Kleppmann's counterexample, as shipped), and
+/// Curator's client still notices its own wall step.
+#[test]
+fn wall_clock_hosts_still_see_their_steps() {
+    let redlock = common::run_library(
+        &common::workspace_root().join("scenarios/redlock-clock-jump.toml"),
+        None,
+    )
+    .report;
+    assert!(redlock.split_brain);
+
+    let s = zoo("zookeeper");
+    let plain = run_seed(&s, 1);
+    let mut stepped = s.clone();
+    stepped.faults.push(jump("node-a", 90));
+    let report = run_seed(&stepped, 1);
+    assert_ne!(
+        seen(&plain),
+        seen(&report),
+        "Curator's simulated expiry is on the wall clock"
+    );
+}
+
+/// `[store] clock` reads, validates and writes back.
+#[test]
+fn the_store_clock_key_round_trips() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let text =
+        "name = \"c\"\nduration = \"1m\"\n[store]\nclock = \"monotonic\"\n[[node]]\nid = \"a\"\n";
+    let path = common::write_file(dir.path(), "c.toml", text);
+    let scenario = fenced_sim::file::load(&path).expect("loads");
+    assert_eq!(scenario.store_clock, StoreClock::Monotonic);
+    let back = fenced_sim::to_toml::to_toml(&scenario);
+    assert!(back.contains("[store]\nclock = \"monotonic\""), "{back}");
+    let bad = text.replace("monotonic", "sundial");
+    let path = common::write_file(dir.path(), "bad.toml", &bad);
+    let err = fenced_sim::file::load(&path)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.contains("sundial") && err.contains("monotonic"),
+        "{err}"
+    );
+}
