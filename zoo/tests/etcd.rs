@@ -173,3 +173,66 @@ fn settings_validation() {
     );
     assert_eq!(Etcd::validate(&EtcdSettings::default()), Ok(()));
 }
+
+/// `Campaign` answered `ErrLeaseNotFound` (the session's lease vanished
+/// between the grant and the txn) returns the error to its caller
+/// (`client/v3/concurrency/election.go`): the application makes a new
+/// session after `restart_delay` — it does not re-send the txn at once,
+/// which at zero latency never stopped.
+#[test]
+fn lease_not_found_on_the_campaign_starts_a_new_session_after_the_delay() {
+    use fenced_zoo::etcd::EtcdResponse;
+    use fenced_zoo::{ClientId, ClientOutput, Instant, LockClient};
+    let settings = EtcdSettings::default();
+    let mut client = Etcd::new_client(&settings, ClientId(1), "a#1", 1);
+    let t0 = Instant::from_nanos(1_000_000_000);
+    client.start(t0);
+    let sent = |client: &mut <Etcd as Protocol>::Client| {
+        let mut requests = Vec::new();
+        while let Some(output) = client.poll_output() {
+            if let ClientOutput::Send { request, .. } = output {
+                requests.push(request);
+            }
+        }
+        requests
+    };
+    let grant = sent(&mut client);
+    let Some(EtcdRequest::Grant { id, .. }) = grant.first().cloned() else {
+        panic!("a Grant first: {grant:?}");
+    };
+    let lease = fenced_zoo::etcd::LeaseId(7);
+    client.handle_response(0, EtcdResponse::Granted { id, lease }, t0);
+    let campaign = sent(&mut client);
+    let Some(EtcdRequest::Campaign { id, .. }) = campaign
+        .iter()
+        .find(|r| matches!(r, EtcdRequest::Campaign { .. }))
+        .cloned()
+    else {
+        panic!("a Campaign txn: {campaign:?}");
+    };
+    client.handle_response(
+        0,
+        EtcdResponse::Campaigned {
+            id,
+            create_revision: None,
+        },
+        t0,
+    );
+    let after = sent(&mut client);
+    assert!(
+        !after
+            .iter()
+            .any(|r| matches!(r, EtcdRequest::Campaign { .. })),
+        "no txn re-sent at once: {after:?}"
+    );
+    assert_eq!(client.lease(), None, "the session is closed");
+    // The next thing it does is a new Grant, after the restart delay.
+    let next = client.next_timeout().expect("a timer");
+    assert_eq!(next, t0 + settings.restart_delay);
+    client.handle_timeout(next);
+    let regrant = sent(&mut client);
+    assert!(
+        matches!(regrant.first(), Some(EtcdRequest::Grant { .. })),
+        "{regrant:?}"
+    );
+}

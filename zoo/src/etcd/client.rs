@@ -190,8 +190,15 @@ impl EtcdClient {
                 },
             ) => match create_revision {
                 Some(revision) => self.wait_deletes(revision, now),
-                // ErrLeaseNotFound: the session is dead; the keep-alive will say so.
-                None => self.campaign_failed(now),
+                // ErrLeaseNotFound: `Campaign` returns the txn's error to its
+                // caller (`client/v3/concurrency/election.go`, `Campaign`:
+                // `if err != nil { return err }` after the txn) — it does not
+                // try again. The application's loop closes the session and
+                // makes a new one after `restart_delay`, as when the session
+                // ends. (Re-sending the txn at once, as this model did, ran
+                // forever while the lease was gone: a livelock at zero
+                // latency.)
+                None => self.session_done(now),
             },
             (
                 Phase::Campaigning(Campaign::Get { leader_revision }),

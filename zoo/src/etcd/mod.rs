@@ -42,7 +42,9 @@
 //! `Campaign` again (idempotent: the key is per lease). A gRPC watch stream
 //! rides on TCP and is re-established after a broken connection; the model
 //! re-sends `Watch` (same start revision, so a missed DELETE is replayed)
-//! every `request_timeout` while it waits. When the session ends the model
+//! every `request_timeout` while it waits. When the session ends — or
+//! `Campaign` returns `ErrLeaseNotFound` (the session's lease is gone; upstream
+//! returns the error to the caller rather than trying again) — the model
 //! makes a new session after [`EtcdSettings::restart_delay`] (1 s) and
 //! campaigns again.
 //!
