@@ -158,6 +158,46 @@ fn a_scenario_with_a_protocol_writes_back_to_itself() {
     assert_eq!(again, scenario);
 }
 
+/// client-go's REST timeout follows the renew deadline as
+/// `resourcelock.NewFromKubeconfig` sets it, `max(1 s, renewDeadline / 2)`,
+/// unless the table says `request_timeout` itself; and it writes back.
+#[test]
+fn client_go_derives_its_request_timeout_from_the_renew_deadline() {
+    let timeout = |table: &str| {
+        let text = format!(
+            "name = \"t\"\nduration = \"1m\"\n[election]\nprotocol = \"client-go\"\n\
+             [election.client-go]\nlease_duration = \"60s\"\n{table}\n[downstream]\nfencing = false\n\
+             [[node]]\nid = \"a\"\n"
+        );
+        let scenario =
+            fenced_sim::file::parse(&text, std::path::Path::new("t.toml")).expect("valid");
+        let again = fenced_sim::file::parse(
+            &fenced_sim::to_toml::to_toml(&scenario),
+            std::path::Path::new("t.toml"),
+        )
+        .expect("writes back valid");
+        assert_eq!(again, scenario, "{table}");
+        let ProtocolSpec::ClientGo(settings) = &scenario.election.protocol else {
+            panic!("{:?}", scenario.election.protocol);
+        };
+        settings.request_timeout
+    };
+    assert_eq!(timeout("renew_deadline = \"40s\""), secs(20));
+    assert_eq!(
+        timeout("renew_deadline = \"1500ms\"\nretry_period = \"1s\""),
+        secs(1)
+    );
+    assert_eq!(
+        timeout("renew_deadline = \"40s\"\nrequest_timeout = \"7s\""),
+        secs(7)
+    );
+    assert_eq!(
+        timeout(""),
+        secs(5),
+        "client-go's default (renew deadline 10 s)"
+    );
+}
+
 /// Bad protocol settings are bad input: exit 2, the key named, never a panic.
 #[test]
 fn bad_protocol_settings_are_refused_naming_the_key() {

@@ -307,7 +307,17 @@ pub(super) fn apply_tables(
             (ProtocolSpec::ConnectionLock(s), "connection-lock") => {
                 read(&section, table, PG, s, spans)?
             }
-            (ProtocolSpec::ClientGo(s), "client-go") => read(&section, table, CLIENT_GO, s, spans)?,
+            (ProtocolSpec::ClientGo(s), "client-go") => {
+                read(&section, table, CLIENT_GO, s, spans)?;
+                // `resourcelock.NewFromKubeconfig` (`resourcelock/interface.go`)
+                // sets the REST client's timeout to `max(1 s, renewDeadline / 2)`:
+                // a table that sets `renew_deadline` and not `request_timeout`
+                // gets that, not the default's 5 s.
+                let keys = table.get_ref();
+                if keys.contains_key("renew_deadline") && !keys.contains_key("request_timeout") {
+                    s.request_timeout = (s.renew_deadline / 2).max(Duration::from_secs(1));
+                }
+            }
             (ProtocolSpec::Etcd(s), "etcd") => read(&section, table, ETCD, s, spans)?,
             (ProtocolSpec::Redlock(s), "redlock") => read(&section, table, REDLOCK, s, spans)?,
             (ProtocolSpec::ZooKeeper(s), "zookeeper") => {
