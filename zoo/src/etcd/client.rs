@@ -59,6 +59,12 @@ pub struct EtcdClient {
     session: Option<KeepAlive>,
     /// The request in flight and its timeout (for a watch: when to re-send).
     rpc: Option<(u64, Instant)>,
+    /// When the lessor's `deadlineLoop` started: its first keep-alive. The
+    /// loop looks once a second from then (`client/v3/lease.go`,
+    /// `deadlineLoop`: `timer.Reset(time.Second)`, then closes every
+    /// keep-alive whose `deadline.Before(now)`), so a session is `Done` at
+    /// the first of those looks after its deadline, not at the deadline.
+    deadline_loop_from: Option<Instant>,
     /// Outputs not yet polled, the clock guard and the request ids.
     outbox: Outbox<ClientOutput<Etcd>>,
 }
@@ -72,6 +78,7 @@ impl EtcdClient {
             phase: Phase::Idle,
             session: None,
             rpc: None,
+            deadline_loop_from: None,
             outbox: Outbox::new(),
         }
     }
@@ -150,12 +157,22 @@ impl EtcdClient {
         };
     }
 
+    /// When `deadlineLoop` closes `session`'s keep-alive channel: its first
+    /// look strictly after the deadline (one a second from the loop's start).
+    fn done_at(&self, session: &KeepAlive) -> Instant {
+        const LOOK: u64 = 1_000_000_000;
+        let from = self.deadline_loop_from.unwrap_or(session.deadline);
+        let since = session.deadline.as_nanos().saturating_sub(from.as_nanos());
+        let looks = since / LOOK + 1;
+        Instant::from_nanos(from.as_nanos().saturating_add(looks.saturating_mul(LOOK)))
+    }
+
     /// `sendKeepAliveLoop` and `deadlineLoop`.
     fn keepalive_timers(&mut self, now: Instant) {
         let Some(mut session) = self.session else {
             return;
         };
-        if now > session.deadline {
+        if now >= self.done_at(&session) {
             return self.session_done(now);
         }
         if now >= session.next_send {
@@ -174,6 +191,8 @@ impl EtcdClient {
     fn on_answer(&mut self, response: EtcdResponse, now: Instant) {
         match (self.phase, response) {
             (Phase::Granting, EtcdResponse::Granted { lease, .. }) => {
+                // `KeepAlive`'s first call starts the lessor's loops, once.
+                self.deadline_loop_from.get_or_insert(now);
                 self.session = Some(KeepAlive {
                     lease,
                     next_keepalive: now,
@@ -301,11 +320,9 @@ impl LockClient<Etcd> for EtcdClient {
     }
 
     fn next_timeout(&self) -> Option<Instant> {
-        let session = self.session.map(|session| {
-            session
-                .next_send
-                .min(session.deadline + Duration::from_nanos(1))
-        });
+        let session = self
+            .session
+            .map(|session| session.next_send.min(self.done_at(&session)));
         let waiting = match self.phase {
             Phase::Waiting { at } => Some(at),
             _ => None,
@@ -337,12 +354,13 @@ impl LockClient<Etcd> for EtcdClient {
         self.phase = Phase::Idle;
     }
 
-    /// From `Campaign`'s return until the session is `Done` — which includes
-    /// its keep-alive deadline passing, even before a timer ran.
+    /// From `Campaign`'s return until the session is `Done` — which happens
+    /// at `deadlineLoop`'s first look after the keep-alive deadline, even
+    /// before a timer ran.
     fn leadership(&self, now: Instant) -> Option<Leadership> {
         let now = self.outbox.at(now);
         match (self.phase, self.session) {
-            (Phase::Leader { revision }, Some(session)) if now <= session.deadline => {
+            (Phase::Leader { revision }, Some(session)) if now < self.done_at(&session) => {
                 Some(Leadership {
                     token: Some(revision),
                 })

@@ -51,8 +51,9 @@
 //! # Left out
 //!
 //! Raft (the cluster is one linearizable server), compaction
-//! (`ErrCompacted`), `Proclaim`/`Observe`/`Leader`, the 1 s granularity of
-//! `deadlineLoop`, gRPC keepalive, the minimum-TTL rule of the server.
+//! (`ErrCompacted`), `Proclaim`/`Observe`/`Leader`, gRPC keepalive, the
+//! minimum-TTL rule of the server. (`deadlineLoop`'s one-second looks are
+//! in: a session is `Done` at the first look after its deadline.)
 //!
 //! # Known failure mode
 //!

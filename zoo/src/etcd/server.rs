@@ -8,6 +8,33 @@ use fenced::LatestNow;
 use super::{Etcd, EtcdRequest, EtcdResponse, LeaseId};
 use crate::{ClientId, Instant, LockServer, ServerOutput};
 
+/// The lessor's revoke loop looks every 500 ms (`server/lease/lessor.go`,
+/// `runLoop`: `revokeExpiredLeases`, then `time.After(500 *
+/// time.Millisecond)`): a lease is revoked at the first look at or after its
+/// expiry, not at the expiry. (The revocation then goes through Raft; one
+/// linearizable server here, so that round is left out.)
+const REVOKE_LOOK_NANOS: u64 = 500_000_000;
+
+/// etcd's default election timeout (`--election-timeout`, 1000 ms): a new
+/// leader's lessor `Promote`s every lease by it (`lessor.go`, `Promote(extend)`
+/// with `extend` the election timeout), so after a restart a lease expires at
+/// `now + election timeout + TTL`.
+const ELECTION_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The revoke loop's last look at or before `now`.
+fn last_look(now: Instant) -> Instant {
+    Instant::from_nanos(now.as_nanos() / REVOKE_LOOK_NANOS * REVOKE_LOOK_NANOS)
+}
+
+/// The revoke loop's first look at or after `at`.
+fn next_look(at: Instant) -> Instant {
+    let n = at.as_nanos();
+    Instant::from_nanos(
+        n.div_ceil(REVOKE_LOOK_NANOS)
+            .saturating_mul(REVOKE_LOOK_NANOS),
+    )
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Lease {
     ttl_secs: u64,
@@ -212,13 +239,15 @@ impl LockServer<Etcd> for EtcdServer {
             .all(|kv| kv.create_revision <= self.revision));
     }
 
-    /// Expires leases whose TTL ran out on the server's clock.
+    /// Revokes the leases whose TTL ran out on the server's clock by the
+    /// revoke loop's last look.
     fn handle_timeout(&mut self, now: Instant) {
         let now = self.latest_now.observe(now);
+        let look = last_look(now);
         let expired: Vec<LeaseId> = self
             .leases
             .iter()
-            .filter(|(_, lease)| lease.expires_at <= now)
+            .filter(|(_, lease)| lease.expires_at <= look)
             .map(|(id, _)| *id)
             .collect();
         for lease in expired {
@@ -228,7 +257,11 @@ impl LockServer<Etcd> for EtcdServer {
     }
 
     fn next_timeout(&self) -> Option<Instant> {
-        self.leases.values().map(|lease| lease.expires_at).min()
+        self.leases
+            .values()
+            .map(|lease| lease.expires_at)
+            .min()
+            .map(next_look)
     }
 
     fn poll_output(&mut self) -> Option<ServerOutput<Etcd>> {
@@ -236,7 +269,8 @@ impl LockServer<Etcd> for EtcdServer {
     }
 
     /// Durable (etcd's normal case): keys, leases and revisions survive; the
-    /// new leader's lessor `Promote`s every lease to `now + TTL`; watches
+    /// new leader's lessor `Promote`s every lease to now plus the election
+    /// timeout plus its TTL; watches
     /// (streams) are gone. Not durable: the store is wiped, revisions keep
     /// counting.
     fn restart(&mut self, now: Instant, durable: bool) {
@@ -244,7 +278,7 @@ impl LockServer<Etcd> for EtcdServer {
         self.watches.clear();
         if durable {
             for lease in self.leases.values_mut() {
-                lease.expires_at = now + Duration::from_secs(lease.ttl_secs);
+                lease.expires_at = now + ELECTION_TIMEOUT + Duration::from_secs(lease.ttl_secs);
             }
         } else {
             self.leases.clear();
