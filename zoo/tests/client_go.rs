@@ -270,3 +270,69 @@ fn settings_validation() {
         Duration::from_secs(5)
     );
 }
+
+/// The leader's fast-path `Update` that times out falls back to `Get` in
+/// the same try, as `tryAcquireOrRenew` does for any error of the optimistic
+/// update (`leaderelection.go`: "Failed to update lease optimistically,
+/// falling back to slow path") — not a new fast `Update` on the next tick.
+#[test]
+fn a_timed_out_fast_update_falls_back_to_get_in_the_same_try() {
+    use fenced_zoo::client_go::{ApiRequest, ApiResponse, ApiResult};
+    use fenced_zoo::{ClientId, ClientOutput, Instant, LockClient};
+    let settings = ClientGoSettings::default();
+    let mut client = ClientGo::new_client(&settings, ClientId(1), "a#1", 1);
+    let sent = |client: &mut <ClientGo as Protocol>::Client| {
+        let mut requests = Vec::new();
+        while let Some(output) = client.poll_output() {
+            if let ClientOutput::Send { request, .. } = output {
+                requests.push(request);
+            }
+        }
+        requests
+    };
+    let answer = |client: &mut <ClientGo as Protocol>::Client, id, result, now| {
+        client.handle_response(0, ApiResponse { id, result }, now);
+    };
+    let mut now = Instant::from_nanos(1_000_000_000);
+    client.start(now);
+    // Acquire: Get → NotFound → Create → the lease.
+    let Some(ApiRequest::Get { id }) = sent(&mut client).pop() else {
+        panic!("a Get first");
+    };
+    answer(&mut client, id, ApiResult::NotFound, now);
+    let Some(ApiRequest::Create { id, record }) = sent(&mut client).pop() else {
+        panic!("a Create after NotFound");
+    };
+    answer(
+        &mut client,
+        id,
+        ApiResult::Lease {
+            record,
+            resource_version: 1,
+        },
+        now,
+    );
+    assert!(client.leadership(now).is_some(), "leads");
+    // Renew polls run until one sends the fast-path Update.
+    let fast = loop {
+        let requests = sent(&mut client);
+        if let Some(update @ ApiRequest::Update { .. }) = requests.into_iter().next() {
+            break update;
+        }
+        now = client.next_timeout().expect("the renew loop's timer");
+        client.handle_timeout(now);
+    };
+    let ApiRequest::Update { record, .. } = fast else {
+        unreachable!()
+    };
+    assert_eq!(record.holder_identity, "a#1");
+    // No answer: at the request timeout the same try sends a Get at once.
+    let timeout = client.next_timeout().expect("the request's deadline");
+    assert_eq!(timeout, now + settings.request_timeout);
+    client.handle_timeout(timeout);
+    let after = sent(&mut client);
+    assert!(
+        matches!(after.as_slice(), [ApiRequest::Get { .. }]),
+        "the slow path's Get at once: {after:?}"
+    );
+}

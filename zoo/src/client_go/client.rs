@@ -477,6 +477,17 @@ impl LockClient<ClientGo> for ClientGoClient {
                 self.rpc = None;
                 if self.release_step.is_some() {
                     self.release_done(now);
+                } else if let Some(mut attempt) =
+                    self.attempt.take().filter(|a| a.step == Step::FastUpdate)
+                {
+                    // The fast path's `Update` timed out (the REST client's
+                    // timeout; the poll's own deadline was handled above):
+                    // `tryAcquireOrRenew` logs "falling back to slow path"
+                    // for any error of it and goes on with `Get` in the same
+                    // try (`leaderelection.go`, step 1 to step 2).
+                    attempt.step = Step::Get;
+                    self.attempt = Some(attempt);
+                    self.send(|id| ApiRequest::Get { id }, now);
                 } else {
                     self.attempt = None;
                     self.try_done(false, now);
