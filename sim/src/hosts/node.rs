@@ -203,13 +203,6 @@ impl NodeProcess {
         self.arm_elector_timer(out);
     }
 
-    /// The node's clock jumped: the elector's timer is re-armed on the new
-    /// clock (the worker's unit timers keep their true-time lengths).
-    pub(super) fn clock_jumped<O: Observer>(&mut self, out: Out<'_, '_, O>) {
-        self.timer_at = None;
-        self.arm_elector_timer(out);
-    }
-
     fn arm_elector_timer<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         let Some(local) = self.elector.next_timeout() else {
             return;
