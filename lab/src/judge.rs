@@ -77,8 +77,21 @@ fn scale_fault(fault: &mut FaultSpec, scale: TimeScale) {
             }
         }
         FaultSpec::Replace { at, .. } | FaultSpec::Abdicate { at, .. } => d(at),
-        FaultSpec::ClockJump { at, by, .. } => {
+        FaultSpec::ClockJump { at, by, .. } | FaultSpec::ClockSlew { at, by, .. } => {
+            // A slew's rate is a rate: its length scales with its step.
             d(at);
+            *by = ClockOffset(scale.scale_nanos(by.0));
+        }
+        FaultSpec::ClockStrobe {
+            at,
+            by,
+            period,
+            duration,
+            ..
+        } => {
+            d(at);
+            d(period);
+            d(duration);
             *by = ClockOffset(scale.scale_nanos(by.0));
         }
         FaultSpec::Recurring {

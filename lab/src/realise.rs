@@ -42,6 +42,16 @@ pub fn refusal(hosts: &HostNames, resolution: &Resolution) -> Option<String> {
              CLOCK_MONOTONIC, which no NTP step moves, and the database's clock is the machine's",
             hosts.name(host)
         )),
+        FaultAction::ClockStrobe { host, .. } => Some(format!(
+            "{}: a clock strobe is a train of clock steps, which cannot be made real here (see \
+             clock-jump)",
+            hosts.name(host)
+        )),
+        FaultAction::ClockSlew { host, .. } => Some(format!(
+            "{}: a clock slew cannot be made real here — libfaketime sets a node's rate once, at \
+             its start, and the database's clock is the machine's",
+            hosts.name(host)
+        )),
         FaultAction::ServerDown {
             server,
             durable: false,
@@ -217,7 +227,9 @@ pub fn realise(
         FaultAction::Heal => one(Action::Heal),
         FaultAction::ServerDown { .. }
         | FaultAction::ServerUp { .. }
-        | FaultAction::ClockJump { .. } => {
+        | FaultAction::ClockJump { .. }
+        | FaultAction::ClockSlew { .. }
+        | FaultAction::ClockStrobe { .. } => {
             unreachable!("refused before planning: {action:?}")
         }
     }

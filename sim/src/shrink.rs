@@ -214,7 +214,9 @@ impl Shrinker<'_> {
                     | FaultSpec::Stop { at, .. }
                     | FaultSpec::Abdicate { at, .. }
                     | FaultSpec::Restart { at, .. }
-                    | FaultSpec::ClockJump { at, .. } => halve(at),
+                    | FaultSpec::ClockJump { at, .. }
+                    | FaultSpec::ClockSlew { at, .. }
+                    | FaultSpec::ClockStrobe { at, .. } => halve(at),
                     FaultSpec::Recurring { .. } => false,
                 };
                 if !earlier || !self.keep_if_fails(scenario, candidate) {
@@ -288,7 +290,9 @@ fn names(fault: &FaultSpec, id: &str) -> bool {
         FaultSpec::Pause { host, .. }
         | FaultSpec::Isolate { host, .. }
         | FaultSpec::Restart { host, .. }
-        | FaultSpec::ClockJump { host, .. } => host == id,
+        | FaultSpec::ClockJump { host, .. }
+        | FaultSpec::ClockSlew { host, .. }
+        | FaultSpec::ClockStrobe { host, .. } => host == id,
         FaultSpec::Cut { from, to, .. } => from == id || to == id,
         FaultSpec::Partition { groups, .. } => groups.iter().flatten().any(|h| h == id),
         FaultSpec::Crash { node, .. }

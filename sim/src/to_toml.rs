@@ -259,6 +259,33 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 quoted(&by.to_string())
             );
         }
+        FaultSpec::ClockSlew { host, at, by, rate } => {
+            let _ = writeln!(
+                o,
+                "node = {}\nat = {}\nby = {}\nrate = {}",
+                quoted(host),
+                dur(*at),
+                quoted(&by.to_string()),
+                float(*rate)
+            );
+        }
+        FaultSpec::ClockStrobe {
+            host,
+            at,
+            by,
+            period,
+            duration,
+        } => {
+            let _ = writeln!(
+                o,
+                "node = {}\nat = {}\nby = {}\nperiod = {}\nduration = {}",
+                quoted(host),
+                dur(*at),
+                quoted(&by.to_string()),
+                dur(*period),
+                dur(*duration)
+            );
+        }
         FaultSpec::Replace { node, at } | FaultSpec::Abdicate { node, at } => {
             let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
         }

@@ -8,19 +8,8 @@
 
 mod common;
 
-use common::{run_seed, run_traced, secs, trio};
-use fenced_sim::{ClockOffset, FaultSpec, ProtocolSpec, Report, Scenario, StoreClock};
-
-/// What a user reads of a run, without what the step itself adds (one more
-/// event, a different trace hash, the scenario's name).
-fn seen(report: &Report) -> serde_json::Value {
-    let mut value = serde_json::to_value(report).expect("a report serialises");
-    let object = value.as_object_mut().expect("a report is an object");
-    for field in ["events", "trace_hash", "scenario"] {
-        object.remove(field);
-    }
-    value
-}
+use common::{run_seed, run_traced, secs, seen, trio, zoo};
+use fenced_sim::{ClockOffset, FaultSpec, Scenario, StoreClock};
 
 fn jump(host: &str, by_secs: i64) -> FaultSpec {
     FaultSpec::ClockJump {
@@ -46,14 +35,6 @@ fn unchanged_by(scenario: &Scenario, jumps: &[FaultSpec]) -> Result<(), String> 
             serde_json::to_string(&seen(&report)).unwrap_or_default()
         ))
     }
-}
-
-fn zoo(name: &str) -> Scenario {
-    let mut s = trio(name, secs(150));
-    s.election.protocol = ProtocolSpec::by_name(name).expect("a design");
-    // Designs without a token write to a plain table.
-    s.fencing = !matches!(name, "dynamodb" | "connection-lock");
-    s
 }
 
 /// The monotonic designs: forward and backward steps of every server, and

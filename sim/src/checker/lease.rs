@@ -10,7 +10,6 @@ use fenced::{FencingToken, LeaseResult, OwnerId};
 
 use super::findings::Findings;
 use super::model::Model;
-use crate::engine::clock::{server_local, server_true_time};
 use crate::observation::{ProcessId, ProcessRef, SimTime};
 use crate::report::Invariant;
 use crate::units::secs;
@@ -55,12 +54,12 @@ pub(super) struct LeaseCheck {
 
 /// What the lease store's clock reads at true time `now`.
 fn store_now(model: &Model, now: SimTime) -> fenced::Instant {
-    server_local(now, model.store_offset_nanos())
+    model.store_clock().local(now)
 }
 
 /// When the store's clock reads `local`, in true time (for messages).
 fn true_time(model: &Model, local: fenced::Instant) -> SimTime {
-    server_true_time(local, model.store_offset_nanos(), SimTime::ZERO)
+    model.store_clock().true_time_at(local, SimTime::ZERO)
 }
 
 impl LeaseCheck {

@@ -348,7 +348,8 @@ impl Observer for Checker {
             | Observation::Isolated { .. }
             | Observation::Cut { .. }
             | Observation::Partitioned { .. }
-            | Observation::ClockJumped { .. } => {}
+            | Observation::ClockJumped { .. }
+            | Observation::ClockSlewed { .. } => {}
             Observation::TokenAnswered { token: None, .. }
             | Observation::WorkFailed { .. }
             | Observation::Skipped { .. }

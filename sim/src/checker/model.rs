@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use fenced::{FencingToken, OwnerId};
 
+use crate::engine::slew::ServerClock;
 use crate::observation::{HostRef, NodeRef, Observation, ProcessId, ProcessRef, SimTime};
 
 /// Record of network disturbances of one endpoint, for spurious failovers.
@@ -66,9 +67,9 @@ struct Store {
     /// Pauses and network faults of the store side, for spurious failovers.
     disturbance: Disturbance,
     pause_depth: u32,
-    /// Its clock step (a `clock-jump` on it): its expiry instants are on its
-    /// own clock.
-    offset_nanos: i64,
+    /// Its clock (the steps of a `clock-jump`, when it times by its wall
+    /// clock, and its slews): its expiry instants are on its own clock.
+    clock: ServerClock,
     /// True time at which it last became able to act again after it could
     /// not (a resume, a restart, a clock step): the registry's leaves due
     /// meanwhile happen then.
@@ -142,9 +143,15 @@ impl Model {
                 by_nanos,
                 ..
             } => {
-                self.store.offset_nanos = self.store.offset_nanos.saturating_add(by_nanos);
+                self.store.clock.step(by_nanos);
                 self.store.recovered_at = Some(now);
             }
+            // A slew moves no instant at once: nothing falls due at its start.
+            Observation::ClockSlewed {
+                host: HostRef::LeaseStore,
+                by_nanos,
+                over_nanos,
+            } => self.store.clock.slew(now, by_nanos, over_nanos),
             Observation::ClockJumped {
                 host: HostRef::Node(node),
                 ..
@@ -333,9 +340,9 @@ impl Model {
             && self.store.pause_depth == 0
     }
 
-    /// The lease store's clock step so far, in nanoseconds.
-    pub(super) fn store_offset_nanos(&self) -> i64 {
-        self.store.offset_nanos
+    /// The lease store's clock, as the observations so far moved it.
+    pub(super) fn store_clock(&self) -> ServerClock {
+        self.store.clock
     }
 
     /// When the lease store last could act again after it could not.

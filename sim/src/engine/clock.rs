@@ -16,6 +16,7 @@
 
 use fenced::Instant;
 
+use super::slew::{first_reaching, Slew};
 use crate::time::SimTime;
 
 /// Added to every local clock so that offsets down to minus ten days stay
@@ -72,6 +73,9 @@ pub(crate) struct HostClock {
     /// The sum of the `clock-jump` steps: the wall clock's, not the
     /// monotonic clock's.
     stepped_nanos: i64,
+    /// The latest slew (`clock-slew`), which moves both clocks; earlier
+    /// ones are folded into `offset_nanos`.
+    slew: Option<Slew>,
 }
 
 impl HostClock {
@@ -81,6 +85,7 @@ impl HostClock {
         offset_nanos: 0,
         drift_ppb: 0,
         stepped_nanos: 0,
+        slew: None,
     };
 
     /// `drift` is a fraction (0.01 = 1% fast); the caller has validated both
@@ -92,7 +97,20 @@ impl HostClock {
             offset_nanos,
             drift_ppb: (drift * 1e9).round() as i64,
             stepped_nanos: 0,
+            slew: None,
         }
+    }
+
+    /// Both clocks slew by `by` nanoseconds over `over` of true time from
+    /// `now` (see [`super::slew`]): one still in progress stops where it
+    /// stands.
+    pub(crate) fn slew(&mut self, now: SimTime, by: i64, over: u64) {
+        if let Some(previous) = self.slew.take() {
+            self.offset_nanos = self
+                .offset_nanos
+                .saturating_add(previous.progress(now.as_nanos()));
+        }
+        self.slew = Some(Slew::new(now, by, over));
     }
 
     /// The wall clock stepped by `by` nanoseconds (a `clock-jump` fault),
@@ -140,6 +158,9 @@ impl HostClock {
             // The common case: `t + base`, which is never negative.
             return Instant::from_nanos(t.saturating_add(base));
         }
+        if let Some(slew) = self.slew {
+            return self.slewing_local_nanos(t, slew);
+        }
         if self.drift_ppb == 0 {
             // Without 128-bit division.
             let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
@@ -156,13 +177,22 @@ impl HostClock {
     #[inline(always)]
     fn steady_base(self) -> Option<u64> {
         const EPOCH: i64 = EPOCH_NANOS as i64;
-        if self.drift_ppb != 0 {
+        if self.drift_ppb != 0 || self.slew.is_some() {
             return None;
         }
         match self.offset_nanos.checked_add(EPOCH) {
             Some(base) if base >= 0 => Some(base as u64),
             _ => None,
         }
+    }
+
+    /// [`local_nanos`](Self::local_nanos) of a slewing clock: the clock
+    /// without the slew, plus the slew's progress. Out of line.
+    #[inline(never)]
+    fn slewing_local_nanos(self, t: u64, slew: Slew) -> Instant {
+        let unslewed = HostClock { slew: None, ..self }.local_nanos(t).as_nanos();
+        let local = i128::from(unslewed) + i128::from(slew.progress(t));
+        Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX))
     }
 
     /// [`local_nanos`](Self::local_nanos) of a drifting clock. Out of line:
@@ -207,6 +237,11 @@ impl HostClock {
     fn moving_true_nanos_at(self, local: Instant, not_before: u64) -> u64 {
         if self.local_nanos(not_before) >= local {
             return not_before;
+        }
+        if self.slew.is_some() {
+            // No closed form: the slew's progress truncates.
+            let read = |t: u64| self.local_nanos(t).as_nanos();
+            return first_reaching(read, local.as_nanos(), not_before);
         }
         let target = i128::from(local.as_nanos()) - i128::from(self.offset_nanos) - EPOCH_NANOS;
         if self.drift_ppb == 0 {
@@ -319,6 +354,7 @@ mod tests {
                 offset_nanos: offset,
                 drift_ppb: 0,
                 stepped_nanos: 0,
+                slew: None,
             };
             let mut draw = || {
                 if uniform_inclusive(&mut rng, 0, 3) == 0 {
@@ -417,5 +453,33 @@ mod tests {
             c.for_reading(mono).true_time_at(deadline, t),
             unstepped.true_time_at(deadline, t)
         );
+    }
+
+    /// A slew moves both clocks, linearly, and a timer armed on a slewing
+    /// clock fires when that clock reaches its deadline.
+    #[test]
+    fn a_slew_moves_both_clocks() {
+        let (wall, mono) = (ClockKind::Wall, ClockKind::Monotonic);
+        let s = |n: u64| SimTime::from_nanos(n * 1_000_000_000);
+        let mut c = HostClock::new(1_000_000_000, 0.001);
+        let plain = c;
+        c.jump(5_000_000_000);
+        c.slew(s(10), 2_000_000_000, 20_000_000_000);
+        for kind in [wall, mono] {
+            let (slewed, unslewed) = (c.for_reading(kind), plain.for_reading(kind));
+            let step = if kind == wall { 5_000_000_000 } else { 0 };
+            let gap =
+                |at| slewed.local(at).as_nanos() as i128 - unslewed.local(at).as_nanos() as i128;
+            assert_eq!(gap(s(10)), step);
+            assert_eq!(gap(s(20)), step + 1_000_000_000);
+            assert_eq!(gap(s(30)), step + 2_000_000_000);
+            assert_eq!(gap(s(99)), step + 2_000_000_000);
+            for n in [3u64, 15, 29, 31, 60] {
+                let local = slewed.local(s(n));
+                let back = slewed.true_time_at(local, SimTime::ZERO);
+                assert!(slewed.local(back) >= local);
+                assert!(slewed.local(SimTime::from_nanos(back.as_nanos() - 1)) < local);
+            }
+        }
     }
 }

@@ -8,7 +8,9 @@ use fenced::{NodeId, OwnerId};
 use super::Address;
 use crate::engine::clock::{ClockKind, HostClock};
 use crate::engine::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
+use crate::engine::slew::ServerClock;
 use crate::observation::{HostId, HostRef, NodeRef, ProcessId, ProcessRef, ServerId};
+use crate::time::SimTime;
 
 /// The endpoint of another protocol's server `index`.
 pub(crate) fn server_endpoint(index: u16) -> u16 {
@@ -66,9 +68,9 @@ pub(crate) struct Lives<E> {
     /// fenced protocol: its lease store and downstream have fixed names).
     servers: Vec<String>,
     first_node: u16,
-    /// Each server endpoint's clock step (`clock-jump` faults), in ns: the
-    /// step of the clock it times by (none for a monotonic one).
-    server_offsets: Vec<i64>,
+    /// Each server endpoint's clock: the steps of the clock it times by
+    /// (none for a monotonic one) and its slews.
+    server_clocks: Vec<ServerClock>,
     /// The clocks the hosts time their decisions by.
     clocks: HostClocks,
     nodes: Vec<Node>,
@@ -131,7 +133,7 @@ impl<E> Lives<E> {
             by_id,
             servers,
             first_node,
-            server_offsets: vec![0; usize::from(first_node)],
+            server_clocks: vec![ServerClock::default(); usize::from(first_node)],
             clocks,
             procs: Vec::new(),
         }
@@ -147,9 +149,9 @@ impl<E> Lives<E> {
         self.first_node
     }
 
-    /// The clock step of server `endpoint` (0 unless a jump moved it).
-    pub(crate) fn server_offset(&self, endpoint: u16) -> i64 {
-        self.server_offsets[usize::from(endpoint)]
+    /// The clock server `endpoint` times by.
+    pub(crate) fn server_clock(&self, endpoint: u16) -> ServerClock {
+        self.server_clocks[usize::from(endpoint)]
     }
 
     /// Steps the wall clock of `endpoint` by `by` ns: a server's, or the
@@ -161,14 +163,26 @@ impl<E> Lives<E> {
             if self.clocks.server(endpoint) == ClockKind::Monotonic {
                 return false;
             }
-            let offset = &mut self.server_offsets[usize::from(endpoint)];
-            *offset = offset.saturating_add(by);
+            self.server_clocks[usize::from(endpoint)].step(by);
             true
         } else {
             self.nodes[usize::from(endpoint - self.first_node)]
                 .clock
                 .jump(by);
             self.clocks.nodes == ClockKind::Wall
+        }
+    }
+
+    /// Slews both clocks of `endpoint` (a server's, or the machine's of a
+    /// node) by `by` ns over `over` ns of true time from `now`: every host's
+    /// timing moves, whichever clock it times by ([`super::slew`]).
+    pub(crate) fn slew_clock(&mut self, endpoint: u16, now: SimTime, by: i64, over: u64) {
+        if endpoint < self.first_node {
+            self.server_clocks[usize::from(endpoint)].slew(now, by, over);
+        } else {
+            self.nodes[usize::from(endpoint - self.first_node)]
+                .clock
+                .slew(now, by, over);
         }
     }
 

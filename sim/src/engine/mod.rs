@@ -16,6 +16,7 @@ mod lives;
 pub(crate) mod network;
 mod outbox;
 mod queue;
+pub(crate) mod slew;
 
 use std::fmt::Debug;
 
@@ -98,9 +99,10 @@ pub(crate) trait Hosts: Sized {
     /// The process in slot `pid` died: its volatile state is gone.
     fn crash_process(&mut self, pid: u32);
 
-    /// `to`'s clock jumped: re-arm the timers it set on its clock (a host
-    /// that is paused is not told; its timers re-arm when it resumes).
-    fn clock_jumped<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>);
+    /// `to`'s clock changed its course (a step of the clock it times by, or
+    /// a slew): re-arm the timers it set on its clock (a host that is paused
+    /// is not told; its timers re-arm when it resumes).
+    fn clock_changed<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>);
 
     /// Server `endpoint` comes back from a restart, with its state
     /// (`durable`) or empty.
@@ -131,6 +133,8 @@ pub(crate) enum Control {
     FaultEnd(u32),
     /// Recurring-fault generator `generator` fires.
     Recur(u32),
+    /// The next flip of `clock-strobe` number `.0` (in start order) is due.
+    StrobeFlip(u32),
     /// The liveness phase begins.
     Heal,
 }
@@ -425,7 +429,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let (from, clock) = match me {
             Address::Server(endpoint) => (
                 endpoint,
-                outbox::Clock::Server(self.lives.server_offset(endpoint)),
+                outbox::Clock::Server(self.lives.server_clock(endpoint)),
             ),
             Address::Process { pid, .. } => (
                 self.lives.endpoint_of(pid),
@@ -519,9 +523,31 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                 moved,
             },
         );
-        if !moved {
-            return;
+        if moved {
+            self.clock_changed(endpoint);
         }
+    }
+
+    /// Slews both clocks of `endpoint` by `by` ns over `over` ns of true
+    /// time from now (a `clock-slew`): every running host on it re-arms its
+    /// timers, whichever clock it times by.
+    pub(crate) fn slew_clock(&mut self, endpoint: u16, by: i64, over: u64) {
+        self.lives.slew_clock(endpoint, self.now, by, over);
+        let host = self.lives.endpoint_ref(endpoint);
+        self.observers.observe(
+            self.now,
+            &Observation::ClockSlewed {
+                host,
+                by_nanos: by,
+                over_nanos: over,
+            },
+        );
+        self.clock_changed(endpoint);
+    }
+
+    /// `endpoint`'s clock changed its course: its running hosts re-arm the
+    /// timers they set on it.
+    fn clock_changed(&mut self, endpoint: u16) {
         let targets: Vec<Address> = if endpoint < self.lives.first_node_endpoint() {
             let paused = self.servers[usize::from(endpoint)].depth > 0;
             (!paused)
@@ -542,7 +568,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         };
         for to in targets {
             let (hosts, mut out) = self.outbox(to);
-            hosts.clock_jumped(to, &mut out);
+            hosts.clock_changed(to, &mut out);
         }
     }
 

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use super::{Address, Event, Hosts, Lives};
-use crate::engine::clock::{server_local, server_true_time, HostClock};
+use crate::engine::clock::HostClock;
 use crate::engine::network::{Network, Transit};
 use crate::engine::queue::EventQueue;
+use crate::engine::slew::ServerClock;
 use crate::observation::{DropReason, Observation, Observer, SimTime};
 
 /// The clock a host reads.
@@ -14,8 +15,8 @@ use crate::observation::{DropReason, Observation, Observer, SimTime};
 pub(crate) enum Clock {
     /// A node's (offset, drift, jumps).
     Node(HostClock),
-    /// A server's: true time stepped by this many nanoseconds.
-    Server(i64),
+    /// A server's: true time, stepped and slewed.
+    Server(ServerClock),
 }
 
 /// The effects of one input to one host, applied in the order the host
@@ -45,7 +46,7 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     pub(crate) fn local_now(&self) -> fenced::Instant {
         match self.clock {
             Clock::Node(clock) => clock.local(self.now),
-            Clock::Server(offset) => server_local(self.now, offset),
+            Clock::Server(clock) => clock.local(self.now),
         }
     }
 
@@ -128,7 +129,7 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     pub(crate) fn true_time(&self, local: fenced::Instant) -> SimTime {
         match self.clock {
             Clock::Node(clock) => clock.true_time_at(local, self.now),
-            Clock::Server(offset) => server_true_time(local, offset, self.now),
+            Clock::Server(clock) => clock.true_time_at(local, self.now),
         }
     }
 

@@ -12,7 +12,8 @@ pub(super) const SEED_HELP: &str = "a seed is a whole number from 0 to 184467440
 
 /// The fault kinds a `[[fault]]` may have, for error messages.
 pub(super) const FAULT_KINDS: &str =
-    "pause, isolate, cut, partition, crash, replace, stop, abdicate, restart, clock-jump";
+    "pause, isolate, cut, partition, crash, replace, stop, abdicate, restart, clock-jump, \
+     clock-slew, clock-strobe";
 
 /// Turns a serde/TOML error into the key at fault and a message that says
 /// what is wrong and what is allowed; `path` is the key or table the error's
@@ -104,6 +105,7 @@ pub(super) fn is_duration_key(path: &str) -> bool {
             | "at"
             | "every"
             | "restart_after"
+            | "period"
             | "max_failover"
             | "max_overlap"
             | "min_overlap"

@@ -10,6 +10,7 @@ use super::explain::FAULT_KINDS;
 use super::place::Spans;
 use super::raw::RawFault;
 use super::values::{duration, duration_range, opt_duration, signed_offset};
+use crate::engine::slew::DEFAULT_SLEW_RATE;
 use crate::scenario::{FaultSpec, RecurringKind};
 
 /// The `index`-th `[[fault]]`.
@@ -40,9 +41,15 @@ pub(super) fn convert_fault(
             ),
         }
     };
-    // Refuses the first of `fields` (in the order given) that the fault has.
+    // Refuses the first of `fields` (in the order given) that the fault has,
+    // then a clock fault's own key (`rate`, `period`) on another kind.
     let forbid = |fields: &[&str]| -> Result<(), ConvertError> {
-        match fields.iter().find(|field| raw.has(field)) {
+        let own = [("rate", "clock-slew"), ("period", "clock-strobe")];
+        let foreign = own
+            .iter()
+            .filter(|(_, owner)| *owner != kind)
+            .map(|(field, _)| field);
+        match fields.iter().chain(foreign).find(|field| raw.has(field)) {
             Some(field) => err(
                 &k(field),
                 fault.span(),
@@ -110,6 +117,8 @@ pub(super) fn convert_fault(
                 | "abdicate"
                 | "restart"
                 | "clock-jump"
+                | "clock-slew"
+                | "clock-strobe"
         ) =>
         {
             return err(
@@ -232,26 +241,73 @@ pub(super) fn convert_fault(
                 durable,
             })
         }
-        "clock-jump" => {
-            forbid(&[
-                "from",
-                "to",
-                "groups",
-                "duration",
-                "restart_after",
-                "durable",
-            ])?;
+        "clock-jump" | "clock-slew" | "clock-strobe" => {
+            if kind == "clock-strobe" {
+                forbid(&["from", "to", "groups", "restart_after", "durable"])?;
+            } else {
+                forbid(&[
+                    "from",
+                    "to",
+                    "groups",
+                    "duration",
+                    "restart_after",
+                    "durable",
+                ])?;
+            }
             let host = need_str("node", &raw.node, spans)?;
-            let by =
-                match &raw.by {
-                    Some(by) => signed_offset(&k("by"), by, spans)?,
-                    None => return err(
+            let example = match kind {
+                "clock-jump" => "e.g. \"30s\" (ahead) or \"-5s\" (back)",
+                "clock-slew" => "the correction, e.g. \"2s\" or \"-500ms\"",
+                _ => "the flip, e.g. \"5s\"",
+            };
+            let by = match &raw.by {
+                Some(by) => signed_offset(&k("by"), by, spans)?,
+                None => {
+                    return err(
                         &k("by"),
                         fault.span(),
-                        "a `clock-jump` fault needs `by`, e.g. \"30s\" (ahead) or \"-5s\" (back)",
-                    ),
+                        format!("a `{kind}` fault needs `by`, {example}"),
+                    )
+                }
+            };
+            if kind == "clock-jump" {
+                return Ok(FaultSpec::ClockJump { host, at, by });
+            }
+            if kind == "clock-slew" {
+                let rate = match &raw.rate {
+                    Some(rate) => {
+                        spans.note(&k("rate"), rate);
+                        *rate.get_ref()
+                    }
+                    None => DEFAULT_SLEW_RATE,
                 };
-            Ok(FaultSpec::ClockJump { host, at, by })
+                return Ok(FaultSpec::ClockSlew { host, at, by, rate });
+            }
+            let period = match &raw.period {
+                Some(period) => duration(&k("period"), period, spans)?,
+                None => return err(
+                    &k("period"),
+                    fault.span(),
+                    "a `clock-strobe` fault needs `period`, the time between flips, e.g. \"100ms\"",
+                ),
+            };
+            let duration = match &raw.duration {
+                Some(_) => fixed_duration(spans)?,
+                None => {
+                    return err(
+                        &k("duration"),
+                        fault.span(),
+                        "a `clock-strobe` fault needs `duration`, how long it strobes",
+                    )
+                }
+            };
+            Ok(FaultSpec::ClockStrobe {
+                host,
+                at,
+                by,
+                period,
+                duration,
+            })
         }
         other => err(
             &k("kind"),

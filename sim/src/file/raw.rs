@@ -152,8 +152,12 @@ pub(super) struct RawFault {
     pub(super) restart_after: Option<Spanned<String>>,
     /// `restart`: whether the server's state survives.
     pub(super) durable: Option<Spanned<bool>>,
-    /// `clock-jump`: the step, signed.
+    /// `clock-jump`, `clock-slew`, `clock-strobe`: the step, signed.
     pub(super) by: Option<Spanned<String>>,
+    /// `clock-slew`: the slew rate, a fraction.
+    pub(super) rate: Option<Spanned<f64>>,
+    /// `clock-strobe`: the time between flips.
+    pub(super) period: Option<Spanned<String>>,
 }
 
 impl RawFault {
@@ -170,6 +174,8 @@ impl RawFault {
             "restart_after" => self.restart_after.is_some(),
             "durable" => self.durable.is_some(),
             "by" => self.by.is_some(),
+            "rate" => self.rate.is_some(),
+            "period" => self.period.is_some(),
             other => unreachable!("`{other}` is not a key of [[fault]]"),
         }
     }

@@ -118,7 +118,7 @@ impl LeaseStoreHost {
 
     /// The store's clock jumped: its registry timer is re-armed on the new
     /// clock.
-    pub(super) fn clock_jumped<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+    pub(super) fn clock_changed<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         self.registry_timer_at = None;
         self.drain_membership(None, out);
     }
@@ -133,7 +133,7 @@ impl LeaseStoreHost {
             let ttl = self.registry.liveness_ttl();
             self.registry = NodeRegistry::new(ttl).expect("the registry's own TTL is valid");
         }
-        self.clock_jumped(out);
+        self.clock_changed(out);
     }
 
     /// Announces the registry's changes and asks it the questions the

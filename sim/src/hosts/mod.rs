@@ -144,18 +144,13 @@ impl Hosts for FencedHosts {
         self.procs.crash(pid);
     }
 
-    fn clock_jumped<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>) {
+    fn clock_changed<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>) {
         match to {
-            Address::Server(STORE_ENDPOINT) => self.store.clock_jumped(out),
+            Address::Server(STORE_ENDPOINT) => self.store.clock_changed(out),
             Address::Server(_) => {}
             // The nodes time by their monotonic clock (`HostClocks` in
-            // `Core::fenced`): the engine hands them no step.
-            Address::Process { .. } => {
-                debug_assert!(
-                    false,
-                    "a step reached a fenced node, which times by its monotonic clock"
-                )
-            }
+            // `Core::fenced`): no step reaches them, a slew does.
+            Address::Process { pid, .. } => self.procs.life(pid).0.clock_changed(out),
         }
     }
 

@@ -203,6 +203,14 @@ impl NodeProcess {
         self.arm_elector_timer(out);
     }
 
+    /// The node's clock changed its course (a slew; no step reaches a
+    /// node's monotonic clock): the elector's timer is re-armed on it (the
+    /// worker's unit timers keep their true-time lengths).
+    pub(super) fn clock_changed<O: Observer>(&mut self, out: Out<'_, '_, O>) {
+        self.timer_at = None;
+        self.arm_elector_timer(out);
+    }
+
     fn arm_elector_timer<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         let Some(local) = self.elector.next_timeout() else {
             return;

@@ -431,6 +431,17 @@ pub enum Observation<'a> {
         /// which no step moves.
         moved: bool,
     },
+    /// Both of `host`'s clocks begin to slew by `by_nanos` over
+    /// `over_nanos` of true time (a `clock-slew` fault: an NTP correction at
+    /// a bounded rate), which moves the timing of every host on it.
+    ClockSlewed {
+        /// The host whose clocks slew (a server, or a node: all its lives).
+        host: HostRef<'a>,
+        /// The correction, in nanoseconds.
+        by_nanos: i64,
+        /// How long it takes, in nanoseconds of true time.
+        over_nanos: u64,
+    },
     /// A server came back from a `restart` fault, with its state (`durable`)
     /// or empty.
     Restarted {

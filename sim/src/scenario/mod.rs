@@ -478,6 +478,37 @@ pub enum FaultSpec {
         /// The step.
         by: ClockOffset,
     },
+    /// An NTP correction at a bounded rate (`adjtime`): both of the host's
+    /// clocks — the wall and the monotonic one, which Linux slews alike —
+    /// run `rate` fast (or slow, when `by` is negative) until they read
+    /// `by` more, over `|by| / rate`. Unlike a step it reaches hosts that
+    /// time by their monotonic clock, and it never moves a clock backward.
+    ClockSlew {
+        /// The host: a node (every process on it) or a server.
+        host: String,
+        /// When the correction begins.
+        at: Duration,
+        /// The correction.
+        by: ClockOffset,
+        /// The slew rate, a fraction (0.0005 = 500 ppm, ntpd's bound).
+        rate: f64,
+    },
+    /// Jepsen's clock strobe: the host's wall clock flips between its
+    /// reading and `by` ahead (behind, when negative) every `period`, for
+    /// `duration` — steps, so only what times by the wall clock moves. It
+    /// ends where it began: an even number of flips, the last one back.
+    ClockStrobe {
+        /// The host: a node (every process on it) or a server.
+        host: String,
+        /// When the first flip happens.
+        at: Duration,
+        /// The flip's size.
+        by: ClockOffset,
+        /// The time between flips.
+        period: Duration,
+        /// How long the strobe lasts.
+        duration: Duration,
+    },
     /// A fault that recurs as a Poisson process with mean interval `every`,
     /// on one node or independently on each (`node = "*"`).
     Recurring {
@@ -506,6 +537,8 @@ impl FaultSpec {
             FaultSpec::Abdicate { .. } => "abdicate",
             FaultSpec::Restart { .. } => "restart",
             FaultSpec::ClockJump { .. } => "clock-jump",
+            FaultSpec::ClockSlew { .. } => "clock-slew",
+            FaultSpec::ClockStrobe { .. } => "clock-strobe",
             FaultSpec::Recurring { kind, .. } => kind.name(),
         }
     }
@@ -519,6 +552,18 @@ impl FaultSpec {
             | FaultSpec::Partition { at, duration, .. }
             | FaultSpec::Restart { at, duration, .. } => Some((*at, at.saturating_add(*duration))),
             FaultSpec::ClockJump { at, .. } => Some((*at, *at)),
+            FaultSpec::ClockSlew { at, by, rate, .. } => {
+                Some((*at, at.saturating_add(slew_duration(*by, *rate))))
+            }
+            FaultSpec::ClockStrobe {
+                at,
+                period,
+                duration,
+                ..
+            } => Some((
+                *at,
+                at.saturating_add(period.saturating_mul(strobe_flips(*period, *duration))),
+            )),
             FaultSpec::Crash {
                 at, restart_after, ..
             } => Some((
@@ -535,6 +580,35 @@ impl FaultSpec {
             FaultSpec::Recurring { .. } => None,
         }
     }
+}
+
+/// How long a slew of `by` at `rate` takes: `|by| / rate`, at least one
+/// nanosecond (a validated rate is positive and at most
+/// [`MAX_SLEW_RATE`](crate::engine::slew::MAX_SLEW_RATE)).
+pub fn slew_duration(by: ClockOffset, rate: f64) -> Duration {
+    if rate.is_nan() || rate <= 0.0 {
+        return Duration::MAX;
+    }
+    let nanos = (by.0.unsigned_abs() as f64 / rate).ceil();
+    if nanos >= u64::MAX as f64 {
+        Duration::MAX
+    } else {
+        Duration::from_nanos((nanos as u64).max(1))
+    }
+}
+
+/// How many flips a strobe of `duration` at `period` makes: one per
+/// period, rounded up to an even number so that it ends where it began (at
+/// least two; saturating at `u32::MAX - 1`, which validation refuses).
+pub fn strobe_flips(period: Duration, duration: Duration) -> u32 {
+    if period.is_zero() {
+        return u32::MAX - 1;
+    }
+    let flips = (duration.as_nanos() / period.as_nanos()).max(1);
+    let even = flips + flips % 2;
+    u32::try_from(even)
+        .unwrap_or(u32::MAX - 1)
+        .min(u32::MAX - 1)
 }
 
 /// What the run must show. `None` fields are not checked, except that a run

@@ -172,6 +172,30 @@ pub enum FaultAction {
         /// The step.
         by: ClockOffset,
     },
+    /// Both of the host's clocks begin to slew by `by` over `over` of true
+    /// time (a `clock-slew`).
+    ClockSlew {
+        /// The host.
+        host: HostId,
+        /// The correction.
+        by: ClockOffset,
+        /// How long it takes.
+        over: Duration,
+    },
+    /// The host's wall clock strobes (a `clock-strobe`): it steps by `by`
+    /// now, back after `period`, and so on — `flips` steps in all, an even
+    /// number, so it ends where it began. The heal ends a strobe in
+    /// progress (its clock steps back if it stands `by` off).
+    ClockStrobe {
+        /// The host.
+        host: HostId,
+        /// The flip's size.
+        by: ClockOffset,
+        /// The time between flips.
+        period: Duration,
+        /// How many steps.
+        flips: u32,
+    },
     /// The liveness phase begins (`heal_at`): every fault in effect ends,
     /// random loss and duplication stop, every node without a live process
     /// gets one, and no fault starts any more.
@@ -199,6 +223,8 @@ impl FaultAction {
             FaultAction::ServerDown { .. } => "server-down",
             FaultAction::ServerUp { .. } => "server-up",
             FaultAction::ClockJump { .. } => "clock-jump",
+            FaultAction::ClockSlew { .. } => "clock-slew",
+            FaultAction::ClockStrobe { .. } => "clock-strobe",
             FaultAction::Heal => "heal",
         }
     }
@@ -514,6 +540,36 @@ impl FaultSpec {
             FaultSpec::ClockJump { host, at, by } => {
                 let host = hosts.known(host)?;
                 ResolvedFault::new(*at, FaultAction::ClockJump { host, by: *by }, None)
+            }
+            FaultSpec::ClockSlew { host, at, by, rate } => {
+                let host = hosts.known(host)?;
+                let over = super::slew_duration(*by, *rate);
+                ResolvedFault::new(
+                    *at,
+                    FaultAction::ClockSlew {
+                        host,
+                        by: *by,
+                        over,
+                    },
+                    None,
+                )
+            }
+            FaultSpec::ClockStrobe {
+                host,
+                at,
+                by,
+                period,
+                duration,
+            } => {
+                let host = hosts.known(host)?;
+                let flips = super::strobe_flips(*period, *duration);
+                let strobe = FaultAction::ClockStrobe {
+                    host,
+                    by: *by,
+                    period: *period,
+                    flips,
+                };
+                ResolvedFault::new(*at, strobe, None)
             }
             FaultSpec::Recurring {
                 kind,

@@ -8,10 +8,12 @@ use std::time::Duration;
 use fenced::{ElectorConfig, NodeId, OwnerId};
 
 use super::{
-    FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM, LEASE_STORE, MAX_NODE_ID_LEN,
+    ClockOffset, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM, LEASE_STORE,
+    MAX_NODE_ID_LEN,
 };
 use crate::engine::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
 use crate::engine::limits::{MAX_SPAN, MAX_UNITS_IN_PROGRESS};
+use crate::engine::slew::MAX_SLEW_RATE;
 use crate::units::human;
 
 /// Refuses a duration longer than [`MAX_SPAN`] (one year), naming `key`.
@@ -396,7 +398,10 @@ impl Scenario {
                 | FaultSpec::Restart { duration, .. } => {
                     at_most_a_year(&format!("{key}.duration"), *duration)?;
                 }
-                FaultSpec::ClockJump { .. } => {}
+                FaultSpec::ClockJump { .. } | FaultSpec::ClockSlew { .. } => {}
+                FaultSpec::ClockStrobe { duration, .. } => {
+                    at_most_a_year(&format!("{key}.duration"), *duration)?;
+                }
                 FaultSpec::Crash {
                     restart_after: Some(after),
                     ..
@@ -505,23 +510,50 @@ impl Scenario {
                     more_than_zero(&format!("{key}.duration"), *duration)?;
                 }
                 FaultSpec::ClockJump { host, by, .. } => {
-                    if !hosts.contains(host.as_str()) {
-                        return Err(unknown(format!("{key}.node"), host));
-                    }
-                    if host == DOWNSTREAM {
+                    clock_host_and_step(&key, host, *by, hosts, &unknown)?;
+                }
+                FaultSpec::ClockSlew { host, by, rate, .. } => {
+                    clock_host_and_step(&key, host, *by, hosts, &unknown)?;
+                    if !(rate.is_finite() && *rate > 0.0 && *rate <= MAX_SLEW_RATE) {
                         return Err(ScenarioError::new(
-                            format!("{key}.node"),
-                            "the downstream reads no clock (it judges writes by token); jump a \
-                             node's or a lock server's clock",
+                            format!("{key}.rate"),
+                            format!(
+                                "{rate} is not a slew rate: a fraction above 0 and at most \
+                                 {MAX_SLEW_RATE} (0.0005 = 500 ppm, ntpd's bound)"
+                            ),
                         ));
                     }
-                    if by.0 == 0 {
-                        return Err(ScenarioError::new(format!("{key}.by"), "must not be zero"));
-                    }
-                    if by.0.unsigned_abs() > MAX_CLOCK_OFFSET_NANOS.unsigned_abs() {
+                }
+                FaultSpec::ClockStrobe {
+                    host,
+                    by,
+                    period,
+                    duration,
+                    ..
+                } => {
+                    clock_host_and_step(&key, host, *by, hosts, &unknown)?;
+                    more_than_zero(&format!("{key}.period"), *period)?;
+                    if duration < period {
                         return Err(ScenarioError::new(
-                            format!("{key}.by"),
-                            format!("{by} is beyond the limit of one day either way"),
+                            format!("{key}.duration"),
+                            format!(
+                                "{} is shorter than the period ({}): a strobe flips at least \
+                                 twice",
+                                human(*duration),
+                                human(*period)
+                            ),
+                        ));
+                    }
+                    let flips = super::strobe_flips(*period, *duration);
+                    if flips > MAX_STROBE_FLIPS {
+                        return Err(ScenarioError::new(
+                            format!("{key}.period"),
+                            format!(
+                                "{flips} flips ({} every {}) is more than the limit of \
+                                 {MAX_STROBE_FLIPS}; lengthen the period",
+                                human(*duration),
+                                human(*period)
+                            ),
                         ));
                     }
                 }
@@ -598,4 +630,39 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// The most flips one `clock-strobe` may make: each is an event, and a
+/// run's work is bounded.
+pub const MAX_STROBE_FLIPS: u32 = 100_000;
+
+/// A clock fault's host and step: a node or a lock server (the downstream
+/// reads no clock), and a step neither zero nor beyond a day.
+fn clock_host_and_step(
+    key: &str,
+    host: &str,
+    by: ClockOffset,
+    hosts: &BTreeSet<&str>,
+    unknown: &dyn Fn(String, &str) -> ScenarioError,
+) -> Result<(), ScenarioError> {
+    if !hosts.contains(host) {
+        return Err(unknown(format!("{key}.node"), host));
+    }
+    if host == DOWNSTREAM {
+        return Err(ScenarioError::new(
+            format!("{key}.node"),
+            "the downstream reads no clock (it judges writes by token); jump a node's or a lock \
+             server's clock",
+        ));
+    }
+    if by.0 == 0 {
+        return Err(ScenarioError::new(format!("{key}.by"), "must not be zero"));
+    }
+    if by.0.unsigned_abs() > MAX_CLOCK_OFFSET_NANOS.unsigned_abs() {
+        return Err(ScenarioError::new(
+            format!("{key}.by"),
+            format!("{by} is beyond the limit of one day either way"),
+        ));
+    }
+    Ok(())
 }

@@ -63,6 +63,20 @@ pub(super) struct Faults {
     pub(super) recurring_log: Option<Vec<FaultSpec>>,
     /// Every fault action executed, in order, when asked for.
     pub(super) action_log: Option<Vec<PlanStep>>,
+    /// Each `clock-strobe` begun, in start order: whether its clock stands
+    /// `by` off (the heal steps it back).
+    strobes: Vec<Strobe>,
+}
+
+/// A `clock-strobe` under way.
+#[derive(Clone, Copy, Debug)]
+struct Strobe {
+    endpoint: u16,
+    by: i64,
+    period: Duration,
+    flips: u32,
+    /// Flips made so far (the start's included).
+    made: u32,
 }
 
 impl Faults {
@@ -76,6 +90,7 @@ impl Faults {
             healed: false,
             recurring_log: None,
             action_log: None,
+            strobes: Vec::new(),
         }
     }
 
@@ -252,6 +267,31 @@ impl<H: SimHosts> Core<H> {
                 self.engine.jump_clock(endpoint, by.0);
                 true
             }
+            FaultAction::ClockSlew { host, by, over } => {
+                let endpoint = self.engine.lives.endpoint(host);
+                let over = u64::try_from(over.as_nanos()).unwrap_or(u64::MAX);
+                self.engine.slew_clock(endpoint, by.0, over);
+                true
+            }
+            FaultAction::ClockStrobe {
+                host,
+                by,
+                period,
+                flips,
+            } => {
+                let endpoint = self.engine.lives.endpoint(host);
+                self.engine.jump_clock(endpoint, by.0);
+                let id = self.faults.strobes.len() as u32;
+                self.faults.strobes.push(Strobe {
+                    endpoint,
+                    by: by.0,
+                    period,
+                    flips,
+                    made: 1,
+                });
+                self.engine.schedule(now + period, Control::StrobeFlip(id));
+                true
+            }
             FaultAction::StartNode { .. }
             | FaultAction::Resume { .. }
             | FaultAction::Reconnect { .. }
@@ -274,6 +314,29 @@ impl<H: SimHosts> Core<H> {
                 paused,
             };
             self.schedule_end(&fault.start, active, follow.after);
+        }
+    }
+
+    /// Strobe `id`'s next flip is due: its clock steps back (after an odd
+    /// number of flips) or off again, and the next is scheduled until the
+    /// last (an even number: the clock ends where it began). Nothing after
+    /// the heal, which ended it.
+    pub(super) fn strobe_flip(&mut self, id: u32) {
+        let strobe = &mut self.faults.strobes[id as usize];
+        if strobe.made >= strobe.flips {
+            return;
+        }
+        let by = if strobe.made % 2 == 1 {
+            -strobe.by
+        } else {
+            strobe.by
+        };
+        strobe.made += 1;
+        let (endpoint, more, period) = (strobe.endpoint, strobe.made < strobe.flips, strobe.period);
+        self.engine.jump_clock(endpoint, by);
+        if more {
+            let at = self.engine.now + period;
+            self.engine.schedule(at, Control::StrobeFlip(id));
         }
     }
 
@@ -364,6 +427,17 @@ impl<H: SimHosts> Core<H> {
         self.engine.observe(&Observation::Healed);
         for slot in 0..self.faults.active.len() as u32 {
             self.end_fault(slot);
+        }
+        for id in 0..self.faults.strobes.len() {
+            let strobe = &mut self.faults.strobes[id];
+            if strobe.made < strobe.flips {
+                let off = strobe.made % 2 == 1;
+                strobe.made = strobe.flips;
+                let (endpoint, by) = (strobe.endpoint, strobe.by);
+                if off {
+                    self.engine.jump_clock(endpoint, -by);
+                }
+            }
         }
         self.engine.net.stop_loss_and_duplication();
         for node in 0..self.engine.lives.node_count() as u32 {

@@ -419,6 +419,7 @@ impl<H: SimHosts> Core<H> {
                     self.recur(generator);
                 }
             }
+            Control::StrobeFlip(strobe) => self.strobe_flip(strobe),
             Control::Heal => self.heal_all(),
         }
     }

@@ -20,7 +20,7 @@ impl<H: SimHosts> Core<H> {
         let now = self.engine.now;
         let verdict = self.engine.observers.checker.verdict(now);
         let max_token = self.engine.hosts.max_token();
-        let store_now = crate::engine::clock::server_local(now, self.engine.lives.server_offset(0));
+        let store_now = self.engine.lives.server_clock(0).local(now);
         let live_at_end = self.engine.hosts.live_members(store_now);
         let figures = Figures {
             scenario: self.name.clone(),

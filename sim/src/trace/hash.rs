@@ -229,6 +229,15 @@ impl Tracer {
                 self.begin(t, code(host), 41 | u64::from(!moved) << 8);
                 self.word(by_nanos as u64);
             }
+            Observation::ClockSlewed {
+                host,
+                by_nanos,
+                over_nanos,
+            } => {
+                self.begin(t, code(host), 41 | 2 << 8);
+                self.word(by_nanos as u64);
+                self.word(over_nanos);
+            }
             Observation::Restarted { host, durable } => {
                 self.begin(t, code(host), 42 | u64::from(durable) << 8);
             }

@@ -146,6 +146,10 @@ enum Record<'a> {
         by_nanos: i64,
         moved: bool,
     },
+    ClockSlewed {
+        by_nanos: i64,
+        over_nanos: u64,
+    },
     Restarted {
         durable: bool,
     },
@@ -345,6 +349,17 @@ impl Tracer {
                     " (its wall clock; it times by its monotonic clock)"
                 };
                 write!(l, "clock jumps by {sign}{step}{unmoved}")
+            }
+            Record::ClockSlewed {
+                by_nanos,
+                over_nanos,
+            } => {
+                let (step, over) = (
+                    crate::scenario::ClockOffset(by_nanos),
+                    crate::scenario::ClockOffset(over_nanos.min(i64::MAX as u64) as i64),
+                );
+                let sign = if by_nanos > 0 { "+" } else { "" };
+                write!(l, "clocks slew by {sign}{step} over {over} (both: wall and monotonic)")
             }
             Record::Restarted { durable } => {
                 if durable {

@@ -177,6 +177,17 @@ fn record_of<'a>(observation: &Observation<'a>) -> Option<(TraceHost<'a>, Record
             by_nanos,
             moved,
         } => (host(on), Record::ClockJumped { by_nanos, moved }),
+        Observation::ClockSlewed {
+            host: on,
+            by_nanos,
+            over_nanos,
+        } => (
+            host(on),
+            Record::ClockSlewed {
+                by_nanos,
+                over_nanos,
+            },
+        ),
         Observation::Restarted { host: on, durable } => (host(on), Record::Restarted { durable }),
         Observation::Holder {
             server,

@@ -337,7 +337,7 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
 
     /// The models take a spurious `handle_timeout` as harmless: it makes
     /// them re-read their clock and re-arm.
-    fn clock_jumped<O: Observer>(&mut self, to: Address, out: Out<'_, '_, P, O>) {
+    fn clock_changed<O: Observer>(&mut self, to: Address, out: Out<'_, '_, P, O>) {
         match to {
             Address::Server(DOWNSTREAM_ENDPOINT) => {}
             Address::Server(endpoint) => {

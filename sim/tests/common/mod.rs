@@ -256,3 +256,23 @@ pub fn assert_refused(dir: &Path, head: &str, cases: &[(&str, &str, &[&str])]) {
         }
     }
 }
+
+/// What a user reads of a run, without what a clock fault itself adds (its
+/// events, a different trace hash) or the scenario's name.
+pub fn seen(report: &Report) -> serde_json::Value {
+    let mut value = serde_json::to_value(report).expect("a report serialises");
+    let object = value.as_object_mut().expect("a report is an object");
+    for field in ["events", "trace_hash", "scenario"] {
+        object.remove(field);
+    }
+    value
+}
+
+/// [`trio`] on the lock design `name`, fenced by its token where it has one.
+pub fn zoo(name: &str) -> Scenario {
+    let mut s = trio(name, secs(150));
+    s.election.protocol = fenced_sim::ProtocolSpec::by_name(name).expect("a design");
+    // Designs without a token write to a plain table.
+    s.fencing = !matches!(name, "dynamodb" | "connection-lock");
+    s
+}
