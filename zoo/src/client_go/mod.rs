@@ -293,7 +293,11 @@ impl Protocol for ClientGo {
                 bound: settings.renew_deadline,
             });
         }
-        let jittered = settings.retry_period.mul_f64(JITTER_FACTOR);
+        // `time.Duration(JitterFactor*float64(lec.RetryPeriod))`: the
+        // nanoseconds as a float64, times 1.2, truncated toward zero (Go's
+        // float-to-integer conversion) — `mul_f64` would round instead.
+        let jittered =
+            Duration::from_nanos((settings.retry_period.as_nanos() as f64 * JITTER_FACTOR) as u64);
         if settings.renew_deadline <= jittered {
             return Err(SettingsError::NotGreater {
                 setting: "renew_deadline",
