@@ -7,7 +7,9 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 use super::JITTER_FACTOR;
-use super::{ApiRequest, ApiResponse, ApiResult, ClientGo, ClientGoSettings, LeaseRecord};
+use super::{
+    ApiRequest, ApiResponse, ApiResult, ClientGo, ClientGoSettings, LeaseRecord, RenewalOverdue,
+};
 use crate::outbox::Outbox;
 use crate::util::{earliest_of, unit_fraction};
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
@@ -124,6 +126,25 @@ impl ClientGoClient {
         }
     }
 
+    /// The elector with its bookkeeping seeded, as upstream's unit tests
+    /// build a `LeaderElector` literal: `observedRecord` = `record`,
+    /// `observedRawRecord` = its encoding, `observedTime` = `observed_time`
+    /// (on this client's clock; it may lie in the past or the future of the
+    /// next `now`). The lock's cached object (`ll.lease`) stays empty, so the
+    /// first try begins with a `Get` even where the fast path applies
+    /// (`LeaseLock.Update`: "lease not initialized, call get or create
+    /// first"). For a fresh elector only: it panics once the elector ran.
+    pub fn with_observed(mut self, record: LeaseRecord, observed_time: Instant) -> Self {
+        assert!(
+            matches!(self.phase, Phase::Idle) && self.cached.is_none() && self.rpc.is_none(),
+            "with_observed seeds a fresh elector"
+        );
+        self.observed_raw = Some(record.clone());
+        self.observed_record = Some(record);
+        self.observed_time = observed_time;
+        self
+    }
+
     /// The process identity.
     pub fn id(&self) -> ClientId {
         self.id
@@ -132,6 +153,40 @@ impl ClientGoClient {
     /// `observedTime`: when (local clock) the record was last seen to change.
     pub fn observed_time(&self) -> Instant {
         self.observed_time
+    }
+
+    /// `observedRecord`: the record as this elector last saw or wrote it,
+    /// `None` before it saw any.
+    pub fn observed_record(&self) -> Option<&LeaseRecord> {
+        self.observed_record.as_ref()
+    }
+
+    /// `LeaderElector.Check`, what the healthz adaptor reports: an error if
+    /// the observed record names this elector and it last observed the record
+    /// more than `LeaseDuration` (its own setting, not the record's) plus
+    /// `max_tolerable_expired_lease` before `now` — it should have stepped
+    /// down by then, and a watchdog may kill it. A candidate is always
+    /// healthy.
+    pub fn check(
+        &self,
+        now: Instant,
+        max_tolerable_expired_lease: Duration,
+    ) -> Result<(), RenewalOverdue> {
+        if !self.is_leader() {
+            return Ok(());
+        }
+        let since_observed = self
+            .outbox
+            .at(now)
+            .saturating_duration_since(self.observed_time);
+        let limit = self.settings.lease_duration + max_tolerable_expired_lease;
+        if since_observed > limit {
+            return Err(RenewalOverdue {
+                since_observed,
+                limit,
+            });
+        }
+        Ok(())
     }
 
     /// `IsLeader`: the observed record names this elector.

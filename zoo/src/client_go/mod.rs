@@ -45,6 +45,8 @@
 //!   record's `LeaseDurationSeconds` is `int(LeaseDuration / time.Second)`.
 //! * `resourcelock/interface.go` `NewFromKubeconfig`: the client's request
 //!   timeout is `max(1 s, RenewDeadline / 2)` ([`ClientGoSettings::request_timeout`]).
+//! * `healthzadaptor.go` / `LeaderElector.Check`: [`ClientGoClient::check`]
+//!   (the adaptor itself, an HTTP handler, is left out).
 //! * The API server: one object, `resourceVersion` from a global counter
 //!   (etcd's revision), `Update` with a stale `resourceVersion` → 409
 //!   Conflict, `Create` of an existing object → 409 AlreadyExists, `Get` of
@@ -59,7 +61,7 @@
 //! # Left out
 //!
 //! `Coordinated` leader election (alpha), `PreferredHolder`/`Strategy`,
-//! `OnNewLeader`, the healthz `WatchDog`/`Check`, metrics and events,
+//! `OnNewLeader`, the healthz `WatchDog` adaptor, metrics and events,
 //! the other lock types (ConfigMap/Endpoints/multi-lock). After `Run`
 //! returns the process usually exits; the model goes idle unless
 //! [`ClientGoSettings::run_again`] is set.
@@ -204,7 +206,63 @@ pub enum ApiResult {
     Conflict,
     /// 409 on `Create`: the object exists.
     AlreadyExists,
+    /// Any other error the call returns. The model's [`ApiServer`] never
+    /// answers this; a test or a fault-injecting driver does, to say how a
+    /// request failed rather than leaving it unanswered until its timeout.
+    /// `tryAcquireOrRenew` and `tryRelease` treat it as every error that is
+    /// neither NotFound nor Conflict: the fast path falls back to `Get`, any
+    /// other step ends the try (or the release) unsuccessfully.
+    Failed(ApiFailure),
 }
+
+/// How a request failed, for [`ApiResult::Failed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApiFailure {
+    /// An HTTP status other than 404 and 409 (500, 503, 429 ...).
+    Status(u16),
+    /// The call returned before an answer was read: `context.Canceled` or
+    /// `DeadlineExceeded` from the caller's context, or a broken connection.
+    Canceled,
+}
+
+impl ClientGo {
+    /// `NewLeaderElector`'s check of the lock's identity (the elector's
+    /// `name` here): an empty one is rejected, with upstream's message — an
+    /// elector named `""` would take a released lease for its own.
+    pub fn validate_identity(name: &str) -> Result<(), SettingsError> {
+        if name.is_empty() {
+            return Err(SettingsError::Invalid {
+                setting: "identity",
+                reason: "Lock identity is empty",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// [`ClientGoClient::check`]'s failure: the elector's observed record names
+/// it, but it last saw the record change more than `LeaseDuration` plus the
+/// tolerance ago (`LeaderElector.Check`: "failed election to renew
+/// leadership on lease").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RenewalOverdue {
+    /// How long ago, on the elector's clock, it last observed the record.
+    pub since_observed: Duration,
+    /// `LeaseDuration` plus the tolerance that was exceeded.
+    pub limit: Duration,
+}
+
+impl std::fmt::Display for RenewalOverdue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "failed election to renew leadership on lease (last observed {:?} ago, limit {:?})",
+            self.since_observed, self.limit
+        )
+    }
+}
+
+impl std::error::Error for RenewalOverdue {}
 
 impl Protocol for ClientGo {
     const NAME: &'static str = "client-go";
@@ -235,7 +293,11 @@ impl Protocol for ClientGo {
                 bound: settings.renew_deadline,
             });
         }
-        let jittered = settings.retry_period.mul_f64(JITTER_FACTOR);
+        // `time.Duration(JitterFactor*float64(lec.RetryPeriod))`: the
+        // nanoseconds as a float64, times 1.2, truncated toward zero (Go's
+        // float-to-integer conversion) — `mul_f64` would round instead.
+        let jittered =
+            Duration::from_nanos((settings.retry_period.as_nanos() as f64 * JITTER_FACTOR) as u64);
         if settings.renew_deadline <= jittered {
             return Err(SettingsError::NotGreater {
                 setting: "renew_deadline",
