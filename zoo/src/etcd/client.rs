@@ -93,6 +93,42 @@ impl EtcdClient {
         self.session.map(|session| session.lease)
     }
 
+    /// Starts contending with an existing lease, as
+    /// `NewSession(client, WithLease(lease))` does
+    /// (`client/v3/concurrency/session.go`): no `Grant`, the keep-alive
+    /// starts at once (its first deadline `first_keepalive_timeout` away),
+    /// then `Campaign` — which, if the lease already owns its key
+    /// `prefix/lease` (a restarted process reclaiming its election), finds it
+    /// and waits from that key's create revision. No-op unless idle. A
+    /// lease the server does not know ends the session at its first
+    /// keep-alive answer (TTL 0), after which the client grants a new one as
+    /// usual.
+    pub fn start_with_lease(&mut self, lease: LeaseId, now: Instant) {
+        let now = self.outbox.observe(now);
+        if matches!(self.phase, Phase::Idle) {
+            self.begin_session(lease, now);
+        }
+    }
+
+    /// `Session.Orphan` (`client/v3/concurrency/session.go`): the keep-alive
+    /// stops and the session is `Done` at once, without `Revoke` — the
+    /// lease, and the key it owns, live on until the server expires them
+    /// (or a client resumes them with
+    /// [`start_with_lease`](Self::start_with_lease)). The application stops
+    /// leading ("orphaned"), a campaign in progress is abandoned (the model's
+    /// application campaigns with the session's context, see the module
+    /// docs), and the client goes idle. No-op when idle.
+    pub fn orphan(&mut self, now: Instant) {
+        let _ = self.outbox.observe(now);
+        if matches!(self.phase, Phase::Leader { .. }) && self.session.is_some() {
+            self.outbox
+                .push(ClientOutput::LostLeadership { reason: "orphaned" });
+        }
+        self.session = None;
+        self.rpc = None;
+        self.phase = Phase::Idle;
+    }
+
     fn send(&mut self, request: EtcdRequest) {
         self.outbox.push(ClientOutput::Send { to: 0, request });
     }
@@ -188,19 +224,24 @@ impl EtcdClient {
         }
     }
 
+    /// `NewSession`'s `KeepAlive(lease)`, then `Campaign`.
+    fn begin_session(&mut self, lease: LeaseId, now: Instant) {
+        // `KeepAlive`'s first call starts the lessor's loops, once.
+        self.deadline_loop_from.get_or_insert(now);
+        self.session = Some(KeepAlive {
+            lease,
+            next_keepalive: now,
+            next_send: now,
+            deadline: now + self.settings.first_keepalive_timeout,
+        });
+        self.keepalive_timers(now);
+        self.campaign(now);
+    }
+
     fn on_answer(&mut self, response: EtcdResponse, now: Instant) {
         match (self.phase, response) {
             (Phase::Granting, EtcdResponse::Granted { lease, .. }) => {
-                // `KeepAlive`'s first call starts the lessor's loops, once.
-                self.deadline_loop_from.get_or_insert(now);
-                self.session = Some(KeepAlive {
-                    lease,
-                    next_keepalive: now,
-                    next_send: now,
-                    deadline: now + self.settings.first_keepalive_timeout,
-                });
-                self.keepalive_timers(now);
-                self.campaign(now);
+                self.begin_session(lease, now);
             }
             (
                 Phase::Campaigning(Campaign::Txn),

@@ -68,7 +68,7 @@ mod server;
 use std::time::Duration;
 
 pub use client::EtcdClient;
-pub use server::EtcdServer;
+pub use server::{EtcdServer, LeaseTimeToLive};
 
 use crate::util::nonzero;
 use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
