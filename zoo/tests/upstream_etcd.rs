@@ -465,3 +465,95 @@ fn example_election_campaign() {
     );
     assert!(token_of(&sim, e2) < token_of(&sim, e1));
 }
+
+/// `client/v3/concurrency/election.go`, `Campaign`, and `key.go`,
+/// `waitDeletes` — the campaign-outlives-its-session pitfall, and why the
+/// model's application does not fall into it. B waits behind A; B is paused
+/// past its TTL, so its lease expires and the server deletes B's key; A
+/// resigns meanwhile and C (whose key is younger than B's) leads. When B
+/// wakes, the DELETE of A's key is waiting for it. Upstream, a `Campaign`
+/// on a context that outlives the session would now find no older key and
+/// return `nil` — B would believe it leads, with its dead key's create
+/// revision, below C's, while C leads. The model's application campaigns
+/// with the session's context: the session is `Done` at the same wake-up,
+/// the campaign ends without electing, and C alone believes.
+#[test]
+fn campaign_cancelled_by_its_session_does_not_return() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let c = sim.add_client(3, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b_lease = sim.client(b).inner.lease().expect("B's session");
+    let b_revision = server(&sim).create_revision(b_lease).expect("B's key");
+    sim.pause(b, Duration::from_secs(90));
+    sim.run_for(Duration::from_secs(7));
+    sim.stop(a);
+    sim.run_for(Duration::from_secs(80));
+    assert_eq!(
+        server(&sim).create_revision(b_lease),
+        None,
+        "B's key expired"
+    );
+    let c_token = token_of(&sim, c).expect("C leads once B's key is gone");
+    assert!(b_revision < c_token);
+    // B wakes (at 93 s) to the DELETE of A's key.
+    sim.run_for(Duration::from_millis(200));
+    assert_eq!(sim.leader_ids(), vec![c]);
+    assert_eq!(token_of(&sim, b), None, "B's campaign did not return");
+    // B's next session campaigns behind C, with a new key.
+    sim.run_for(Duration::from_secs(5));
+    assert_ne!(sim.client(b).inner.lease(), Some(b_lease));
+    assert_eq!(sim.leader_ids(), vec![c]);
+}
+
+/// `client/v3/concurrency/election.go`, `Campaign`: a waiting campaign whose
+/// context is cancelled resigns (`e.Resign(client.Ctx())`). Here B's session
+/// ends by its local deadline — its keep-alive answers are lost, its
+/// keep-alives are not, so the server still holds B's lease — and the
+/// resign deletes B's key at once rather than when the lease would expire.
+#[test]
+fn campaign_cancelled_by_its_session_resigns() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = ClientId(2);
+    sim.drop_response = Some(Box::new(move |to, response| {
+        to == b && matches!(response, EtcdResponse::KeepAlive { .. })
+    }));
+    sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b_lease = sim.client(b).inner.lease().expect("B's session");
+    let b_revision = server(&sim).create_revision(b_lease).expect("B's key");
+    // No answer reaches B: `Done` at the deadline look after 5 s.
+    let ended = sim.run_until_cond(Duration::from_secs(10), |sim| {
+        sim.client(b).inner.lease().is_none()
+    });
+    assert!(ended, "B's session ended");
+    sim.run_for(Duration::from_millis(10));
+    let resign = EtcdRequest::Resign {
+        key: b_lease,
+        create_revision: b_revision,
+    };
+    assert!(
+        sim.requests
+            .iter()
+            .any(|(_, by, _, request)| *by == b && *request == resign),
+        "B resigned its key"
+    );
+    assert!(
+        server(&sim)
+            .time_to_live(b_lease, sim.server_now(0))
+            .ttl_secs
+            > 50,
+        "the lease is still alive"
+    );
+    assert_eq!(
+        server(&sim).create_revision(b_lease),
+        None,
+        "but its key is resigned"
+    );
+    assert_eq!(sim.leader_ids(), vec![a]);
+}

@@ -115,15 +115,18 @@ impl EtcdClient {
     /// lease, and the key it owns, live on until the server expires them
     /// (or a client resumes them with
     /// [`start_with_lease`](Self::start_with_lease)). The application stops
-    /// leading ("orphaned"), a campaign in progress is abandoned (the model's
-    /// application campaigns with the session's context, see the module
-    /// docs), and the client goes idle. No-op when idle.
+    /// leading ("orphaned"); a campaign in progress is cancelled (the
+    /// model's application campaigns with the session's context, see the
+    /// module docs) and, if it was waiting, resigns its key as upstream's
+    /// `Campaign` does on a cancelled context; the client goes idle. No-op
+    /// when idle.
     pub fn orphan(&mut self, now: Instant) {
         let _ = self.outbox.observe(now);
         if matches!(self.phase, Phase::Leader { .. }) && self.session.is_some() {
             self.outbox
                 .push(ClientOutput::LostLeadership { reason: "orphaned" });
         }
+        self.resign_cancelled_campaign();
         self.session = None;
         self.rpc = None;
         self.phase = Phase::Idle;
@@ -179,8 +182,35 @@ impl EtcdClient {
         });
     }
 
+    /// The session's context is cancelled while `Campaign` waits in
+    /// `waitDeletes`: upstream's `Campaign` sees its `Get`/`Watch` fail,
+    /// finds `ctx.Done()` and calls `e.Resign(client.Ctx())` — a txn `If
+    /// CreateRevision(key) == leaderRev Then Delete(key)` on the client's own
+    /// context, so it is sent even though the session is over
+    /// (`client/v3/concurrency/election.go`, `Campaign`). While the txn
+    /// itself is in flight there is no `leaderRev` yet and `Campaign`
+    /// returns the txn's error without resigning.
+    fn resign_cancelled_campaign(&mut self) {
+        let leader_revision = match self.phase {
+            Phase::Campaigning(
+                Campaign::Get { leader_revision }
+                | Campaign::Watch {
+                    leader_revision, ..
+                },
+            ) => leader_revision,
+            _ => return,
+        };
+        if let Some(session) = self.session {
+            self.send(EtcdRequest::Resign {
+                key: session.lease,
+                create_revision: leader_revision,
+            });
+        }
+    }
+
     /// The keep-alive channel closed: the session is `Done`.
     fn session_done(&mut self, now: Instant) {
+        self.resign_cancelled_campaign();
         self.session = None;
         self.rpc = None;
         if matches!(self.phase, Phase::Leader { .. }) {
