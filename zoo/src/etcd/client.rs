@@ -93,6 +93,45 @@ impl EtcdClient {
         self.session.map(|session| session.lease)
     }
 
+    /// Starts contending with an existing lease, as
+    /// `NewSession(client, WithLease(lease))` does
+    /// (`client/v3/concurrency/session.go`): no `Grant`, the keep-alive
+    /// starts at once (its first deadline `first_keepalive_timeout` away),
+    /// then `Campaign` — which, if the lease already owns its key
+    /// `prefix/lease` (a restarted process reclaiming its election), finds it
+    /// and waits from that key's create revision. No-op unless idle. A
+    /// lease the server does not know ends the session at its first
+    /// keep-alive answer (TTL 0), after which the client grants a new one as
+    /// usual.
+    pub fn start_with_lease(&mut self, lease: LeaseId, now: Instant) {
+        let now = self.outbox.observe(now);
+        if matches!(self.phase, Phase::Idle) {
+            self.begin_session(lease, now);
+        }
+    }
+
+    /// `Session.Orphan` (`client/v3/concurrency/session.go`): the keep-alive
+    /// stops and the session is `Done` at once, without `Revoke` — the
+    /// lease, and the key it owns, live on until the server expires them
+    /// (or a client resumes them with
+    /// [`start_with_lease`](Self::start_with_lease)). The application stops
+    /// leading ("orphaned"); a campaign in progress is cancelled (the
+    /// model's application campaigns with the session's context, see the
+    /// module docs) and, if it was waiting, resigns its key as upstream's
+    /// `Campaign` does on a cancelled context; the client goes idle. No-op
+    /// when idle.
+    pub fn orphan(&mut self, now: Instant) {
+        let _ = self.outbox.observe(now);
+        if matches!(self.phase, Phase::Leader { .. }) && self.session.is_some() {
+            self.outbox
+                .push(ClientOutput::LostLeadership { reason: "orphaned" });
+        }
+        self.resign_cancelled_campaign();
+        self.session = None;
+        self.rpc = None;
+        self.phase = Phase::Idle;
+    }
+
     fn send(&mut self, request: EtcdRequest) {
         self.outbox.push(ClientOutput::Send { to: 0, request });
     }
@@ -143,8 +182,35 @@ impl EtcdClient {
         });
     }
 
+    /// The session's context is cancelled while `Campaign` waits in
+    /// `waitDeletes`: upstream's `Campaign` sees its `Get`/`Watch` fail,
+    /// finds `ctx.Done()` and calls `e.Resign(client.Ctx())` — a txn `If
+    /// CreateRevision(key) == leaderRev Then Delete(key)` on the client's own
+    /// context, so it is sent even though the session is over
+    /// (`client/v3/concurrency/election.go`, `Campaign`). While the txn
+    /// itself is in flight there is no `leaderRev` yet and `Campaign`
+    /// returns the txn's error without resigning.
+    fn resign_cancelled_campaign(&mut self) {
+        let leader_revision = match self.phase {
+            Phase::Campaigning(
+                Campaign::Get { leader_revision }
+                | Campaign::Watch {
+                    leader_revision, ..
+                },
+            ) => leader_revision,
+            _ => return,
+        };
+        if let Some(session) = self.session {
+            self.send(EtcdRequest::Resign {
+                key: session.lease,
+                create_revision: leader_revision,
+            });
+        }
+    }
+
     /// The keep-alive channel closed: the session is `Done`.
     fn session_done(&mut self, now: Instant) {
+        self.resign_cancelled_campaign();
         self.session = None;
         self.rpc = None;
         if matches!(self.phase, Phase::Leader { .. }) {
@@ -188,19 +254,24 @@ impl EtcdClient {
         }
     }
 
+    /// `NewSession`'s `KeepAlive(lease)`, then `Campaign`.
+    fn begin_session(&mut self, lease: LeaseId, now: Instant) {
+        // `KeepAlive`'s first call starts the lessor's loops, once.
+        self.deadline_loop_from.get_or_insert(now);
+        self.session = Some(KeepAlive {
+            lease,
+            next_keepalive: now,
+            next_send: now,
+            deadline: now + self.settings.first_keepalive_timeout,
+        });
+        self.keepalive_timers(now);
+        self.campaign(now);
+    }
+
     fn on_answer(&mut self, response: EtcdResponse, now: Instant) {
         match (self.phase, response) {
             (Phase::Granting, EtcdResponse::Granted { lease, .. }) => {
-                // `KeepAlive`'s first call starts the lessor's loops, once.
-                self.deadline_loop_from.get_or_insert(now);
-                self.session = Some(KeepAlive {
-                    lease,
-                    next_keepalive: now,
-                    next_send: now,
-                    deadline: now + self.settings.first_keepalive_timeout,
-                });
-                self.keepalive_timers(now);
-                self.campaign(now);
+                self.begin_session(lease, now);
             }
             (
                 Phase::Campaigning(Campaign::Txn),

@@ -42,10 +42,16 @@
 //! `Campaign` again (idempotent: the key is per lease). A gRPC watch stream
 //! rides on TCP and is re-established after a broken connection; the model
 //! re-sends `Watch` (same start revision, so a missed DELETE is replayed)
-//! every `request_timeout` while it waits. When the session ends — or
-//! `Campaign` returns `ErrLeaseNotFound` (the session's lease is gone; upstream
-//! returns the error to the caller rather than trying again) — the model
-//! makes a new session after [`EtcdSettings::restart_delay`] (1 s) and
+//! every `request_timeout` while it waits. The application campaigns with its
+//! **session's context** (`e.Campaign(s.Ctx(), val)`; `Session.Ctx` "is
+//! canceled when the lease is orphaned, expires, or is otherwise no longer
+//! being refreshed"), so the session's end cancels a campaign in progress:
+//! upstream's `Campaign` then resigns its key if it was waiting in
+//! `waitDeletes` (`e.Resign(client.Ctx())`) and returns the context's error.
+//! When the session ends — or `Campaign` returns `ErrLeaseNotFound` (the
+//! session's lease is gone; upstream returns the error to the caller rather
+//! than trying again) — the model makes a new session after
+//! [`EtcdSettings::restart_delay`] (1 s, counted from the session's end) and
 //! campaigns again.
 //!
 //! # Left out
@@ -54,6 +60,34 @@
 //! (`ErrCompacted`), `Proclaim`/`Observe`/`Leader`, gRPC keepalive, the
 //! minimum-TTL rule of the server. (`deadlineLoop`'s one-second looks are
 //! in: a session is `Done` at the first look after its deadline.)
+//!
+//! A campaign that **outlives its session** is left out: `Campaign` takes the
+//! caller's context, not the session's, so an application that passes
+//! `context.Background()` (as etcdctl's `elect` does) keeps waiting in
+//! `waitDeletes` after its session's lease died — the lease's expiry
+//! deleted its own key `prefix/<lease>` — and once every older key is gone,
+//! `Campaign` returns `nil` though the candidate's key no longer exists and a
+//! younger candidate may already lead (`election.go` `Campaign`, `key.go`
+//! `waitDeletes`: neither looks at the session). Upstream's own
+//! `TestElectionWithAuthEnabled` campaigns on already orphaned sessions this
+//! way. The model's application is the one that avoids the pitfall, and for
+//! it the model is exact, not simplified: with `ctx = s.Ctx()`, every
+//! `Get`/`Watch` of `waitDeletes` after the session's end fails with
+//! `context.Canceled`, so `Campaign` can return `nil` only on an answer
+//! that arrived before the end — the model takes an answer only while its
+//! request is current and drops the request at the end, the same cut. What
+//! upstream does on that cancellation the model does at the same instant:
+//! the `Resign` txn if `Campaign` was past its txn (sent fire and forget; it
+//! deletes the key only if the lease still holds it — after a TTL-0 answer the
+//! lease and so the key are already gone, after a local deadline the server
+//! may still hold them), nothing if the txn itself was in flight (its key, if
+//! it was written, lives until the lease expires, as upstream's), and no
+//! `BecameLeader`. So no outcome the simulator reports (who believes it
+//! leads, when, with which token; which key the server holds) differs from
+//! upstream's for this application. Modelling the other application would
+//! add a believer whose token's key is gone; the
+//! `campaign_cancelled_by_its_session_*` tests in `tests/upstream_etcd.rs`
+//! show where it would.
 //!
 //! # Known failure mode
 //!
@@ -68,7 +102,7 @@ mod server;
 use std::time::Duration;
 
 pub use client::EtcdClient;
-pub use server::EtcdServer;
+pub use server::{EtcdServer, LeaseTimeToLive};
 
 use crate::util::nonzero;
 use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};

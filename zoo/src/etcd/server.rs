@@ -35,6 +35,15 @@ fn next_look(at: Instant) -> Instant {
     )
 }
 
+/// A `LeaseTimeToLive` answer ([`EtcdServer::time_to_live`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTimeToLive {
+    /// Whole seconds left (truncated), or -1 if the lease is not found.
+    pub ttl_secs: i64,
+    /// The TTL it was granted with (0 if not found).
+    pub granted_ttl_secs: u64,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Lease {
     ttl_secs: u64,
@@ -89,6 +98,36 @@ impl EtcdServer {
             .values()
             .min_by_key(|kv| kv.create_revision)
             .map(|kv| (kv.owner, kv.create_revision))
+    }
+
+    /// The create revision of the election key `prefix/<key>`, if it
+    /// exists (a `Get` of one candidate's key).
+    pub fn create_revision(&self, key: LeaseId) -> Option<u64> {
+        self.keys.get(&key).map(|kv| kv.create_revision)
+    }
+
+    /// `LeaseTimeToLive` at `now` (server clock), as
+    /// `server/etcdserver/v3_server.go` `leaseTimeToLive` answers it:
+    /// `TTL = int64(Remaining().Seconds())` (truncated toward zero) and
+    /// `GrantedTTL`; a lease that is not found — or that the revoke loop's
+    /// last look at or before `now` has revoked — answers `TTL = -1`
+    /// (`v3rpc/lease.go`).
+    pub fn time_to_live(&self, lease: LeaseId, now: Instant) -> LeaseTimeToLive {
+        match self.leases.get(&lease) {
+            Some(state) if state.expires_at > last_look(now) => {
+                let remaining_ns =
+                    i128::from(state.expires_at.as_nanos()) - i128::from(now.as_nanos());
+                let ttl_secs = i64::try_from(remaining_ns / 1_000_000_000).unwrap_or(i64::MAX);
+                LeaseTimeToLive {
+                    ttl_secs,
+                    granted_ttl_secs: state.ttl_secs,
+                }
+            }
+            _ => LeaseTimeToLive {
+                ttl_secs: -1,
+                granted_ttl_secs: 0,
+            },
+        }
     }
 
     fn reply(&mut self, to: ClientId, response: EtcdResponse) {

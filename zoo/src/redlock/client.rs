@@ -49,6 +49,9 @@ struct Round {
     deadline: Instant,
     /// How many instances said yes so far.
     locked: u16,
+    /// How many instances failed to answer (redis-client's timeout errors,
+    /// which `lock_instances` rescues into `errors` and counts as not locked).
+    errors: u16,
 }
 
 /// What the client does between rounds.
@@ -77,6 +80,31 @@ struct Held {
     valid_until: Instant,
 }
 
+/// What the last `lock` call (or `lock(extend:)`) returned to its caller, as
+/// redlock-rb's `lock` returns it (`lib/redlock/client.rb`,
+/// `try_lock_instances` and `lock_instances`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockReturn {
+    /// `lock_info`: `{ validity:, resource:, value: }`.
+    Locked {
+        /// The value the instances hold (`SecureRandom.uuid`, or the
+        /// extended lock's value).
+        value: u128,
+        /// `ttl - time_elapsed - drift(ttl)`, whole milliseconds.
+        validity_ms: u64,
+    },
+    /// `false`: no majority, or no validity left, in every try.
+    False,
+    /// `raise last_error`: some try ended with at least a quorum of instance
+    /// errors (`LockAcquisitionError`, rescued by `try_lock_instances` and
+    /// raised after the last try). `errors` is that try's error count
+    /// (`error.errors.size`).
+    Raised {
+        /// How many instances errored in the last try that raised.
+        errors: u16,
+    },
+}
+
 /// A Redlock client. See the [module docs](super).
 #[derive(Clone, Debug)]
 pub struct RedlockClient {
@@ -91,6 +119,11 @@ pub struct RedlockClient {
     /// Outputs not yet polled, the clock guard and the request ids.
     outbox: Outbox<ClientOutput<Redlock>>,
     rng: Box<ChaCha8Rng>,
+    /// `try_lock_instances`' `last_error` during a `lock` call: the error
+    /// count of the last try that raised.
+    last_error: Option<u16>,
+    /// What the last finished `lock` call returned.
+    last_lock: Option<LockReturn>,
 }
 
 impl RedlockClient {
@@ -105,6 +138,30 @@ impl RedlockClient {
             told_leader: false,
             outbox: Outbox::new(),
             rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            last_error: None,
+            last_lock: None,
+        }
+    }
+
+    /// What the last finished `lock` call — the application's, or an
+    /// extend's — returned; `None` before the first one returns.
+    pub fn last_lock(&self) -> Option<LockReturn> {
+        self.last_lock
+    }
+
+    /// Starts with `lock(resource, ttl, extend: { value: value })` instead of
+    /// a fresh lock: one try with the given value (redlock-rb lets a caller
+    /// pass any `lock_info`, for one it got earlier or from elsewhere). With
+    /// [`RedlockSettings::extend_only_if_locked`] it succeeds only where an
+    /// instance already holds `value`; without it, it also sets `value` where
+    /// the key is absent. Success makes the client leader and the loop goes
+    /// on extending; failure unlocks `value` everywhere and the loop calls
+    /// `lock` afresh after `reacquire_interval`. No-op unless idle.
+    pub fn start_extending(&mut self, value: u128, now: Instant) {
+        let now = self.outbox.observe(now);
+        if self.phase == Phase::Idle {
+            self.last_error = None;
+            self.begin_round(RoundKind::Extend, value, now);
         }
     }
 
@@ -128,6 +185,7 @@ impl RedlockClient {
             request_id: 0,
             deadline: now,
             locked: 0,
+            errors: 0,
         });
         self.send_current(now);
     }
@@ -164,13 +222,17 @@ impl RedlockClient {
         });
     }
 
-    /// The current instance answered (`yes`) or timed out (`false`): move on.
-    fn advance(&mut self, yes: bool, now: Instant) {
+    /// The current instance answered (`yes`) or timed out (`errored`): move
+    /// on.
+    fn advance(&mut self, yes: bool, errored: bool, now: Instant) {
         let Some(round) = self.round.as_mut() else {
             return;
         };
         if yes {
             round.locked += 1;
+        }
+        if errored {
+            round.errors += 1;
         }
         round.instance += 1;
         if round.instance < self.settings.instances {
@@ -183,9 +245,19 @@ impl RedlockClient {
     }
 
     fn finish_round(&mut self, round: Round, now: Instant) {
+        // `lock_instances` raises `LockAcquisitionError` after its unlock
+        // sweep when `errors.size >= @quorum`; `try_lock_instances` rescues
+        // it into `last_error` and goes on.
+        let failed = matches!(round.kind, RoundKind::Acquire { .. } | RoundKind::Extend)
+            && self.validity(&round, now).is_none();
+        if failed && round.errors >= self.settings.quorum() {
+            self.last_error = Some(round.errors);
+        }
         match round.kind {
             RoundKind::Acquire { attempt } => match self.validity(&round, now) {
-                Some(valid_until) => self.acquired(round.value, valid_until, now),
+                Some((valid_until, validity_ms)) => {
+                    self.acquired(round.value, valid_until, validity_ms, now)
+                }
                 None => {
                     let then = if attempt < self.settings.retry_count {
                         AfterUnlock::Retry {
@@ -198,7 +270,9 @@ impl RedlockClient {
                 }
             },
             RoundKind::Extend => match self.validity(&round, now) {
-                Some(valid_until) => self.acquired(round.value, valid_until, now),
+                Some((valid_until, validity_ms)) => {
+                    self.acquired(round.value, valid_until, validity_ms, now)
+                }
                 None => {
                     let then = AfterUnlock::StepDown;
                     self.begin_round(RoundKind::Unlock { then }, round.value, now);
@@ -210,21 +284,23 @@ impl RedlockClient {
 
     /// redlock-rb's verdict: `validity = ttl - time_elapsed - drift(ttl)` in
     /// whole milliseconds of the client's clock; success iff a quorum locked
-    /// and `validity >= 0`. Returns the local deadline `now + validity`.
-    fn validity(&self, round: &Round, now: Instant) -> Option<Instant> {
+    /// and `validity >= 0`. Returns the local deadline `now + validity` and
+    /// the validity in milliseconds.
+    fn validity(&self, round: &Round, now: Instant) -> Option<(Instant, u64)> {
         let elapsed_ms = now.as_millis() - round.started_at.as_millis();
         let validity_ms = i128::from(ttl_ms(self.settings.ttl))
             - i128::from(elapsed_ms)
             - i128::from(self.settings.drift_ms());
         if round.locked >= self.settings.quorum() && validity_ms >= 0 {
             let validity_ms = u64::try_from(validity_ms).expect("checked non-negative above");
-            Some(now + Duration::from_millis(validity_ms))
+            Some((now + Duration::from_millis(validity_ms), validity_ms))
         } else {
             None
         }
     }
 
-    fn acquired(&mut self, value: u128, valid_until: Instant, now: Instant) {
+    fn acquired(&mut self, value: u128, valid_until: Instant, validity_ms: u64, now: Instant) {
+        self.last_lock = Some(LockReturn::Locked { value, validity_ms });
         self.held = Some(Held { value, valid_until });
         if !self.told_leader && now < valid_until {
             self.told_leader = true;
@@ -247,6 +323,11 @@ impl RedlockClient {
                 };
             }
             AfterUnlock::Reacquire | AfterUnlock::StepDown => {
+                // `lock` returns: `raise last_error if last_error`, else false.
+                self.last_lock = Some(match self.last_error.take() {
+                    Some(errors) => LockReturn::Raised { errors },
+                    None => LockReturn::False,
+                });
                 self.lose("extend failed");
                 self.held = None;
                 self.phase = Phase::Waiting {
@@ -279,6 +360,7 @@ impl LockClient<Redlock> for RedlockClient {
             return;
         }
         let value = self.new_value();
+        self.last_error = None;
         self.begin_round(RoundKind::Acquire { attempt: 0 }, value, now);
     }
 
@@ -296,7 +378,7 @@ impl LockClient<Redlock> for RedlockClient {
         if id != round.request_id || from != round.instance {
             return;
         }
-        self.advance(yes, now);
+        self.advance(yes, false, now);
         self.handle_timeout(now);
     }
 
@@ -309,17 +391,21 @@ impl LockClient<Redlock> for RedlockClient {
         }
         if let Some(round) = self.round {
             if now >= round.deadline {
-                self.advance(false, now);
+                self.advance(false, true, now);
             }
         }
         if let Phase::Waiting { until, next } = self.phase {
             if now >= until {
                 match next {
                     Next::Acquire { attempt } => {
+                        if attempt == 0 {
+                            self.last_error = None;
+                        }
                         let value = self.new_value();
                         self.begin_round(RoundKind::Acquire { attempt }, value, now);
                     }
                     Next::Extend => {
+                        self.last_error = None;
                         let value = self.held.expect("only a holder waits to extend").value;
                         self.begin_round(RoundKind::Extend, value, now);
                     }

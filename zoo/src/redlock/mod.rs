@@ -36,6 +36,10 @@
 //!   * The per-instance timeout is `redis_timeout` (0.1 s): a `RedisClient`
 //!     that times out drops its connection, so a late reply is never read —
 //!     the model matches replies by request id and ignores stale ones.
+//! * redlock-rb's queries `get_remaining_ttl_for_resource`,
+//!   `get_remaining_ttl_for_lock`, `locked?` and `valid_lock?`
+//!   (`try_get_remaining_ttl` over `Scripts::PTTL_SCRIPT`) are the pure
+//!   functions of [`query`], fed by [`RedisInstance::pttl`].
 //! * The Redis instance: a key with an absolute expiry on **the instance's
 //!   own clock** (`SET ... PX`), expired when `now > expiry` (Redis's
 //!   `keyIsExpired`), lost on a restart without persistence.
@@ -59,9 +63,13 @@
 //! # Left out
 //!
 //! Redis replication/failover (each instance is a single node), the
-//! `NOSCRIPT` reload path, the `LockAcquisitionError` raised when a majority
-//! of instances *errored* (here an error is a timeout, and the app loop
-//! retries either way), `get_remaining_ttl`. Redis persistence is the
+//! `NOSCRIPT` reload path, errors other than a timeout (an instance's only
+//! failure here is not answering within `redis_timeout`; the
+//! `LockAcquisitionError` a quorum of them raises is what
+//! [`RedlockClient::last_lock`] reports as [`LockReturn::Raised`], and the
+//! app loop calls `lock` again either way), `retry_delay` as a proc, the
+//! block forms `lock { }` / `lock!` (Ruby control flow around `lock` and
+//! `unlock`). Redis persistence is the
 //! `durable` flag of a restart (AOF with `fsync always`); the delayed-restart
 //! mitigation of the page is not modelled.
 //!
@@ -72,11 +80,12 @@
 //! hold a majority while the first still does.
 
 mod client;
+pub mod query;
 mod server;
 
 use std::time::Duration;
 
-pub use client::RedlockClient;
+pub use client::{LockReturn, RedlockClient};
 pub use server::RedisInstance;
 
 use crate::util::nonzero;

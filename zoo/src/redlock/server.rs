@@ -46,6 +46,18 @@ impl RedisInstance {
             .map(|entry| (entry.value, entry.expires_at))
     }
 
+    /// redlock-rb's `PTTL_SCRIPT` (`{ GET key, PTTL key }`) at `now`: the
+    /// value and the milliseconds left (Redis's `PTTL`, `expire - now`
+    /// floored to whole ms), or `None` for an absent or expired key (a nil
+    /// value, which `try_get_remaining_ttl` drops). Feed the answers to
+    /// [`query::remaining_ttl`](super::query::remaining_ttl).
+    pub fn pttl(&self, now: Instant) -> Option<(u128, u64)> {
+        self.key_at(now).map(|(value, expires_at)| {
+            let left = expires_at.as_nanos().saturating_sub(now.as_nanos());
+            (value, left / 1_000_000)
+        })
+    }
+
     /// Drops the key if it expired (Redis's lazy expiry; the timer is the
     /// active one), reporting the change.
     fn expire(&mut self, now: Instant) {
