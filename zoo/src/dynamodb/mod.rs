@@ -100,6 +100,11 @@ pub struct DynamoDbSettings {
     pub delete_lock_on_release: bool,
     /// A request unanswered this long fails (model: 5 s).
     pub request_timeout: Duration,
+    /// `holdLockOnServiceUnavailable` (off): a heartbeat answered
+    /// [`DynamoDbError::ServiceUnavailable`] restarts the lease at the
+    /// failure (`lockItem.updateLookUpTime(millisecondTime())` in
+    /// `sendHeartbeat`) instead of leaving it to run out.
+    pub hold_lock_on_service_unavailable: bool,
 }
 
 impl Default for DynamoDbSettings {
@@ -111,6 +116,7 @@ impl Default for DynamoDbSettings {
             additional_time_to_wait: Duration::from_secs(1),
             delete_lock_on_release: true,
             request_timeout: Duration::from_secs(5),
+            hold_lock_on_service_unavailable: false,
         }
     }
 }
@@ -172,6 +178,29 @@ pub enum DynamoDbRequest {
     },
 }
 
+/// An exception the SDK throws for a request, other than the conditional
+/// check (which is [`DynamoDbResponse::Written`] with `applied: false`). The
+/// table model never answers with one; a driver or a test may, to stand for
+/// the service's own failures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DynamoDbError {
+    /// `ProvisionedThroughputExceededException`: `acquireLock` turns it into
+    /// `LockNotGrantedException` (it waits and reads again, like a failed
+    /// condition); the heartbeat thread logs it and keeps the lock.
+    ProvisionedThroughputExceeded,
+    /// An `AwsServiceException` with HTTP 503: `acquireLock` does not catch
+    /// it, so the call throws (the application calls again at once); the
+    /// heartbeat thread keeps the lock, and with
+    /// [`DynamoDbSettings::hold_lock_on_service_unavailable`] restarts its
+    /// lease.
+    ServiceUnavailable,
+    /// `SdkClientException` (the request never made it: a socket timeout, a
+    /// refused connection): `acquireLock` logs it and retries after
+    /// `refreshPeriod` within its budget, as after the model's request
+    /// timeout; the heartbeat thread keeps the lock.
+    SdkClient,
+}
+
 /// The table's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DynamoDbResponse {
@@ -188,6 +217,13 @@ pub enum DynamoDbResponse {
         id: u64,
         /// Whether the condition held.
         applied: bool,
+    },
+    /// The request failed with `error` (see [`DynamoDbError`]).
+    Failed {
+        /// The request.
+        id: u64,
+        /// The exception.
+        error: DynamoDbError,
     },
 }
 
