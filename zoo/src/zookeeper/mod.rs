@@ -167,6 +167,33 @@ pub enum ErrorPolicy {
     Session,
 }
 
+/// The connection state Curator last posted to its listeners
+/// (`curator-framework/.../state/ConnectionState.java`; `READ_ONLY` is left
+/// out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectionState {
+    /// The first successful connection of the client.
+    Connected,
+    /// The connection is gone; the session may still live.
+    Suspended,
+    /// Connected again after `SUSPENDED` or `LOST`.
+    Reconnected,
+    /// The session is gone (expired on the server, by ZOOKEEPER-4508's
+    /// client-side check, or by Curator's simulated expiration).
+    Lost,
+}
+
+/// `LeaderLatch.CloseMode`: whether closing a leading latch tells its
+/// listeners (`notLeader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseMode {
+    /// `SILENT` (upstream's default): listeners are cleared first, so no
+    /// `notLeader` — the model emits no `LostLeadership`.
+    Silent,
+    /// `NOTIFY_LEADER`: `notLeader` fires — the model's `stop`.
+    NotifyLeader,
+}
+
 /// Settings; `Default` = Curator's and ZooKeeper's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZooKeeperSettings {
