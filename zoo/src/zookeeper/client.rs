@@ -361,13 +361,17 @@ impl ZooKeeperClient {
     /// The socket is gone (`Disconnected`): Curator posts `SUSPENDED`.
     /// `ClientCnxn.SendThread.cleanup` fails every request on it with
     /// `CONNECTIONLOSS` (`conLossPacket`); the latch's operation and the
-    /// guaranteed delete are re-driven on `RECONNECTED`.
+    /// guaranteed delete are re-driven on `RECONNECTED`. Not after `LOST`:
+    /// `ConnectionStateManager.setToSuspended` returns false when the state
+    /// is `LOST` or `SUSPENDED` ("Change to SUSPENDED only if not already
+    /// suspended and not lost"), so a new handle's failed attempts post
+    /// nothing and start no simulated-expiration countdown.
     fn disconnected(&mut self, now: Instant) {
         self.link = Link::Down {
             at: now + SPIN_DELAY,
         };
         self.forget_socket();
-        if self.suspended_since.is_none() {
+        if self.suspended_since.is_none() && self.state != Some(ConnectionState::Lost) {
             self.suspended_since = Some(now);
             self.state = Some(ConnectionState::Suspended);
             if self.started && self.settings.error_policy == ErrorPolicy::Standard {
