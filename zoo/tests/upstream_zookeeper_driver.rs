@@ -131,6 +131,14 @@ impl Zk {
         self.drain(id);
     }
 
+    /// The client process dies without closing its session (`zk.disconnect()`
+    /// and no `closeSession`): its packets in flight still arrive, nothing
+    /// reaches it any more, and the server keeps the session until it
+    /// expires.
+    pub fn crash(&mut self, id: ClientId) {
+        self.clients.remove(&id);
+    }
+
     /// `server.stop()`: the process ends, its sockets close.
     pub fn stop_server(&mut self) {
         self.server.restart(self.now, true);
