@@ -628,3 +628,21 @@ fn setup_too_small_heartbeat_check() {
     };
     assert!(DynamoDb::validate(&settings).is_err());
 }
+
+/// Not an upstream test (upstream has none of this branch): `sendHeartbeat`'s
+/// `catch (ConditionalCheckFailedException)` — someone else took the lock —
+/// removes it from `locks` ("Someone else acquired the lock, so we will stop
+/// heartbeating it"); the application is told at once and calls
+/// `acquireLock` again.
+#[test]
+fn heartbeat_rejected_after_takeover_drops_the_lock() {
+    let mut mock = Mock::returning(vec![None, held(5, 10_000)]);
+    mock.heartbeat = Answer::ConditionFailed;
+    let mut mocked = Mocked::start(unit_settings(), mock);
+    mocked.run_until(ms(3_000));
+    assert_eq!(mocked.heartbeats(), [ms(3_000)]);
+    assert_eq!(mocked.lost(), [(ms(3_000), "heartbeat rejected")]);
+    assert!(!mocked.leads(ms(3_000)));
+    assert_eq!(mocked.gets(), [ms(0), ms(3_000)], "the next acquireLock");
+    assert_eq!(mocked.client.waiting_on(), Some((Rvn(5), ms(3_000))));
+}
