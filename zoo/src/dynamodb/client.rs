@@ -7,7 +7,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::{
-    Condition, DynamoDb, DynamoDbRequest, DynamoDbResponse, DynamoDbSettings, LockItem, Rvn,
+    Condition, DynamoDb, DynamoDbError, DynamoDbRequest, DynamoDbResponse, DynamoDbSettings,
+    LockItem, Rvn,
 };
 use crate::outbox::Outbox;
 use crate::util::earliest_of;
@@ -121,6 +122,17 @@ impl DynamoDbClient {
                 watched: Some(watched),
                 ..
             }) => Some((watched.rvn, watched.lookup)),
+            _ => None,
+        }
+    }
+
+    /// The `acquireLock` call under way, if any: when it began (this
+    /// client's clock, `currentTimeMillis` in upstream's code) and its
+    /// budget `millisecondsToWait` — `additionalTimeToWaitForLock`, plus the
+    /// held item's `leaseDuration` once it has been seen.
+    pub fn acquire_call(&self) -> Option<(Instant, Duration)> {
+        match self.phase {
+            Phase::Acquiring(acquire) => Some((acquire.started, acquire.wait)),
             _ => None,
         }
     }
@@ -254,6 +266,39 @@ impl DynamoDbClient {
         self.next_beat = self.next_beat.map(|at| at.max(now));
     }
 
+    /// `sendHeartbeat`'s `catch (AwsServiceException)`: with
+    /// `holdLockOnServiceUnavailable` and a 503, `updateLookUpTime(now)`;
+    /// any other failure is logged by `run()` and the lock is kept as it is.
+    fn on_beat_failed(&mut self, beat: Beat, error: DynamoDbError, now: Instant) {
+        self.beat_done(now);
+        let Phase::Holding(held) = self.phase else {
+            return;
+        };
+        if held.rvn == beat.expected
+            && error == DynamoDbError::ServiceUnavailable
+            && self.settings.hold_lock_on_service_unavailable
+        {
+            self.phase = Phase::Holding(Held {
+                lookup: now,
+                ..held
+            });
+        }
+    }
+
+    /// A failed `GetItem` or `PutItem` of `acquireLock`.
+    fn on_acquire_failed(&mut self, acquire: Acquire, error: DynamoDbError, now: Instant) {
+        match error {
+            // `catch (ProvisionedThroughputExceededException)` throws
+            // `LockNotGrantedException`, caught by the loop like a failed
+            // condition; `catch (SdkClientException)` logs and goes on.
+            DynamoDbError::ProvisionedThroughputExceeded | DynamoDbError::SdkClient => {
+                self.end_iteration(acquire, now);
+            }
+            // Not caught: the call throws, the application calls again.
+            DynamoDbError::ServiceUnavailable => self.begin_acquire(now),
+        }
+    }
+
     fn on_beat_answer(&mut self, beat: Beat, applied: bool, now: Instant) {
         self.beat_done(now);
         let Phase::Holding(held) = self.phase else {
@@ -285,10 +330,14 @@ impl LockClient<DynamoDb> for DynamoDbClient {
 
     fn handle_response(&mut self, _from: ServerIndex, response: DynamoDbResponse, now: Instant) {
         let now = self.outbox.observe(now);
-        if let (Some(beat), DynamoDbResponse::Written { id, applied }) = (self.beat, &response) {
-            if beat.id == *id {
+        match (self.beat, &response) {
+            (Some(beat), DynamoDbResponse::Written { id, applied }) if beat.id == *id => {
                 return self.on_beat_answer(beat, *applied, now);
             }
+            (Some(beat), DynamoDbResponse::Failed { id, error }) if beat.id == *id => {
+                return self.on_beat_failed(beat, *error, now);
+            }
+            _ => {}
         }
         let Phase::Acquiring(acquire) = self.phase else {
             return;
@@ -318,6 +367,10 @@ impl LockClient<DynamoDb> for DynamoDbClient {
                     self.end_iteration(acquire, now);
                 }
             }
+            (
+                Step::Read { id, .. } | Step::Write { id, .. },
+                DynamoDbResponse::Failed { id: answer, error },
+            ) if id == answer => self.on_acquire_failed(acquire, error, now),
             _ => {}
         }
     }

@@ -49,13 +49,66 @@
 //! like an SDK client exception (the acquire loop goes on; the heartbeat
 //! thread skips to its next period).
 //!
+//! # Clocks
+//!
+//! Every timing decision of the library reads
+//! `LockClientUtils.INSTANCE.millisecondTime()`, which is `System.nanoTime() /
+//! 1_000_000` — monotonic, "only useful for elapsed time"
+//! (`util/LockClientUtils.java`) — or sleeps a duration (`Thread.sleep`). The
+//! model times all of them on the host's monotonic clock
+//! ([`Protocol::CLIENT_CLOCK`]); the table decides no time:
+//!
+//! * the call's budget: `acquireLock` takes `currentTimeMillis =
+//!   millisecondTime()` at its start (the name notwithstanding) and throws
+//!   once `millisecondTime() - currentTimeMillis > millisecondsToWait`;
+//! * when a contender saw an RVN: `createLockItem` sets `lookupTime =
+//!   millisecondTime()` after `GetItem` returns ("err on the side of not
+//!   expiring the lock");
+//! * expiry: `LockItem.isExpired()`, `millisecondTime() - lookupTime >
+//!   leaseDuration` (strict), for a contender's remembered RVN and for
+//!   `hasLock` alike;
+//! * a holder's lease start: `putLockItemAndStartSessionMonitor` and
+//!   `sendHeartbeat` read `millisecondTime()` **before** the write; with
+//!   `holdLockOnServiceUnavailable`, `updateLookUpTime(millisecondTime())`
+//!   after the failed heartbeat;
+//! * `Thread.sleep(refreshPeriodInMilliseconds)` between reads;
+//! * the heartbeat thread: `run()` measures `timeWorkBegins =
+//!   millisecondTime()` and sleeps `max(heartbeatPeriod - timeElapsed, 0)`;
+//! * the request timeout is the model's own (the SDK's socket and call
+//!   timeouts are not modelled), on the same clock.
+//!
 //! # Left out
 //!
 //! Sort keys, lock data and additional attributes, `SessionMonitor`,
-//! `holdLockOnServiceUnavailable`, `shouldSkipBlockingWait` and the
-//! `notMyLocks` cache, `updateExistingLockRecord`, reentrancy, SDK retries,
-//! throttling, DynamoDB's own replication (a consistent read of one item is
-//! linearizable).
+//! `shouldSkipBlockingWait` and the `notMyLocks` cache,
+//! `acquireOnlyIfLockAlreadyExists`, `acquireReleasedLocksConsistently`,
+//! `updateExistingLockRecord`, `ensure`, reentrancy, `bestEffort` release,
+//! SDK retries and throttling (a driver may answer
+//! [`DynamoDbResponse::Failed`]; the table never does), DynamoDB's own
+//! replication (a consistent read of one item is linearizable).
+//!
+//! Kept on purpose, and where it can matter:
+//!
+//! * Granularity: upstream truncates `nanoTime` to milliseconds and compares
+//!   whole milliseconds; the model compares nanoseconds. A decision (expiry,
+//!   the budget, the heartbeat's sleep) can move by less than 1 ms, never
+//!   more, and never changes which way it goes otherwise.
+//! * Local expiry ends the lock at once: the model's application treats
+//!   `hasLock` turning false as the end of its lock — it is told to stop
+//!   (`LostLeadership`), the lock leaves `locks` and `acquireLock` is called
+//!   again. Upstream's heartbeat thread would remove it only at its next
+//!   round (`sendHeartbeat`'s `isExpired()` check), and a heartbeat sent
+//!   before the expiry and answered after it would revive `hasLock`
+//!   (`updateRecordVersionNumber` sets `lookupTime` to its send); the model
+//!   ignores that answer. This changes an outcome only when a heartbeat's
+//!   round trip spans the end of the lease — it must be sent within
+//!   `leaseDuration` of the previous successful one's send and answered
+//!   after that — and then the model's holder gives up where upstream's
+//!   could resume (the item does carry the late heartbeat's RVN, which the
+//!   model's next `acquireLock` waits out like anyone else's).
+//! * `close()` releases only a lock still held: upstream's `releaseAllLocks`
+//!   also deletes one that has expired locally but is still in `locks`
+//!   (until the heartbeat thread's next round); the model's is already gone.
 //!
 //! # Known failure mode
 //!
@@ -100,6 +153,11 @@ pub struct DynamoDbSettings {
     pub delete_lock_on_release: bool,
     /// A request unanswered this long fails (model: 5 s).
     pub request_timeout: Duration,
+    /// `holdLockOnServiceUnavailable` (off): a heartbeat answered
+    /// [`DynamoDbError::ServiceUnavailable`] restarts the lease at the
+    /// failure (`lockItem.updateLookUpTime(millisecondTime())` in
+    /// `sendHeartbeat`) instead of leaving it to run out.
+    pub hold_lock_on_service_unavailable: bool,
 }
 
 impl Default for DynamoDbSettings {
@@ -111,6 +169,7 @@ impl Default for DynamoDbSettings {
             additional_time_to_wait: Duration::from_secs(1),
             delete_lock_on_release: true,
             request_timeout: Duration::from_secs(5),
+            hold_lock_on_service_unavailable: false,
         }
     }
 }
@@ -172,6 +231,29 @@ pub enum DynamoDbRequest {
     },
 }
 
+/// An exception the SDK throws for a request, other than the conditional
+/// check (which is [`DynamoDbResponse::Written`] with `applied: false`). The
+/// table model never answers with one; a driver or a test may, to stand for
+/// the service's own failures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DynamoDbError {
+    /// `ProvisionedThroughputExceededException`: `acquireLock` turns it into
+    /// `LockNotGrantedException` (it waits and reads again, like a failed
+    /// condition); the heartbeat thread logs it and keeps the lock.
+    ProvisionedThroughputExceeded,
+    /// An `AwsServiceException` with HTTP 503: `acquireLock` does not catch
+    /// it, so the call throws (the application calls again at once); the
+    /// heartbeat thread keeps the lock, and with
+    /// [`DynamoDbSettings::hold_lock_on_service_unavailable`] restarts its
+    /// lease.
+    ServiceUnavailable,
+    /// `SdkClientException` (the request never made it: a socket timeout, a
+    /// refused connection): `acquireLock` logs it and retries after
+    /// `refreshPeriod` within its budget, as after the model's request
+    /// timeout; the heartbeat thread keeps the lock.
+    SdkClient,
+}
+
 /// The table's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DynamoDbResponse {
@@ -188,6 +270,13 @@ pub enum DynamoDbResponse {
         id: u64,
         /// Whether the condition held.
         applied: bool,
+    },
+    /// The request failed with `error` (see [`DynamoDbError`]).
+    Failed {
+        /// The request.
+        id: u64,
+        /// The exception.
+        error: DynamoDbError,
     },
 }
 

@@ -8,7 +8,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
 use super::{
-    ErrorPolicy, SessionId, ZooKeeper, ZooKeeperRequest, ZooKeeperResponse, ZooKeeperSettings,
+    CloseMode, ConnectionState, ErrorPolicy, SessionId, ZooKeeper, ZooKeeperRequest,
+    ZooKeeperResponse, ZooKeeperSettings,
 };
 use crate::outbox::Outbox;
 use crate::util::earliest_of;
@@ -91,6 +92,12 @@ pub struct ZooKeeperClient {
     leadership: Option<u64>,
     /// A guaranteed delete not yet acknowledged.
     pending_delete: Option<u64>,
+    /// A create that [`latch_reset`](ZooKeeperClient::latch_reset) replaced
+    /// while it was in flight: its node, when it is answered, is deleted (as
+    /// upstream's next `setNode` deletes the path the earlier callback set).
+    superseded_create: Option<u64>,
+    /// What Curator last posted (`None` before the first connection).
+    state: Option<ConnectionState>,
     /// Outputs not yet polled, the clock guard and the request ids.
     outbox: Outbox<ClientOutput<ZooKeeper>>,
 }
@@ -120,6 +127,8 @@ impl ZooKeeperClient {
             notifications: BTreeSet::new(),
             leadership: None,
             pending_delete: None,
+            superseded_create: None,
+            state: None,
             outbox: Outbox::new(),
         }
     }
@@ -137,6 +146,52 @@ impl ZooKeeperClient {
     /// Whether Curator's connection state is `SUSPENDED`.
     pub fn is_suspended(&self) -> bool {
         self.suspended_since.is_some()
+    }
+
+    /// The connection state Curator last posted (`None` before any).
+    pub fn connection_state(&self) -> Option<ConnectionState> {
+        self.state
+    }
+
+    /// `ourPath`: the sequence number of the latch's node, once created.
+    pub fn our_node(&self) -> Option<u64> {
+        self.our_node
+    }
+
+    /// `LeaderLatch.reset()` (package-private, `@VisibleForTesting`, and
+    /// called by upstream's tests from a listener): leadership off, the old
+    /// node deleted, a new one created. No-op unless started. A create still
+    /// in flight is superseded: the node it makes is deleted when answered.
+    pub fn latch_reset(&mut self, now: Instant) {
+        let now = self.outbox.observe(now);
+        if !self.started {
+            return;
+        }
+        if let Op::Create { xid, .. } = self.op {
+            self.superseded_create = Some(xid);
+        }
+        self.reset(now);
+    }
+
+    /// `LeaderLatch.close(closeMode)` and `CuratorFramework.close()`: as
+    /// [`stop`](LockClient::stop), which is `NOTIFY_LEADER`; `SILENT` ends
+    /// leadership without telling the application (no `LostLeadership`).
+    pub fn close(&mut self, now: Instant, mode: CloseMode) {
+        if mode == CloseMode::Silent {
+            self.leadership = None;
+        }
+        self.stop(now);
+    }
+
+    /// `ZooKeeper.getTestable().injectSessionExpiration()`: the client
+    /// handle alone declares its session `Expired` and drops its socket; the
+    /// server still has the session until it expires there. Curator posts
+    /// `LOST` and makes a new handle.
+    pub fn inject_session_expiration(&mut self, now: Instant) {
+        let now = self.outbox.observe(now);
+        if self.started && self.session.is_some() {
+            self.expired(now);
+        }
     }
 
     /// `readTimeout` = 2/3 of the session timeout.
@@ -306,14 +361,19 @@ impl ZooKeeperClient {
     /// The socket is gone (`Disconnected`): Curator posts `SUSPENDED`.
     /// `ClientCnxn.SendThread.cleanup` fails every request on it with
     /// `CONNECTIONLOSS` (`conLossPacket`); the latch's operation and the
-    /// guaranteed delete are re-driven on `RECONNECTED`.
+    /// guaranteed delete are re-driven on `RECONNECTED`. Not after `LOST`:
+    /// `ConnectionStateManager.setToSuspended` returns false when the state
+    /// is `LOST` or `SUSPENDED` ("Change to SUSPENDED only if not already
+    /// suspended and not lost"), so a new handle's failed attempts post
+    /// nothing and start no simulated-expiration countdown.
     fn disconnected(&mut self, now: Instant) {
         self.link = Link::Down {
             at: now + SPIN_DELAY,
         };
         self.forget_socket();
-        if self.suspended_since.is_none() {
+        if self.suspended_since.is_none() && self.state != Some(ConnectionState::Lost) {
             self.suspended_since = Some(now);
+            self.state = Some(ConnectionState::Suspended);
             if self.started && self.settings.error_policy == ErrorPolicy::Standard {
                 self.set_leadership(None, "connection suspended");
             }
@@ -328,6 +388,7 @@ impl ZooKeeperClient {
         self.timeout = self.settings.session_timeout;
         self.suspended_since = None;
         self.link = Link::Down { at: now };
+        self.state = Some(ConnectionState::Lost);
         if self.started {
             self.set_leadership(None, "session lost");
         }
@@ -377,6 +438,11 @@ impl ZooKeeperClient {
         self.send_delete(now);
         let first = !self.connected_once;
         self.connected_once = true;
+        self.state = Some(if first {
+            ConnectionState::Connected
+        } else {
+            ConnectionState::Reconnected
+        });
         if !self.started {
             return;
         }
@@ -390,6 +456,16 @@ impl ZooKeeperClient {
     }
 
     fn on_answer(&mut self, response: ZooKeeperResponse, now: Instant) {
+        if let ZooKeeperResponse::Created { xid, node, .. } = response {
+            if self.superseded_create == Some(xid) {
+                self.superseded_create = None;
+                if self.pending_delete.is_none() {
+                    self.pending_delete = Some(node);
+                    self.send_delete(now);
+                }
+                return;
+            }
+        }
         match (self.op, response) {
             (
                 Op::Create { xid, .. },
@@ -456,6 +532,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
         }
         self.started = true;
         self.connected_once = false;
+        self.state = None;
         if let Link::Down { .. } = self.link {
             self.connect(now);
         }
@@ -593,6 +670,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
         self.session = None;
         self.suspended_since = None;
         self.pending_delete = None;
+        self.superseded_create = None;
         self.forget_socket();
         self.link = Link::Down { at: now };
     }

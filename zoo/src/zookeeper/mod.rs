@@ -32,7 +32,8 @@
 //!   `processEvents`/`checkSessionExpiration`: the "simulated session
 //!   expiration" — once `SUSPENDED` has lasted the (negotiated) session timeout
 //!   × `simulatedSessionExpirationPercent` / 100 on the **client's** clock,
-//!   Curator injects a session expiration (→ `LOST`).
+//!   Curator injects a session expiration (→ `LOST`); `setToSuspended` posts
+//!   `SUSPENDED` only when the state is neither `SUSPENDED` nor `LOST`.
 //! * `zookeeper-server/.../ClientCnxn.java` `SendThread.run`: `readTimeout` =
 //!   2/3 of the negotiated timeout (no byte heard for that long → the
 //!   connection is dropped, `Disconnected`); a ping once `idleSend` reaches
@@ -117,17 +118,79 @@
 //! which TCP would hold; the client's read timeout (2/3 T) ends such a socket
 //! before the session could expire (T).
 //!
+//! # Clocks
+//!
+//! Upstream reads two clocks on the client and one on the server:
+//!
+//! * **ZooKeeper's handle, monotonic.** `ClientCnxnSocket.updateNow` sets
+//!   `now = Time.currentElapsedTime()` (= `System.nanoTime() / 1_000_000`,
+//!   `common/Time.java`), and `getIdleRecv` / `getIdleSend` measure from it:
+//!   the read timeout (`to = readTimeout - getIdleRecv()`), the ping
+//!   (`timeToNextPing = readTimeout / 2 - getIdleSend() - ...`,
+//!   `MAX_SEND_PING_INTERVAL`), the connect timeout (`to = connectTimeout -
+//!   getIdleSend()`) and ZOOKEEPER-4508's client-side expiry
+//!   (`expirationTimeout - getIdleRecv()`), all in `ClientCnxn.SendThread.run`;
+//!   the 1 s before a reconnect is `StaticHostProvider.next`'s
+//!   `Thread.sleep(spinDelay)` (a duration).
+//! * **Curator's simulated expiration, wall.**
+//!   `ConnectionStateManager.setCurrentConnectionState` sets
+//!   `startOfSuspendedEpoch = System.currentTimeMillis()` on `SUSPENDED`,
+//!   and `checkSessionExpiration` injects the expiration once
+//!   `System.currentTimeMillis() - startOfSuspendedEpoch >=
+//!   getUseSessionTimeoutMs()`; it runs when `processEvents`'
+//!   `eventQueue.poll(pollMaxMs)` times out — a wait on the monotonic clock
+//!   for what the wall clock says is left.
+//! * **The server, monotonic.** `ExpiryQueue` and `SessionTrackerImpl.run`
+//!   read `Time.currentElapsedTime()`.
+//! * `LeaderLatch` times nothing.
+//!
+//! The model's client reads one clock, the wall clock
+//! ([`Protocol::CLIENT_CLOCK`]), for all of its decisions; its server the
+//! monotonic one. With no step both of a host's clocks advance together (a
+//! host's rate applies to both), so every decision falls where upstream's
+//! does. A step of the client's wall clock (the simulator's `clock-jump`) is
+//! where they part — see "Left out".
+//!
 //! # Left out
 //!
 //! The ensemble (one linearizable server: no quorum, followers or
-//! `sync`), read-only mode, ACLs and auth, the protected-name search (the
-//! server answers a re-sent create with the node already made for the same
-//! protection id), Curator's `RetryPolicy` (a failed operation is re-driven by
-//! `RECONNECTED`), watch re-registration through `SetWatches` (watches live on
-//! the session; an event fired while the session has no connection is lost —
-//! `RECONNECTED` re-reads the children anyway), container-node cleanup,
+//! `sync`), read-only mode (`READ_ONLY`), ACLs and auth, the protected-name
+//! search (the server answers a re-sent create with the node already made
+//! for the same protection id), Curator's `RetryPolicy` (a failed operation
+//! is re-driven by `RECONNECTED`), Curator's `connectionTimeoutMs`, watch
+//! re-registration through `SetWatches` (watches live on the session; an
+//! event fired while the session has no connection is lost — `RECONNECTED`
+//! re-reads the children anyway), the latch path as a container node
+//! (`getChildren`'s `NONODE` after the ensemble is wiped, CURATOR-724, is
+//! the model's empty children list: `reset()` either way),
 //! ZOOKEEPER-4923's brand-new-session deadline.
 //!
+//! Kept on purpose, and where it can matter:
+//!
+//! * One client clock. A step of the client host's wall clock moves every
+//!   deadline of the model's ZooKeeper handle — read timeout, ping, connect
+//!   timeout, ZOOKEEPER-4508's expiry, the 1 s spin — where upstream's
+//!   (`nanoTime`) do not move; and a forward step brings Curator's simulated
+//!   expiration forward, where upstream's fires no earlier than the session
+//!   timeout after `SUSPENDED` on the monotonic clock (the poll's wait). A
+//!   backward step delays the simulated expiration in both alike. A fix
+//!   needs both readings of a host in the client (`LockClient` passes one
+//!   `now`); until then a client step in a ZooKeeper scenario is read as
+//!   Curator's wall-clock expiry, the one decision upstream makes on the
+//!   wall clock.
+//! * A create lost with its socket is re-sent on `RECONNECTED` with the same
+//!   protection id (Curator's background retry). Upstream also runs the
+//!   latch's `RECONNECTED` handler, whose `getChildren` finds `ourPath`
+//!   still null and calls `reset()`: a second create races the retried one,
+//!   and the later callback's `setNode` deletes the earlier node. One node
+//!   remains either way; which sequence it has — the latch's place in line
+//!   among contenders that joined meanwhile — can differ.
+//! * A superseded create (only reachable through
+//!   [`ZooKeeperClient::latch_reset`] while one is in flight) has its node
+//!   deleted when answered, one at a time: upstream's callback would first
+//!   make it `ourPath` and run `getChildren`, then the later callback
+//!   deletes it — the same end state.
+
 //! # Known failure mode
 //!
 //! The server expires a session on its clock; the client learns it only on
@@ -165,6 +228,33 @@ pub enum ErrorPolicy {
     Standard,
     /// `SessionConnectionStateErrorPolicy`: only `LOST`.
     Session,
+}
+
+/// The connection state Curator last posted to its listeners
+/// (`curator-framework/.../state/ConnectionState.java`; `READ_ONLY` is left
+/// out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectionState {
+    /// The first successful connection of the client.
+    Connected,
+    /// The connection is gone; the session may still live.
+    Suspended,
+    /// Connected again after `SUSPENDED` or `LOST`.
+    Reconnected,
+    /// The session is gone (expired on the server, by ZOOKEEPER-4508's
+    /// client-side check, or by Curator's simulated expiration).
+    Lost,
+}
+
+/// `LeaderLatch.CloseMode`: whether closing a leading latch tells its
+/// listeners (`notLeader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseMode {
+    /// `SILENT` (upstream's default): listeners are cleared first, so no
+    /// `notLeader` — the model emits no `LostLeadership`.
+    Silent,
+    /// `NOTIFY_LEADER`: `notLeader` fires — the model's `stop`.
+    NotifyLeader,
 }
 
 /// Settings; `Default` = Curator's and ZooKeeper's defaults.
@@ -348,12 +438,14 @@ impl Protocol for ZooKeeper {
     type Client = ZooKeeperClient;
     type Server = ZooKeeperServer;
     const HAS_TOKEN: bool = true;
-    /// Curator's client-side simulated session expiry compares
+    /// Curator's simulated session expiration compares
     /// `System.currentTimeMillis()` — the wall clock
-    /// (`curator-client/.../ConnectionState.java`, `checkTimeouts`). (The
-    /// ZooKeeper client under it times its heartbeats by `System.nanoTime`;
-    /// the model's client times everything by the one clock, and the
-    /// simulated expiry is the decision a step changes.)
+    /// (`curator-framework/.../state/ConnectionStateManager.java`,
+    /// `setCurrentConnectionState` and `checkSessionExpiration`). (The
+    /// ZooKeeper handle under it times its read timeout, pings, connect
+    /// timeout and ZOOKEEPER-4508 expiry by `Time.currentElapsedTime()` =
+    /// `System.nanoTime()`, `ClientCnxn.SendThread.run`; the model's client
+    /// times everything by the one clock — see "Clocks" in the module docs.)
     const CLIENT_CLOCK: ClockKind = ClockKind::Wall;
     /// The server expires sessions by `Time.currentElapsedTime()`, i.e.
     /// `System.nanoTime()` — monotonic

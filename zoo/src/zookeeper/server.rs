@@ -84,6 +84,14 @@ impl ZooKeeperServer {
         self.sessions.keys().copied()
     }
 
+    /// The latch path's children, by sequence number, with the process that
+    /// made each (`getChildren`, plus ground truth).
+    pub fn children(&self) -> impl Iterator<Item = (u64, ClientId)> + '_ {
+        self.nodes
+            .iter()
+            .map(|(sequence, node)| (*sequence, node.client))
+    }
+
     /// The latch's leader: the owner of the lowest sequence, and its czxid.
     pub fn leader(&self) -> Option<(ClientId, u64)> {
         self.nodes
