@@ -139,6 +139,14 @@ impl NodeRegistry {
         }
     }
 
+    /// The registry's time at `now`: `now`, or the latest instant it was
+    /// handed if that is later. It never runs backward — a clock stepped
+    /// back holds it until the clock catches up — so this is the time its
+    /// heartbeats are recorded at and its answers hold for.
+    pub fn time_at(&self, now: Instant) -> Instant {
+        self.latest_now.at(now)
+    }
+
     /// Prunes every node expired at `now`, queueing a
     /// [`MembershipChange::Left`] for each, in expiry order.
     pub fn handle_timeout(&mut self, now: Instant) {

@@ -31,6 +31,7 @@ use fenced::Instant;
 use super::findings::Findings;
 use super::model::Model;
 use super::registry::RegistryModel;
+use crate::engine::slew::ServerClock;
 use crate::observation::{NodeRef, RegistryAnswer, SimTime};
 use crate::report::{Invariant, MembershipReport};
 
@@ -108,7 +109,8 @@ impl Membership {
             }
             RegistryAnswer::Left { node, live } => {
                 let recovered_at = model.store_recovered_at();
-                self.node_left(judge, (node, live), recovered_at, sink)
+                let clock = model.store_clock();
+                self.node_left(judge, (node, live), (recovered_at, clock), sink)
             }
             RegistryAnswer::Counts {
                 live,
@@ -184,13 +186,17 @@ impl Membership {
     }
 
     /// Node `node` left (`live`: whether the registry still calls it so);
-    /// `recovered_at`: when the registry's host last could act again.
+    /// `recovered_at`: when the registry's host last could act again;
+    /// `clock`: the registry's host's clock, on which a leave is late only
+    /// if that clock reached the expiry at an earlier true instant (a clock
+    /// running fast — slewing — skips local nanoseconds: its first reading
+    /// at or after the expiry may be past it).
     #[inline(never)]
     fn node_left(
         &mut self,
         judge: Judge,
         (node, live): (NodeRef<'_>, bool),
-        recovered_at: Option<SimTime>,
+        (recovered_at, clock): (Option<SimTime>, ServerClock),
         sink: &mut Findings,
     ) {
         let Judge {
@@ -212,7 +218,10 @@ impl Membership {
                         node.id
                     ),
                 );
-            } else if local > expiry && recovered_at != Some(now) {
+            } else if local > expiry
+                && recovered_at != Some(now)
+                && clock.true_time_at(expiry, SimTime::ZERO) < now
+            {
                 judge.violation(
                     sink,
                     format!(

@@ -145,7 +145,9 @@ impl LeaseStoreHost {
         out: Out<'_, '_, O>,
     ) {
         let names = out.names;
-        let local = out.local_now();
+        // The registry's own time, which a clock stepped back does not move
+        // backward: the time its heartbeats were recorded at.
+        let local = self.registry.time_at(out.local_now());
         // Changes come in batches (a heartbeat prunes, then may re-add the
         // very node it pruned); collected first, so that a node's `Left`
         // answer is asked knowing whether it rejoined in the same batch. No
