@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::scenario::{ProtocolSpec, Scenario};
+use crate::scenario::{FaultSpec, ProtocolSpec, Scenario};
 
 /// Why a base scenario cannot host generated schedules, though it is valid
 /// on its own.
@@ -140,7 +140,11 @@ fn largest_term(base: &Scenario) -> (&'static str, Duration) {
 /// asks again within `rejoin_delay`; then `retry_interval` for a follower to
 /// ask, a unit of work, and latency for the request, the answer and the write
 /// (twice, for slack). Scaled up for the slowest clock: its intervals last
-/// longer in true time.
+/// longer in true time, and lengthened by every clock fault that can hold a
+/// clock back: a backward step or slew by its size, a strobe by its flip
+/// (each flip back is a backward step) — a lease store whose clock stands
+/// back holds a lease that long past its TTL (the store's time never runs
+/// backward), and a node's slowed clock stretches its intervals.
 ///
 /// Saturates at [`Duration::MAX`] instead of overflowing; [`check_base`]
 /// refuses the bases where that could happen.
@@ -162,6 +166,17 @@ fn liveness_bound_checked(s: &Scenario) -> Option<Duration> {
         .checked_add(s.work.write_interval)?
         .checked_add(latency.checked_mul(8)?)?
         .checked_add(Duration::from_millis(1))?;
+    let held_back = s.faults.iter().try_fold(Duration::ZERO, |sum, f| {
+        let back = match f {
+            FaultSpec::ClockJump { by, .. } | FaultSpec::ClockSlew { by, .. } if by.0 < 0 => {
+                by.0.unsigned_abs()
+            }
+            FaultSpec::ClockStrobe { by, .. } => by.0.unsigned_abs(),
+            _ => 0,
+        };
+        sum.checked_add(Duration::from_nanos(back))
+    })?;
+    let base = base.checked_add(held_back)?;
     let slowest = s.nodes.iter().map(|n| n.clock_drift).fold(0.0f64, f64::min);
     // `base.mul_f64(1.0 / (1.0 + slowest))`, without its panic on overflow.
     Duration::try_from_secs_f64((1.0 / (1.0 + slowest)) * base.as_secs_f64()).ok()

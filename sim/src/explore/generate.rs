@@ -72,6 +72,16 @@ pub struct Mix {
     /// heartbeats and its timers wait, then are handled late, in a burst.
     /// From its own stream.
     pub store_pause: bool,
+    /// Wall-clock steps (`clock-jump`) of nodes and of the lease store (or
+    /// another design's servers), by boundary-biased amounts either way.
+    /// From its own stream.
+    pub clock_step: bool,
+    /// Jepsen's clock strobes (`clock-strobe`) of the same hosts. From its
+    /// own stream.
+    pub clock_strobe: bool,
+    /// NTP slews (`clock-slew`) of the same hosts, at rates from ntpd's
+    /// 500 ppm to half speed. From its own stream.
+    pub clock_slew: bool,
 }
 
 impl Mix {
@@ -93,6 +103,9 @@ impl Mix {
             (self.restart, "restart"),
             (self.jitter, "jitter"),
             (self.store_pause, "store-pause"),
+            (self.clock_step, "clock-step"),
+            (self.clock_strobe, "clock-strobe"),
+            (self.clock_slew, "clock-slew"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -173,6 +186,9 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         stop: false,
         abdicate: false,
         restart: false,
+        clock_step: false,
+        clock_strobe: false,
+        clock_slew: false,
     };
     let at = |rng: &mut ChaCha8Rng| {
         span(
@@ -437,6 +453,74 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
                 duration,
                 durable: None,
             });
+        }
+    }
+    // Clock steps, strobes and slews of nodes and servers: a bug that only
+    // a stepped or slewed clock exposes is otherwise invisible to the swarm.
+    // Each kind from a stream of its own.
+    let servers = match base.election.protocol.server_names() {
+        names if names.is_empty() => vec![LEASE_STORE.to_string()],
+        names => names,
+    };
+    let clock_host = |rng: &mut ChaCha8Rng| -> String {
+        if coin(rng, 0.5) {
+            target(rng)
+        } else {
+            pick(rng, &servers).clone()
+        }
+    };
+    let signed = |rng: &mut ChaCha8Rng, magnitude: Duration| -> ClockOffset {
+        if coin(rng, 0.5) {
+            ClockOffset::ahead(magnitude)
+        } else {
+            ClockOffset::behind(magnitude)
+        }
+    };
+    let mut steps = SeedDeriver::new(seed, "explore-clock-step").rng();
+    if coin(&mut steps, 0.15) {
+        mix.clock_step = true;
+        for _ in 0..uniform_inclusive(&mut steps, 1, 3) {
+            let host = clock_host(&mut steps);
+            let at = at(&mut steps);
+            let magnitude = fault_length(&mut steps, base);
+            let by = signed(&mut steps, magnitude);
+            s.faults.push(FaultSpec::ClockJump { host, at, by });
+        }
+    }
+    let mut strobes = SeedDeriver::new(seed, "explore-clock-strobe").rng();
+    if coin(&mut strobes, 0.1) {
+        mix.clock_strobe = true;
+        let host = clock_host(&mut strobes);
+        let at = at(&mut strobes);
+        let magnitude = fault_length(&mut strobes, base);
+        let by = signed(&mut strobes, magnitude);
+        let period = span(
+            &mut strobes,
+            Duration::from_millis(10),
+            base.election.lease_ttl,
+        )
+        .max(Duration::from_millis(10));
+        let duration = period.saturating_mul(uniform_inclusive(&mut strobes, 2, 20) as u32);
+        s.faults.push(FaultSpec::ClockStrobe {
+            host,
+            at,
+            by,
+            period,
+            duration,
+        });
+    }
+    let mut slews = SeedDeriver::new(seed, "explore-clock-slew").rng();
+    if coin(&mut slews, 0.1) {
+        mix.clock_slew = true;
+        for _ in 0..uniform_inclusive(&mut slews, 1, 2) {
+            let host = clock_host(&mut slews);
+            let at = at(&mut slews);
+            let magnitude = fault_length(&mut slews, base);
+            let by = signed(&mut slews, magnitude);
+            // ntpd's bound, a drifting VM's catch-up, chrony's default
+            // maximum (1/12), and faster than any margin.
+            let rate = *pick(&mut slews, &[0.000_5, 0.01, 0.083_3, 0.25, 0.5]);
+            s.faults.push(FaultSpec::ClockSlew { host, at, by, rate });
         }
     }
     // Recurring faults of the base keep running during the fault phase.
