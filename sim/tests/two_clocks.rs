@@ -52,12 +52,10 @@ fn a_wall_step_changes_nothing_for_designs_that_time_by_a_monotonic_clock() {
         let servers = s.election.protocol.server_names();
         for by in [90, -30] {
             let on_servers: Vec<FaultSpec> = servers.iter().map(|h| jump(h, by)).collect();
-            if design != "zookeeper" {
-                // Curator's client expires its session by its wall clock
-                // (see the next test); every other client's step is nothing.
-                let on_nodes = [jump("node-a", by), jump("node-b", by)];
-                unchanged_by(&s, &on_nodes).unwrap_or_else(|e| panic!("{design} nodes: {e}"));
-            }
+            // Curator's one wall-clock decision matters only while
+            // SUSPENDED (see the next test): nothing here.
+            let on_nodes = [jump("node-a", by), jump("node-b", by)];
+            unchanged_by(&s, &on_nodes).unwrap_or_else(|e| panic!("{design} nodes: {e}"));
             unchanged_by(&s, &on_servers).unwrap_or_else(|e| panic!("{design} servers: {e}"));
         }
     }
@@ -111,21 +109,60 @@ fn the_store_step_matters_only_for_a_wall_clock_store() {
     .unwrap_or_else(|e| panic!("monotonic store: {e}"));
 }
 
-/// Curator's client expires its session by its wall clock, so its own step
-/// still changes what a user sees (Redis's step, Kleppmann's counterexample,
-/// is `server_faults.rs`'s `a_clock_jump_on_one_redis_instance_gives_two_majorities`).
+/// Curator's simulated expiration waits on a monotonic poll for what the
+/// wall clock says is left (`ConnectionStateManager.processEvents`): a step
+/// of a SUSPENDED client's wall clock forward changes nothing, a step back
+/// delays its `LOST` — and so the end of its term under the session error
+/// policy — by the step. (Redis's step, Kleppmann's counterexample, is
+/// `server_faults.rs`'s `a_clock_jump_on_one_redis_instance_gives_two_majorities`.)
 #[test]
-fn curators_client_still_sees_its_own_step() {
-    let s = zoo("zookeeper");
-    let plain = run_seed(&s, 1);
-    let mut stepped = s.clone();
-    stepped.faults.push(jump("node-a", 90));
-    let report = run_seed(&stepped, 1);
-    assert_ne!(
-        seen(&plain),
-        seen(&report),
-        "Curator's simulated expiry is on the wall clock"
+fn curators_simulated_expiry_sees_only_a_backward_step_while_suspended() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let text = "name = \"zk\"\nduration = \"3m\"\nseed = 7\n[election]\nprotocol = \"zookeeper\"\n\
+                [election.zookeeper]\nerror_policy = \"session\"\n\
+                simulated_session_expiration_percent = 50\n\
+                [downstream]\nfencing = false\n\
+                [[node]]\nid = \"node-a\"\n[[node]]\nid = \"node-b\"\nstart_at = \"1s\"\n\
+                [[fault]]\nkind = \"cut\"\nfrom = \"node-a\"\nto = \"zookeeper\"\nat = \"12.05s\"\nduration = \"2m\"\n";
+    let path = common::write_file(dir.path(), "zk.toml", text);
+    let s = fenced_sim::file::load(&path).expect("loads");
+    let end_of_a = |steps: &[FaultSpec]| -> u64 {
+        let mut stepped = s.clone();
+        stepped.faults.extend(steps.iter().cloned());
+        let report = run_seed(&stepped, 7);
+        report
+            .terms
+            .iter()
+            .find(|t| t.node == "node-a")
+            .map(|t| t.end_ms)
+            .expect("node-a leads first")
+    };
+    let at_55 = |by_secs: i64| FaultSpec::ClockJump {
+        host: "node-a".into(),
+        at: secs(55),
+        by: ClockOffset(by_secs * 1_000_000_000),
+    };
+    let plain = end_of_a(&[]);
+    // SUSPENDED at the read timeout (about 40 s), LOST 30 s later.
+    assert!((68_000..72_000).contains(&plain), "{plain}");
+    assert_eq!(
+        end_of_a(&[at_55(30)]),
+        plain,
+        "a forward step changes nothing"
     );
+    let delayed = end_of_a(&[at_55(-5)]);
+    assert!(
+        (delayed as i64 - plain as i64 - 5_000).abs() <= 2,
+        "a backward step of 5 s delays LOST by 5 s: {plain} → {delayed}"
+    );
+    // A step before SUSPENDED changes nothing either way.
+    let early = |by_secs: i64| FaultSpec::ClockJump {
+        host: "node-a".into(),
+        at: secs(20),
+        by: ClockOffset(by_secs * 1_000_000_000),
+    };
+    assert_eq!(end_of_a(&[early(-20)]), plain);
+    assert_eq!(end_of_a(&[early(20)]), plain);
 }
 
 /// `[store] clock` reads, validates and writes back.

@@ -213,6 +213,15 @@ pub trait LockClient<P: Protocol + ?Sized> {
     /// What the client believes at `now`: `Some` while it would let its
     /// application act as leader.
     fn leadership(&self, now: Instant) -> Option<Leadership>;
+    /// The machine's wall clock stepped by `by_nanos` (an NTP step) while
+    /// the client times by its monotonic clock ([`Protocol::CLIENT_CLOCK`]),
+    /// which `now` reads and which did not move: a client that still reads
+    /// the wall clock for some decision keeps `wall = monotonic + steps`
+    /// (Curator's simulated session expiry). Slews and drift move both
+    /// clocks alike, so steps are the whole difference. Nothing by default.
+    fn wall_clock_stepped(&mut self, by_nanos: i64, now: Instant) {
+        let _ = (by_nanos, now);
+    }
 }
 
 /// The application-facing notion of leading.

@@ -104,6 +104,21 @@ pub(crate) trait Hosts: Sized {
     /// is not told; its timers re-arm when it resumes).
     fn clock_changed<O: Observer>(&mut self, to: Address, out: &mut Outbox<'_, Self, O>);
 
+    /// The wall clock of process `to`'s machine stepped by `by` ns while
+    /// the process times by its monotonic clock (a step its timing ignores):
+    /// for a client that still reads the wall clock for some decision
+    /// (Curator's simulated session expiry). `paused`: the process cannot
+    /// act now. Nothing by default.
+    fn wall_stepped<O: Observer>(
+        &mut self,
+        to: Address,
+        by: i64,
+        paused: bool,
+        out: &mut Outbox<'_, Self, O>,
+    ) {
+        let _ = (to, by, paused, out);
+    }
+
     /// Server `endpoint` comes back from a restart, with its state
     /// (`durable`) or empty.
     fn restart_server<O: Observer>(
@@ -525,6 +540,15 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         );
         if moved {
             self.clock_changed(endpoint);
+        } else if endpoint >= self.lives.first_node_endpoint() {
+            let node = u32::from(endpoint - self.lives.first_node_endpoint());
+            for pid in self.lives.alive_pids(node) {
+                let paused = self.lives.is_paused(pid);
+                let incarnation = self.lives.incarnation_of(pid);
+                let to = Address::Process { pid, incarnation };
+                let (hosts, mut out) = self.outbox(to);
+                hosts.wall_stepped(to, by, paused, &mut out);
+            }
         }
     }
 

@@ -335,6 +335,27 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
         self.procs.crash(pid);
     }
 
+    /// A running client is told at once (and re-arms, by a spurious
+    /// `handle_timeout`); a paused one at its next input.
+    fn wall_stepped<O: Observer>(
+        &mut self,
+        to: Address,
+        by: i64,
+        paused: bool,
+        out: Out<'_, '_, P, O>,
+    ) {
+        let Address::Process { pid, .. } = to else {
+            return;
+        };
+        let mut next_term = self.next_term;
+        let (process, workers) = self.procs.life(pid);
+        process.wall_stepped(by);
+        if !paused {
+            process.timeout(&mut next_term, workers, out);
+        }
+        self.next_term = next_term;
+    }
+
     /// The models take a spurious `handle_timeout` as harmless: it makes
     /// them re-read their clock and re-arm.
     fn clock_changed<O: Observer>(&mut self, to: Address, out: Out<'_, '_, P, O>) {

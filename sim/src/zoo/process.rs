@@ -26,6 +26,10 @@ pub(crate) struct ZooProcess<P: ZooProtocol> {
     client: P::Client,
     timer_at: Option<SimTime>,
     pub(super) timer_generation: u32,
+    /// Steps of the machine's wall clock the client has not been told of
+    /// (it times by its monotonic clock; see
+    /// [`LockClient::wall_clock_stepped`]): told at its next input.
+    wall_pending: i64,
 }
 
 /// The downstream token for the protocol's token `t`.
@@ -41,6 +45,21 @@ impl<P: ZooProtocol> ZooProcess<P> {
             client,
             timer_at: None,
             timer_generation: 0,
+            wall_pending: 0,
+        }
+    }
+
+    /// The machine's wall clock stepped by `by` ns: the client is told at
+    /// its next input (a paused process reads its clock when it runs again).
+    pub(super) fn wall_stepped(&mut self, by: i64) {
+        self.wall_pending = self.wall_pending.saturating_add(by);
+    }
+
+    /// Tells the client of the wall steps since its last input.
+    fn tell_wall(&mut self, local: fenced::Instant) {
+        if self.wall_pending != 0 {
+            self.client.wall_clock_stepped(self.wall_pending, local);
+            self.wall_pending = 0;
         }
     }
 
@@ -52,6 +71,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
         out: Out<'_, '_, P, O>,
     ) {
         let local = out.local_now();
+        self.wall_pending = 0;
         self.client.start(local);
         self.drain(next_term, workers, out);
     }
@@ -66,6 +86,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
         out: Out<'_, '_, P, O>,
     ) {
         let local = out.local_now();
+        self.tell_wall(local);
         self.client.handle_response(from, response, local);
         self.drain(next_term, workers, out);
     }
@@ -79,6 +100,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
     ) {
         self.timer_at = None;
         let local = out.local_now();
+        self.tell_wall(local);
         self.client.handle_timeout(local);
         self.drain(next_term, workers, out);
     }
@@ -92,6 +114,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
         out: Out<'_, '_, P, O>,
     ) {
         let local = out.local_now();
+        self.tell_wall(local);
         self.client.stop(local);
         self.drain(next_term, workers, out);
         if let Some(token) = workers.believed(self.pid) {
@@ -181,6 +204,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
         out: Out<'_, '_, P, O>,
     ) {
         let local = out.local_now();
+        self.tell_wall(local);
         // Bring the client up to date first, so a deadline due now counts.
         self.client.handle_timeout(local);
         self.drain(next_term, workers, out);

@@ -75,8 +75,14 @@ pub struct ZooKeeperClient {
     last_heard: Instant,
     /// Curator has posted `CONNECTED` once.
     connected_once: bool,
-    /// Curator's `SUSPENDED` began (`startOfSuspendedEpoch`).
+    /// Curator's `SUSPENDED` began (`startOfSuspendedEpoch`), on the
+    /// monotonic clock the client times by.
     suspended_since: Option<Instant>,
+    /// The machine's wall-clock steps so far ([`LockClient::wall_clock_stepped`]):
+    /// the wall clock reads the monotonic `now` plus these.
+    wall_steps: i64,
+    /// `wall_steps` when `SUSPENDED` began.
+    suspended_wall_steps: i64,
     /// `ourPath`.
     our_node: Option<u64>,
     op: Op,
@@ -120,6 +126,8 @@ impl ZooKeeperClient {
             last_heard: Instant::from_nanos(0),
             connected_once: false,
             suspended_since: None,
+            wall_steps: 0,
+            suspended_wall_steps: 0,
             our_node: None,
             op: Op::None,
             op_sent: None,
@@ -217,11 +225,27 @@ impl ZooKeeperClient {
             .then(|| self.last_heard + self.timeout * 4 / 3)
     }
 
-    /// Curator's simulated expiration while `SUSPENDED`.
+    /// Curator's simulated expiration while `SUSPENDED`, on the monotonic
+    /// clock. `ConnectionStateManager.processEvents` polls its event queue
+    /// for `useSessionTimeoutMs - elapsedMs` — a monotonic wait — with
+    /// `elapsedMs = System.currentTimeMillis() - startOfSuspendedEpoch`, and
+    /// `checkSessionExpiration` injects the expiration when the *wall*
+    /// elapsed time reaches `useSessionTimeoutMs` (`negotiated timeout ×
+    /// percent / 100`). So a forward step of the wall clock meanwhile
+    /// changes nothing (the poll wakes when it would have, and the elapsed
+    /// time is then past the timeout), and a backward step of `s` makes the
+    /// wake-up find `s` to go: it polls again and expires `s` later.
     fn simulated_expiry_at(&self) -> Option<Instant> {
         let percent = self.settings.simulated_session_expiration_percent;
-        self.suspended_since
-            .map(|since| since + self.timeout * percent / 100)
+        self.suspended_since.map(|since| {
+            let first = since + self.timeout * percent / 100;
+            let back = self.suspended_wall_steps.saturating_sub(self.wall_steps);
+            if back > 0 {
+                first + Duration::from_nanos(back.unsigned_abs())
+            } else {
+                first
+            }
+        })
     }
 
     /// The send time of the oldest request on the socket still waiting for
@@ -373,6 +397,7 @@ impl ZooKeeperClient {
         self.forget_socket();
         if self.suspended_since.is_none() && self.state != Some(ConnectionState::Lost) {
             self.suspended_since = Some(now);
+            self.suspended_wall_steps = self.wall_steps;
             self.state = Some(ConnectionState::Suspended);
             if self.started && self.settings.error_policy == ErrorPolicy::Standard {
                 self.set_leadership(None, "connection suspended");
@@ -651,6 +676,11 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
 
     fn poll_output(&mut self) -> Option<ClientOutput<ZooKeeper>> {
         self.outbox.pop()
+    }
+
+    fn wall_clock_stepped(&mut self, by_nanos: i64, now: Instant) {
+        self.outbox.observe(now);
+        self.wall_steps = self.wall_steps.saturating_add(by_nanos);
     }
 
     /// `LeaderLatch.close()` (the node is deleted) and `CuratorFramework.close()`

@@ -144,12 +144,16 @@
 //!   read `Time.currentElapsedTime()`.
 //! * `LeaderLatch` times nothing.
 //!
-//! The model's client reads one clock, the wall clock
-//! ([`Protocol::CLIENT_CLOCK`]), for all of its decisions; its server the
-//! monotonic one. With no step both of a host's clocks advance together (a
-//! host's rate applies to both), so every decision falls where upstream's
-//! does. A step of the client's wall clock (the simulator's `clock-jump`) is
-//! where they part — see "Left out".
+//! The model's client times by its monotonic clock
+//! ([`Protocol::CLIENT_CLOCK`]), as the handle does, and keeps the wall
+//! clock as the monotonic one plus the machine's steps
+//! ([`LockClient::wall_clock_stepped`]; drift and slews move both clocks
+//! alike) for Curator's one wall-clock decision: the poll wakes at
+//! `SUSPENDED + useSessionTimeoutMs` on the monotonic clock, and expires
+//! the session if the wall clock says that much has elapsed — so a forward
+//! step meanwhile changes nothing and a backward step of `s` expires it `s`
+//! later (`ZooKeeperClient::simulated_expiry_at`). The server times by the
+//! monotonic clock.
 //!
 //! # Left out
 //!
@@ -167,17 +171,12 @@
 //!
 //! Kept on purpose, and where it can matter:
 //!
-//! * One client clock. A step of the client host's wall clock moves every
-//!   deadline of the model's ZooKeeper handle — read timeout, ping, connect
-//!   timeout, ZOOKEEPER-4508's expiry, the 1 s spin — where upstream's
-//!   (`nanoTime`) do not move; and a forward step brings Curator's simulated
-//!   expiration forward, where upstream's fires no earlier than the session
-//!   timeout after `SUSPENDED` on the monotonic clock (the poll's wait). A
-//!   backward step delays the simulated expiration in both alike. A fix
-//!   needs both readings of a host in the client (`LockClient` passes one
-//!   `now`); until then a client step in a ZooKeeper scenario is read as
-//!   Curator's wall-clock expiry, the one decision upstream makes on the
-//!   wall clock.
+//! * Curator's poll after several steps. Upstream re-polls after each wake
+//!   for what the wall clock then says is left; the model takes the net of
+//!   the steps since `SUSPENDED` (a backward step then a forward one within
+//!   one wait expire at the net, where upstream wakes at the first wait's
+//!   end and polls again). The first step — the only one a scenario with a
+//!   single `clock-jump` has — falls exactly where upstream's does.
 //! * A create lost with its socket is re-sent on `RECONNECTED` with the same
 //!   protection id (Curator's background retry). Upstream also runs the
 //!   latch's `RECONNECTED` handler, whose `getChildren` finds `ourPath`
@@ -438,15 +437,15 @@ impl Protocol for ZooKeeper {
     type Client = ZooKeeperClient;
     type Server = ZooKeeperServer;
     const HAS_TOKEN: bool = true;
-    /// Curator's simulated session expiration compares
-    /// `System.currentTimeMillis()` — the wall clock
-    /// (`curator-framework/.../state/ConnectionStateManager.java`,
-    /// `setCurrentConnectionState` and `checkSessionExpiration`). (The
-    /// ZooKeeper handle under it times its read timeout, pings, connect
-    /// timeout and ZOOKEEPER-4508 expiry by `Time.currentElapsedTime()` =
-    /// `System.nanoTime()`, `ClientCnxn.SendThread.run`; the model's client
-    /// times everything by the one clock — see "Clocks" in the module docs.)
-    const CLIENT_CLOCK: ClockKind = ClockKind::Wall;
+    /// The ZooKeeper handle times its read timeout, pings, connect timeout
+    /// and ZOOKEEPER-4508 expiry by `Time.currentElapsedTime()` =
+    /// `System.nanoTime()` (`ClientCnxn.SendThread.run`), and Curator's
+    /// `processEvents` waits on `eventQueue.poll` — monotonic. Curator's
+    /// simulated expiration also compares `System.currentTimeMillis()`
+    /// (`ConnectionStateManager.checkSessionExpiration`), which the client
+    /// keeps as this clock plus the machine's steps (see "Clocks" in the
+    /// module docs).
+    const CLIENT_CLOCK: ClockKind = ClockKind::Monotonic;
     /// The server expires sessions by `Time.currentElapsedTime()`, i.e.
     /// `System.nanoTime()` — monotonic
     /// (`zookeeper-server/.../server/SessionTrackerImpl.java`, `run`).
