@@ -88,13 +88,7 @@ fn the_heal_ends_a_strobe() {
 /// nothing of it, on any host.
 #[test]
 fn a_strobe_changes_nothing_for_designs_that_time_by_a_monotonic_clock() {
-    for design in [
-        "client-go",
-        "etcd",
-        "zookeeper",
-        "dynamodb",
-        "connection-lock",
-    ] {
+    for design in common::MONOTONIC_DESIGNS {
         let s = zoo(design);
         let plain = run_seed(&s, 1);
         let mut strobed = s.clone();

@@ -41,13 +41,7 @@ fn unchanged_by(scenario: &Scenario, jumps: &[FaultSpec]) -> Result<(), String> 
 /// of the leader's and a follower's machine, change nothing.
 #[test]
 fn a_wall_step_changes_nothing_for_designs_that_time_by_a_monotonic_clock() {
-    for design in [
-        "client-go",
-        "etcd",
-        "zookeeper",
-        "dynamodb",
-        "connection-lock",
-    ] {
+    for design in common::MONOTONIC_DESIGNS {
         let s = zoo(design);
         let servers = s.election.protocol.server_names();
         for by in [90, -30] {

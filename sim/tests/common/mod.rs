@@ -268,6 +268,17 @@ pub fn seen(report: &Report) -> serde_json::Value {
     value
 }
 
+/// The lock designs whose clients and servers time by monotonic clocks (a
+/// wall step reaches none of their timing; Curator's one wall-clock
+/// decision only while SUSPENDED).
+pub const MONOTONIC_DESIGNS: [&str; 5] = [
+    "client-go",
+    "etcd",
+    "zookeeper",
+    "dynamodb",
+    "connection-lock",
+];
+
 /// [`trio`] on the lock design `name`, fenced by its token where it has one.
 pub fn zoo(name: &str) -> Scenario {
     let mut s = trio(name, secs(150));
