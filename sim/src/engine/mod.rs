@@ -440,6 +440,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     }
 
     /// The hosts, and an outbox for effects of host `me`.
+    #[inline(always)]
     fn outbox(&mut self, me: Address) -> (&mut H, Outbox<'_, H, O>) {
         let (from, clock) = match me {
             Address::Server(endpoint) => (
