@@ -56,7 +56,13 @@
 //!
 //! # Left out
 //!
-//! Raft (the cluster is one linearizable server), compaction
+//! Raft (the cluster is one linearizable server: a single-member cluster.
+//! There the revoke loop's proposal — `lessor.go` `runLoop` →
+//! `revokeExpiredLeases` hands expired leases to the server, which proposes
+//! `LeaseRevoke` through Raft and applies it on commit — commits by a local
+//! WAL append, microseconds against the loop's 500 ms look the model does
+//! keep, so no reported outcome moves; a multi-member cluster's commit round,
+//! leader changes and members' pauses are not modelled), compaction
 //! (`ErrCompacted`), `Proclaim`/`Observe`/`Leader`, gRPC keepalive, the
 //! minimum-TTL rule of the server. (`deadlineLoop`'s one-second looks are
 //! in: a session is `Done` at the first look after its deadline.)
