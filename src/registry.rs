@@ -378,6 +378,25 @@ mod tests {
         );
     }
 
+    /// The registry's time holds at the latest instant it was handed — by
+    /// a heartbeat or a timeout that changed nothing — so a clock stepped
+    /// back reads that instant, and a heartbeat then is recorded there.
+    #[test]
+    fn its_time_never_runs_backward_whatever_handed_it() {
+        let mut reg = NodeRegistry::new(Duration::from_secs(10)).unwrap();
+        let a = NodeId::new("a").unwrap();
+        assert_eq!(reg.time_at(Instant::from_secs(3)), Instant::from_secs(3));
+        reg.heartbeat(&a, Instant::from_secs(5));
+        reg.handle_timeout(Instant::from_secs(7));
+        assert!(reg.poll_change().is_some(), "a joined");
+        assert!(reg.poll_change().is_none(), "the timeout changed nothing");
+        assert_eq!(reg.time_at(Instant::from_secs(2)), Instant::from_secs(7));
+        assert_eq!(reg.time_at(Instant::from_secs(9)), Instant::from_secs(9));
+        // Stepped back to 2: the heartbeat counts at 7, expiring at 17.
+        reg.heartbeat(&a, Instant::from_secs(2));
+        assert_eq!(reg.next_timeout(), Some(Instant::from_secs(17)));
+    }
+
     #[test]
     fn departures_are_stamped_with_the_expiry_instant_in_order() {
         let mut reg = NodeRegistry::new(Duration::from_secs(10)).unwrap();

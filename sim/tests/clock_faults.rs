@@ -113,19 +113,6 @@ fn a_strobe_changes_nothing_for_designs_that_time_by_a_monotonic_clock() {
     assert_eq!(seen(&plain), seen(&run_seed(&s, 1)));
 }
 
-/// The shipped strobe: Kleppmann's counterexample, by strobe.
-#[test]
-fn a_strobed_redis_instance_gives_two_majorities() {
-    let report = common::run_library(
-        &common::workspace_root().join("scenarios/redlock-clock-strobe.toml"),
-        None,
-    )
-    .report;
-    assert!(report.split_brain);
-    assert!(report.overlap_ms >= 500);
-    assert!(report.expect.met);
-}
-
 /// A slew reaches a host that times by its monotonic clock (a step would
 /// not): a monotonic lease store slewed forward expires leases early.
 #[test]
