@@ -87,6 +87,6 @@ pub use scenario::{
 };
 pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
-    Resolution, ResolveError, ResolvedFault, ServerId, StepCause,
+    Resolution, ResolveError, ResolvedFault, ServerId, StepCause, WallStep,
 };
 pub use simulation::{Finished, Recording, RunOptions, Simulation};

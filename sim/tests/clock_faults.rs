@@ -309,3 +309,52 @@ fn the_seeds_clock_draws_found_are_clean() {
         assert!(outcome.ok, "seed {seed}: {outcome:?}");
     }
 }
+
+/// The simulator makes a strobe's steps event by event; the lab makes the
+/// steps `FaultAction::wall_steps` lists, for real. Both must be the same
+/// steps at the same instants — with the heal before, during (an odd and an
+/// even number of flips made), at the very instant of a flip, and after.
+#[test]
+fn a_strobe_makes_the_steps_its_resolution_lists_whatever_the_heal() {
+    // (heal_at ms, what the steps are): strobe of node-a by 3 s from 10 s,
+    // every 2 s for 8 s (4 flips, at 10, 12, 14, 16 s).
+    for heal_ms in [None, Some(11_000), Some(13_500), Some(14_000), Some(30_000)] {
+        let mut s = trio("strobe-heal", secs(40));
+        s.faults
+            .push(strobe("node-a", 10, 3, secs(2), Duration::from_secs(8)));
+        s.heal_at = heal_ms.map(Duration::from_millis);
+        let valid = s.clone().validated().expect("valid");
+        let plan = valid.fault_plan();
+        let step = plan
+            .steps()
+            .iter()
+            .find(|step| step.action.kind_name() == "clock-strobe")
+            .expect("the strobe starts");
+        let listed: Vec<(f64, i64)> = step
+            .action
+            .wall_steps(step.at, s.heal_at)
+            .iter()
+            .map(|w| (w.at.as_secs_f64(), w.by / 1_000_000_000))
+            .collect();
+        let (_, trace) = run_traced(&s, 1);
+        let made: Vec<(f64, i64)> = lines(&trace, "node-a", "clock jumps by")
+            .iter()
+            .map(|line| {
+                let by = line
+                    .split("clock jumps by ")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .and_then(|by| by.trim_end_matches('s').parse::<i64>().ok())
+                    .unwrap_or_else(|| panic!("a whole-second step: {line}"));
+                (time_of(line), by)
+            })
+            .collect();
+        assert!(made.len() >= 2, "heal at {heal_ms:?}: {made:?}");
+        assert_eq!(made, listed, "heal at {heal_ms:?}");
+        assert_eq!(
+            made.iter().map(|(_, by)| by).sum::<i64>(),
+            0,
+            "heal at {heal_ms:?}: the clock ends where it began"
+        );
+    }
+}

@@ -24,7 +24,7 @@ pub use budget::{check_budget, estimated_events};
 pub use protocol::ProtocolSpec;
 pub use resolve::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
-    Resolution, ResolveError, ResolvedFault, ServerId, StepCause,
+    Resolution, ResolveError, ResolvedFault, ServerId, StepCause, WallStep,
 };
 
 pub(crate) use valid::with_jitter_seed;

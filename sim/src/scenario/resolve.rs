@@ -230,6 +230,64 @@ impl FaultAction {
     }
 }
 
+/// One step of a host's wall clock that a clock fault makes: `by` ns at `at`
+/// (from the start of the run). See [`FaultAction::wall_steps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WallStep {
+    /// When.
+    pub at: Duration,
+    /// By how much (positive: forward).
+    pub by: i64,
+    /// Whether the heal makes it: a strobe that stood off steps back then.
+    pub by_heal: bool,
+}
+
+impl FaultAction {
+    /// The wall-clock steps this action makes when it starts at `at`, in a
+    /// run healed at `heal_at`: a `clock-jump` its one step; a
+    /// `clock-strobe` its flips — `+by` at `at`, `-by` a `period` later,
+    /// and so on, `flips` in all — up to the heal, which takes every flip
+    /// due at or after it (the heal is scheduled before the run and a flip
+    /// when its strobe runs, so at one instant the heal goes first) and
+    /// steps the clock back if an odd number were made; no steps for any
+    /// other action (a `clock-slew` is not a step). The simulator makes the same steps event by event
+    /// (`Simulation::strobe_flip`, `heal_all`; `sim/tests/clock_faults.rs`
+    /// checks the two agree); the lab makes these for real.
+    pub fn wall_steps(&self, at: Duration, heal_at: Option<Duration>) -> Vec<WallStep> {
+        let heal_at = heal_at.unwrap_or(Duration::MAX);
+        let step = |at, by| WallStep {
+            at,
+            by,
+            by_heal: false,
+        };
+        match *self {
+            FaultAction::ClockJump { by, .. } => vec![step(at, by.0)],
+            FaultAction::ClockStrobe {
+                by, period, flips, ..
+            } => {
+                let mut steps = Vec::new();
+                let mut when = at;
+                for made in 0..flips {
+                    if made > 0 && when >= heal_at {
+                        if made % 2 == 1 {
+                            steps.push(WallStep {
+                                at: heal_at,
+                                by: -by.0,
+                                by_heal: true,
+                            });
+                        }
+                        break;
+                    }
+                    steps.push(step(when, if made % 2 == 0 { by.0 } else { -by.0 }));
+                    when = when.saturating_add(period);
+                }
+                steps
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// What follows a fault's start, some time later.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FollowUp {
