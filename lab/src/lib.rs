@@ -15,7 +15,10 @@
 //! * [`supervisor`]: node processes in their own process groups, signalled
 //!   (SIGSTOP/SIGCONT/SIGKILL/SIGTERM/SIGUSR1) and always cleaned up;
 //! * [`schema`]: the run's own PostgreSQL schema, created and dropped by it;
-//! * [`faketime`]: node clock offsets and drifts with libfaketime, verified;
+//! * [`faketime`]: node clock offsets, drifts and steps with libfaketime,
+//!   verified;
+//! * [`store_clock`]: the clock the lease store's SQL reads, stepped and
+//!   slewed for real;
 //! * [`node`]: the node program (`fenced-lab node`);
 //! * [`lab_history`]: the lab's own history file (faults, kills);
 //! * [`judge`]: the run's histories judged by the simulator's checker, and
@@ -37,5 +40,6 @@ pub mod realise;
 pub mod report;
 pub mod runner;
 pub mod schema;
+pub mod store_clock;
 pub mod supervisor;
 pub mod time_scale;

@@ -32,7 +32,10 @@ use std::time::Duration;
 
 use fenced::{ElectorTimings, NodeId, ResourceId, Role};
 use fenced_sim::file::LoadError;
-use fenced_sim::{FaultPlan, ProtocolSpec, Scenario, ScenarioError, ValidScenario};
+use fenced_sim::{
+    FaultAction, FaultPlan, ProtocolSpec, Resolution, Scenario, ScenarioError, StoreClock,
+    ValidScenario,
+};
 use fenced_sim::{DOWNSTREAM, LEASE_STORE};
 
 use crate::faketime::{ClockSetting, FaketimeSupport};
@@ -98,6 +101,16 @@ pub struct Link {
     pub server: Server,
 }
 
+/// Whose clock a clock fault moves: a node's wall clock (libfaketime), or
+/// the clock the lease store's SQL reads (see [`crate::store_clock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ClockTarget {
+    /// Node `index`'s wall clock, shared by all its processes.
+    Node(usize),
+    /// The lease store's `clock_timestamp()`.
+    LeaseStore,
+}
+
 /// One thing the runner does at a planned time.
 ///
 /// Fields: `node` is an index into [`LabPlan::nodes`]; `after` the index of
@@ -131,6 +144,16 @@ pub enum Action {
     ServerDown { server: Server },
     /// The server is back.
     ServerUp { server: Server },
+    /// Step `target`'s clock by `by_nanos` (a `clock-jump`, or one flip of
+    /// a `clock-strobe`).
+    ClockStep { target: ClockTarget, by_nanos: i64 },
+    /// Begin to slew `target`'s clock by `by_nanos` over `over` (the lease
+    /// store only: a node's slew is refused).
+    ClockSlew {
+        target: ClockTarget,
+        by_nanos: i64,
+        over: Duration,
+    },
     /// The liveness phase: every fault ends, loss stops, nodes without a live
     /// process restart.
     Heal,
@@ -154,6 +177,10 @@ pub struct Step {
     /// (one plan step may take several actions: a stall of each link
     /// concerned).
     pub planned: usize,
+    /// Which of a `clock-strobe`'s flips this is (0: the plan step itself,
+    /// at its instant; `n`: the `n`-th flip after it, or the heal's step
+    /// back, at their own instants — [`fenced_sim::FaultAction::wall_steps`]).
+    pub flip: u32,
 }
 
 /// One node of the plan.
@@ -163,6 +190,10 @@ pub struct LabNode {
     pub id: NodeId,
     /// Its clock (libfaketime settings), if it is not the machine's.
     pub clock: Option<ClockSetting>,
+    /// Whether a fault steps its wall clock while it runs: its processes
+    /// then read their wall clock's offset (the node's `clock_offset`, then
+    /// every step) from a file, and their monotonic clock is the machine's.
+    pub wall_steps: bool,
 }
 
 /// The network model every proxy applies (scaled).
@@ -216,6 +247,9 @@ pub struct LabPlan {
     pub network: NetworkModel,
     /// The actions, in time order.
     pub steps: Vec<Step>,
+    /// Whether a fault moves the lease store's clock (the run then installs
+    /// its clock function, [`crate::store_clock`]).
+    pub store_clock: bool,
     /// Faults that act on links nothing travels over (node to node, server
     /// to server): applied by nobody, in the simulator as here.
     pub notes: Vec<String>,
@@ -376,16 +410,33 @@ impl<'a> Planner<'a> {
         }
         let settings = self.settings();
         let nodes = self.nodes();
+        let mut nodes = nodes;
         let fault_plan = s.fault_plan();
         for (index, fault) in fault_plan.faults().iter().enumerate() {
-            if let Some(why) = realise::refusal(fault_plan.hosts(), fault) {
+            let refusal =
+                realise::refusal(fault_plan.hosts(), fault).or_else(|| self.clock_refusal(fault));
+            if let Some(why) = refusal {
                 self.refuse(self.fault_label(index), why);
+            }
+            if let Resolution::Scheduled(fault) = fault {
+                if let Some(ClockTarget::Node(node)) = realise::clock_target(&fault.start) {
+                    nodes[node].wall_steps = true;
+                }
             }
         }
         if !self.refusals.is_empty() {
             return Err(PlanError::Refused(self.refusals));
         }
         let (steps, notes) = self.steps(&fault_plan);
+        let store_clock = steps.iter().any(|step| {
+            matches!(
+                step.action,
+                Action::ClockStep {
+                    target: ClockTarget::LeaseStore,
+                    ..
+                } | Action::ClockSlew { .. }
+            )
+        });
         let end = self.scale.scale(s.duration);
         Ok(LabPlan {
             scenario: s.name.clone(),
@@ -402,9 +453,56 @@ impl<'a> Planner<'a> {
                 retransmit_timeout: self.scale.scale(RETRANSMIT_TIMEOUT),
             },
             steps,
+            store_clock,
             notes,
             end,
         })
+    }
+
+    /// Why the lab cannot make clock fault `fault` real, if it is one it
+    /// cannot: a node's slew; a node's step without libfaketime's runtime
+    /// steps, or on a node with a drift; a step of a lease store the
+    /// scenario declares monotonic.
+    fn clock_refusal(&self, fault: &Resolution) -> Option<String> {
+        let Resolution::Scheduled(fault) = fault else {
+            return None;
+        };
+        let target = realise::clock_target(&fault.start)?;
+        let slew = matches!(fault.start, FaultAction::ClockSlew { .. });
+        match target {
+            ClockTarget::Node(node) => {
+                let spec = &self.scenario.nodes[node];
+                if slew {
+                    Some(format!(
+                        "{}: a slew moves a node's monotonic clock too (Linux slews \
+                         CLOCK_MONOTONIC with CLOCK_REALTIME), and libfaketime changes a running \
+                         process's rate only with its experimental FAKETIME_XRESET, which the lab \
+                         does not trust with the elector's timers",
+                        spec.id
+                    ))
+                } else if spec.clock_drift != 0.0 {
+                    Some(format!(
+                        "{}: its clock drifts ({}) and a fault steps it — libfaketime fakes a \
+                         rate only by faking CLOCK_MONOTONIC, which a step must leave alone",
+                        spec.id, spec.clock_drift
+                    ))
+                } else {
+                    self.options.faketime.step_refusal()
+                }
+            }
+            ClockTarget::LeaseStore if !slew => match self.scenario.store_clock {
+                StoreClock::Wall => None,
+                StoreClock::Monotonic => Some(
+                    "[store] clock = \"monotonic\" declares a lease store no step moves (the \
+                     in-process store on a monotonic clock); the lab's lease store is PostgreSQL, \
+                     which expires leases by its wall clock — run it with [store] clock = \"wall\""
+                        .to_string(),
+                ),
+            },
+            // A slew moves both of a host's clocks: PostgreSQL's wall clock
+            // too, whatever the store declares.
+            ClockTarget::LeaseStore => None,
+        }
     }
 
     /// The fault plan's steps made real, at scaled times, and the notes of
@@ -419,19 +517,70 @@ impl<'a> Planner<'a> {
             };
             let fault = what.as_ref().map(|(index, what)| (*index, what.as_str()));
             let at = self.scale.scale(step.at);
-            match realise::realise(fault_plan.hosts(), s.nodes.len(), fault, &step.action) {
+            let wall_steps = step.action.wall_steps(step.at, s.heal_at);
+            if wall_steps.len() > 1 {
+                // A strobe: each flip at its own instant, as the simulator
+                // makes them.
+                let Some(target) = realise::clock_target(&step.action) else {
+                    notes.push(realise::no_clock_note(
+                        fault_plan.hosts(),
+                        fault,
+                        &step.action,
+                    ));
+                    continue;
+                };
+                for (flip, wall) in wall_steps.iter().enumerate() {
+                    steps.push(Step {
+                        at: self.scale.scale(wall.at),
+                        cause: step.cause,
+                        action: Action::ClockStep {
+                            target,
+                            by_nanos: self.scale.scale_nanos(wall.by),
+                        },
+                        planned,
+                        flip: flip as u32,
+                    });
+                }
+                continue;
+            }
+            let realised = realise::realise(fault_plan.hosts(), s.nodes.len(), fault, &step.action);
+            match realised {
                 Realised::Actions(actions) => {
                     steps.extend(actions.into_iter().map(|action| Step {
                         at,
                         cause: step.cause,
-                        action,
+                        action: self.scaled(action),
                         planned,
+                        flip: 0,
                     }))
                 }
                 Realised::Nothing(note) => notes.extend(note),
             }
         }
+        // Strobe flips interleave with later plan steps; one instant's
+        // steps keep the plan's order (a stable sort).
+        steps.sort_by_key(|step| step.at);
         (steps, notes)
+    }
+
+    /// `action` with its clock amounts scaled as the scenario's times are.
+    fn scaled(&self, action: Action) -> Action {
+        match action {
+            Action::ClockStep { target, by_nanos } => Action::ClockStep {
+                target,
+                by_nanos: self.scale.scale_nanos(by_nanos),
+            },
+            Action::ClockSlew {
+                target,
+                by_nanos,
+                over,
+            } => Action::ClockSlew {
+                target,
+                by_nanos: self.scale.scale_nanos(by_nanos),
+                over: self.scale.scale(over),
+            },
+            other => other,
+        }
     }
 
     fn settings(&mut self) -> NodeSettings {
@@ -513,6 +662,7 @@ impl<'a> Planner<'a> {
             nodes.push(LabNode {
                 id: id.clone(),
                 clock,
+                wall_steps: false,
             });
         }
         nodes
@@ -550,9 +700,36 @@ impl fmt::Display for Action {
             }
             Action::ServerDown { server } => write!(f, "{} down (reset)", server.name()),
             Action::ServerUp { server } => write!(f, "{} up", server.name()),
+            Action::ClockStep { target, by_nanos } => {
+                write!(f, "step {target}'s clock by {}", signed(*by_nanos))
+            }
+            Action::ClockSlew {
+                target,
+                by_nanos,
+                over,
+            } => write!(
+                f,
+                "slew {target}'s clock by {} over {over:?}",
+                signed(*by_nanos)
+            ),
             Action::Heal => f.write_str("heal everything"),
         }
     }
+}
+
+impl fmt::Display for ClockTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClockTarget::Node(node) => write!(f, "node {node}"),
+            ClockTarget::LeaseStore => f.write_str(LEASE_STORE),
+        }
+    }
+}
+
+/// A signed clock amount in words: `+40s`, `-1.5s`.
+fn signed(nanos: i64) -> String {
+    let sign = if nanos < 0 { '-' } else { '+' };
+    format!("{sign}{:?}", Duration::from_nanos(nanos.unsigned_abs()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use fenced_sim::{FaultSpec, Scenario};
 
 use super::*;
-use crate::faketime::Measured;
+use crate::faketime::{Measured, StepSupport, StepsMeasured};
 
 fn scenario_file(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -20,6 +20,29 @@ fn verified() -> FaketimeSupport {
         measured: Measured {
             realtime_offset_secs: 100.0,
             monotonic_rate: 2.0,
+        },
+        steps: StepSupport::Verified(StepsMeasured {
+            before_secs: 0.0,
+            after_secs: 100.0,
+            monotonic_rate: 1.0,
+        }),
+    }
+}
+
+/// libfaketime that fakes offsets and rates but cannot step a running
+/// process's wall clock alone.
+fn without_steps() -> FaketimeSupport {
+    let FaketimeSupport::Verified {
+        library, measured, ..
+    } = verified()
+    else {
+        unreachable!("verified() is verified")
+    };
+    FaketimeSupport::Verified {
+        library,
+        measured,
+        steps: StepSupport::Unavailable {
+            why: "the step did not reach the wall clock".to_string(),
         },
     }
 }
@@ -78,9 +101,6 @@ fn every_shipped_scenario_is_planned_or_refused_as_listed() {
         ("redlock-gc-pause", "election.protocol"),
         ("redlock-restart-durable", "election.protocol"),
         ("redlock-restart-without-persistence", "election.protocol"),
-        ("store-clock-slew-fenced", "fault[0] (clock-slew)"),
-        ("store-clock-step-fenced", "fault[0] (clock-jump)"),
-        ("store-clock-step-unfenced", "fault[0] (clock-jump)"),
         ("zookeeper-session-policy-partition", "election.protocol"),
         ("zookeeper-standard-policy-partition", "election.protocol"),
     ];
@@ -97,12 +117,16 @@ fn every_shipped_scenario_is_planned_or_refused_as_listed() {
         "leader-partitioned-from-store",
         "lease-store-restart-durable",
         "membership-heartbeat-loss",
+        "node-wall-clock-steps",
         "renew-too-close-under-loss",
         "short-pause",
         "slow-clock-fenced",
         "slow-clock-unfenced",
         "slow-store",
         "steady-state",
+        "store-clock-slew-fenced",
+        "store-clock-step-fenced",
+        "store-clock-step-unfenced",
         "work-fails-abdicate",
         "zombie-replacement",
     ];
@@ -150,16 +174,6 @@ fn refusals_name_the_fault_and_say_why() {
         "another design's faults are not judged: {zoo:?}"
     );
     assert!(zoo[0].why.contains("`redlock`"), "{zoo:?}");
-    let mut scenario = Scenario::new("j", Duration::from_secs(60)).with_nodes(["a"]);
-    scenario.faults.push(FaultSpec::ClockJump {
-        host: "a".to_string(),
-        at: Duration::from_secs(5),
-        by: fenced_sim::ClockOffset::ahead(Duration::from_secs(2)),
-    });
-    let valid = scenario.validated().expect("valid");
-    let jump = refusals(LabPlan::new(&valid, &options(1.0, verified())));
-    assert_eq!(jump[0].what, "fault[0] (clock-jump)");
-    assert!(jump[0].why.contains("CLOCK_MONOTONIC"), "{jump:?}");
     let fleet = refusals(plan_file("fleet-election-50", 0.1));
     assert!(fleet[0].why.contains("50 nodes"), "{fleet:?}");
 }
@@ -375,4 +389,186 @@ fn one_instant_is_ordered_as_the_simulator_orders_it() {
             (30, &Action::Heal),
         ]
     );
+}
+
+fn clock_fault(kind: &str, host: &str, at_secs: u64, by_secs: i64) -> FaultSpec {
+    let at = Duration::from_secs(at_secs);
+    let by = fenced_sim::ClockOffset(by_secs * 1_000_000_000);
+    match kind {
+        "clock-jump" => FaultSpec::ClockJump {
+            host: host.to_string(),
+            at,
+            by,
+        },
+        "clock-slew" => FaultSpec::ClockSlew {
+            host: host.to_string(),
+            at,
+            by,
+            rate: 0.1,
+        },
+        _ => FaultSpec::ClockStrobe {
+            host: host.to_string(),
+            at,
+            by,
+            period: Duration::from_secs(2),
+            duration: Duration::from_secs(8),
+        },
+    }
+}
+
+fn plan_with(
+    faults: Vec<FaultSpec>,
+    drift: f64,
+    faketime: FaketimeSupport,
+) -> Result<LabPlan, PlanError> {
+    let mut scenario = Scenario::new("c", Duration::from_secs(60)).with_nodes(["a", "b"]);
+    scenario.nodes[0].clock_drift = drift;
+    scenario.faults = faults;
+    let valid = scenario.validated().expect("valid");
+    LabPlan::new(&valid, &options(0.5, faketime))
+}
+
+#[test]
+fn clock_faults_the_lab_cannot_make_real_are_refused_with_the_reason() {
+    // A node's slew (its monotonic clock would have to change rate at run
+    // time), a step of a drifting node (libfaketime fakes a rate only by
+    // faking CLOCK_MONOTONIC), a step where libfaketime cannot step a
+    // running process, a step of a lease store declared monotonic.
+    let slew = refusals(plan_with(
+        vec![clock_fault("clock-slew", "a", 5, 2)],
+        0.0,
+        verified(),
+    ));
+    assert_eq!(slew[0].what, "fault[0] (clock-slew)");
+    assert!(slew[0].why.contains("CLOCK_MONOTONIC"), "{slew:?}");
+    let drifting = refusals(plan_with(
+        vec![clock_fault("clock-jump", "a", 5, 2)],
+        0.01,
+        verified(),
+    ));
+    assert!(drifting[0].why.contains("drifts (0.01)"), "{drifting:?}");
+    for kind in ["clock-jump", "clock-strobe"] {
+        let unsupported = refusals(plan_with(
+            vec![clock_fault(kind, "b", 5, 2)],
+            0.0,
+            without_steps(),
+        ));
+        assert_eq!(unsupported[0].what, format!("fault[0] ({kind})"));
+        assert!(
+            unsupported[0].why.contains("did not reach"),
+            "{unsupported:?}"
+        );
+    }
+    let mut scenario = Scenario::new("m", Duration::from_secs(60)).with_nodes(["a"]);
+    scenario.store_clock = StoreClock::Monotonic;
+    scenario.faults = vec![clock_fault("clock-jump", LEASE_STORE, 5, 40)];
+    let valid = scenario.validated().expect("valid");
+    let monotonic = refusals(LabPlan::new(&valid, &options(1.0, verified())));
+    assert!(
+        monotonic[0].why.contains("[store] clock = \"wall\""),
+        "{monotonic:?}"
+    );
+    // A slew reaches a monotonic clock too: planned.
+    scenario.faults = vec![clock_fault("clock-slew", LEASE_STORE, 5, 4)];
+    let valid = scenario.validated().expect("valid");
+    assert!(LabPlan::new(&valid, &options(1.0, verified())).is_ok());
+}
+
+#[test]
+fn clock_steps_of_nodes_and_the_store_are_planned_at_scaled_times() {
+    // At --time-scale 0.5: node b's step of +2 s at 5 s is +1 s at 2.5 s,
+    // through its clock file; the store's step of -4 s at 10 s is -2 s at
+    // 5 s, and its slew of 2 s at 10 % takes 10 s (scaled).
+    let faults = vec![
+        clock_fault("clock-jump", "b", 5, 2),
+        clock_fault("clock-jump", LEASE_STORE, 10, -4),
+        clock_fault("clock-slew", LEASE_STORE, 20, 2),
+    ];
+    let plan = plan_with(faults, 0.0, verified()).expect("plans");
+    assert!(!plan.nodes[0].wall_steps);
+    assert!(plan.nodes[1].wall_steps);
+    assert!(plan.store_clock);
+    let clock_steps: Vec<(Duration, &Action)> = plan
+        .steps
+        .iter()
+        .filter(|s| matches!(s.cause, Cause::Fault(_)))
+        .map(|s| (s.at, &s.action))
+        .collect();
+    assert_eq!(
+        clock_steps,
+        [
+            (
+                Duration::from_millis(2_500),
+                &Action::ClockStep {
+                    target: ClockTarget::Node(1),
+                    by_nanos: 1_000_000_000
+                }
+            ),
+            (
+                Duration::from_secs(5),
+                &Action::ClockStep {
+                    target: ClockTarget::LeaseStore,
+                    by_nanos: -2_000_000_000
+                }
+            ),
+            (
+                Duration::from_secs(10),
+                &Action::ClockSlew {
+                    target: ClockTarget::LeaseStore,
+                    by_nanos: 1_000_000_000,
+                    over: Duration::from_secs(10)
+                }
+            ),
+        ]
+    );
+    // A run without a clock fault of the store installs no clock.
+    let plan =
+        plan_with(vec![clock_fault("clock-jump", "a", 5, 2)], 0.0, verified()).expect("plans");
+    assert!(!plan.store_clock);
+    assert!(plan.nodes[0].wall_steps);
+}
+
+#[test]
+fn a_strobe_is_planned_flip_by_flip_and_the_heal_steps_it_back() {
+    // Node b strobes by 1 s from 5 s every 2 s for 8 s (4 flips). Healed at
+    // 8 s: the flips at 5 and 7 s were made, the one due at 9 s never comes,
+    // and the clock stands where it began. Healed at 10 s: three flips (5,
+    // 7, 9 s) were made, and the heal steps the clock back.
+    for (heal_secs, expected) in [
+        (8, vec![(5_000, 1_000), (7_000, -1_000)]),
+        (
+            10,
+            vec![
+                (5_000, 1_000),
+                (7_000, -1_000),
+                (9_000, 1_000),
+                (10_000, -1_000),
+            ],
+        ),
+    ] {
+        let mut scenario = Scenario::new("s", Duration::from_secs(60)).with_nodes(["a", "b"]);
+        scenario.heal_at = Some(Duration::from_secs(heal_secs));
+        scenario.faults = vec![clock_fault("clock-strobe", "b", 5, 1)];
+        let valid = scenario.validated().expect("valid");
+        let plan = LabPlan::new(&valid, &options(1.0, verified())).expect("plans");
+        let flips: Vec<(u128, i64, u32)> = plan
+            .steps
+            .iter()
+            .filter_map(|s| match s.action {
+                Action::ClockStep { target, by_nanos } => {
+                    assert_eq!(target, ClockTarget::Node(1));
+                    Some((s.at.as_millis(), by_nanos / 1_000_000, s.flip))
+                }
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<(u128, i64, u32)> = expected
+            .into_iter()
+            .enumerate()
+            .map(|(i, (at, by))| (at, by, i as u32))
+            .collect();
+        assert_eq!(flips, expected, "healed at {heal_secs} s");
+        // Steps stay in time order, the heal among them.
+        assert!(plan.steps.windows(2).all(|w| w[0].at <= w[1].at));
+    }
 }

@@ -12,7 +12,7 @@
 
 use fenced_sim::{FaultAction, HostId, HostNames, Partition, Resolution, ServerId};
 
-use crate::plan::{Action, Direction, Link, Server};
+use crate::plan::{Action, ClockTarget, Direction, Link, Server};
 
 /// What the lab does for one step of the fault plan.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,22 +36,9 @@ pub fn refusal(hosts: &HostNames, resolution: &Resolution) -> Option<String> {
             ),
             Resolution::Scheduled(fault) => fault,
         };
+    // Clock faults are judged by the planner, which knows the nodes' drifts,
+    // the store's declared clock and what libfaketime can do here.
     match fault.start {
-        FaultAction::ClockJump { host, .. } => Some(format!(
-            "{}: a clock step cannot be made real here — the tokio driver's timers read \
-             CLOCK_MONOTONIC, which no NTP step moves, and the database's clock is the machine's",
-            hosts.name(host)
-        )),
-        FaultAction::ClockStrobe { host, .. } => Some(format!(
-            "{}: a clock strobe is a train of clock steps, which cannot be made real here (see \
-             clock-jump)",
-            hosts.name(host)
-        )),
-        FaultAction::ClockSlew { host, .. } => Some(format!(
-            "{}: a clock slew cannot be made real here — libfaketime sets a node's rate once, at \
-             its start, and the database's clock is the machine's",
-            hosts.name(host)
-        )),
         FaultAction::ServerDown {
             server,
             durable: false,
@@ -62,6 +49,45 @@ pub fn refusal(hosts: &HostNames, resolution: &Resolution) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// Whose clock clock fault `action` moves in the lab: a node's wall clock,
+/// or the lease store's; `None` for the downstream (whose SQL reads no
+/// clock) and for any action that is not a clock fault.
+pub fn clock_target(action: &FaultAction) -> Option<ClockTarget> {
+    let host = match *action {
+        FaultAction::ClockJump { host, .. }
+        | FaultAction::ClockSlew { host, .. }
+        | FaultAction::ClockStrobe { host, .. } => host,
+        _ => return None,
+    };
+    match host {
+        HostId::Node(node) => Some(ClockTarget::Node(node as usize)),
+        HostId::Server(ServerId::Lock(_)) => Some(ClockTarget::LeaseStore),
+        HostId::Server(ServerId::Downstream) => None,
+    }
+}
+
+/// The note for a clock fault of the downstream: nothing reads that clock.
+pub fn no_clock_note(
+    hosts: &HostNames,
+    fault: Option<(usize, &str)>,
+    action: &FaultAction,
+) -> String {
+    format!(
+        "{} of {}: the fenced table's SQL reads no clock (tokens decide), so the step changes \
+         nothing (in the simulator as here)",
+        fault.map_or_else(
+            || action.kind_name().to_string(),
+            |(_, what)| what.to_string()
+        ),
+        match *action {
+            FaultAction::ClockJump { host, .. }
+            | FaultAction::ClockSlew { host, .. }
+            | FaultAction::ClockStrobe { host, .. } => hosts.name(host),
+            _ => "?",
+        }
+    )
 }
 
 /// The fenced protocol's logical server a resolved server is. Only the
@@ -153,8 +179,8 @@ fn blocks(links: Vec<(Link, Direction)>, block: bool) -> Realised {
 /// by `hosts`.
 ///
 /// # Panics
-/// On an action [`refusal`] refuses (a clock step, a restart that loses
-/// state): the plan is refused before any step is realised.
+/// On an action [`refusal`] refuses (a restart that loses state): the plan
+/// is refused before any step is realised.
 pub fn realise(
     hosts: &HostNames,
     nodes: usize,
@@ -225,11 +251,31 @@ pub fn realise(
             durable: true,
         } => one(Action::ServerUp { server: server(id) }),
         FaultAction::Heal => one(Action::Heal),
-        FaultAction::ServerDown { .. }
-        | FaultAction::ServerUp { .. }
-        | FaultAction::ClockJump { .. }
-        | FaultAction::ClockSlew { .. }
-        | FaultAction::ClockStrobe { .. } => {
+        FaultAction::ClockJump { by, .. } => match clock_target(action) {
+            Some(target) => one(Action::ClockStep {
+                target,
+                by_nanos: by.0,
+            }),
+            None => Realised::Nothing(Some(no_clock_note(hosts, fault, action))),
+        },
+        FaultAction::ClockSlew { by, over, .. } => match clock_target(action) {
+            Some(target) => one(Action::ClockSlew {
+                target,
+                by_nanos: by.0,
+                over,
+            }),
+            None => Realised::Nothing(Some(no_clock_note(hosts, fault, action))),
+        },
+        FaultAction::ClockStrobe { by, .. } => match clock_target(action) {
+            // Its first flip; the planner lays out the others
+            // (`FaultAction::wall_steps`).
+            Some(target) => one(Action::ClockStep {
+                target,
+                by_nanos: by.0,
+            }),
+            None => Realised::Nothing(Some(no_clock_note(hosts, fault, action))),
+        },
+        FaultAction::ServerDown { .. } | FaultAction::ServerUp { .. } => {
             unreachable!("refused before planning: {action:?}")
         }
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::faketime::FaketimeSupport;
+use crate::faketime::{FaketimeSupport, StepSupport};
 use crate::plan::{Cause, LabPlan};
 use crate::supervisor::{Ending, Process};
 
@@ -125,9 +125,19 @@ impl RunReport {
             duration: plan.end,
             schema,
             faketime: match faketime {
-                FaketimeSupport::Verified { library, measured } => {
-                    Some(format!("{} ({measured})", library.display()))
-                }
+                FaketimeSupport::Verified {
+                    library,
+                    measured,
+                    steps,
+                } => Some(match steps {
+                    StepSupport::Verified(steps) => {
+                        format!("{} ({measured}; {steps})", library.display())
+                    }
+                    StepSupport::Unavailable { why } => format!(
+                        "{} ({measured}; no runtime steps: {why})",
+                        library.display()
+                    ),
+                }),
                 _ => None,
             },
             applied,

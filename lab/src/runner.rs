@@ -27,17 +27,20 @@ use clap::Args;
 use fenced::postgres::tokio_postgres::config::Host;
 use fenced::postgres::tokio_postgres::Config;
 use fenced::postgres::{PostgresOptions, PostgresStore};
-use fenced_sim::mix64;
+use fenced_sim::{mix64, LEASE_STORE};
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::time::{sleep_until, Instant};
 
 use crate::faketime::{self, FaketimeSupport};
 use crate::lab_history::LabHistory;
 use crate::node::NodeConfig;
-use crate::plan::{self, Action, Cause, Direction, LabPlan, Link, PlanOptions, Server, TimeScale};
+use crate::plan::{
+    self, Action, Cause, ClockTarget, Direction, LabPlan, Link, PlanOptions, Server, TimeScale,
+};
 use crate::proxy::{DirectionRules, Proxy};
 use crate::report::{Applied, RunReport};
 use crate::schema::{RunSchema, PLAIN_TABLE};
+use crate::store_clock::{search_path_option, StoreClock};
 use crate::supervisor::{Launch, ProcessIndex, Signal, Supervisor};
 
 /// The flags of `fenced-lab run`.
@@ -233,10 +236,16 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let scenario = plan::load(&args.scenario).map_err(|e| RunError::BadInput(e.to_string()))?;
     let time_scale =
         TimeScale::new(args.time_scale).map_err(|e| RunError::BadInput(e.to_string()))?;
-    let needs_clock = scenario
-        .nodes
-        .iter()
-        .any(|n| n.clock_offset.0 != 0 || n.clock_drift != 0.0);
+    let fault_plan = scenario.fault_plan();
+    let steps_a_node = fault_plan.faults().iter().any(|fault| {
+        matches!(fault, fenced_sim::Resolution::Scheduled(fault)
+            if matches!(crate::realise::clock_target(&fault.start), Some(ClockTarget::Node(_))))
+    });
+    let needs_clock = steps_a_node
+        || scenario
+            .nodes
+            .iter()
+            .any(|n| n.clock_offset.0 != 0 || n.clock_drift != 0.0);
     let faketime = if needs_clock {
         faketime::probe(&program).await
     } else {
@@ -267,7 +276,26 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let history =
         LabHistory::create(&log_dir.join("lab.jsonl"), &plan.scenario, &scaled).map_err(infra)?;
     let schema = RunSchema::create(&args.postgres).await.map_err(infra)?;
+    let store_clock = if plan.store_clock {
+        schema.install_store_clock().await.map_err(infra)?;
+        let clock = StoreClock::connect(&args.postgres, schema.name()).await;
+        Some(clock.map_err(infra)?)
+    } else {
+        None
+    };
+    let mut wall_offsets = BTreeMap::new();
+    for (node, lab_node) in plan.nodes.iter().enumerate() {
+        if lab_node.wall_steps {
+            let offset = lab_node.clock.map_or(0, |clock| clock.offset_nanos);
+            let file = wall_clock_file(&log_dir, lab_node.id.as_str());
+            faketime::set_wall_offset(&file, offset)
+                .map_err(|e| infra(format!("cannot write {}: {e}", file.display())))?;
+            wall_offsets.insert(node, offset);
+        }
+    }
     let mut lab = Lab {
+        store_clock,
+        wall_offsets,
         plan: &plan,
         options: &options,
         target,
@@ -359,8 +387,17 @@ async fn downstream_summary(url: &str, plan: &LabPlan, schema: &RunSchema) -> Op
     }
 }
 
+/// The file a stepped node's processes read their wall clock's offset from.
+fn wall_clock_file(run_dir: &std::path::Path, node: &str) -> PathBuf {
+    run_dir.join(format!("{node}.faketime"))
+}
+
 /// The running lab: everything a step may touch.
 struct Lab<'a> {
+    /// The lease store's clock, when a fault moves it.
+    store_clock: Option<StoreClock>,
+    /// Each stepped node's wall-clock offset now (its file's content).
+    wall_offsets: BTreeMap<usize, i64>,
     plan: &'a LabPlan,
     options: &'a PlanOptions,
     target: Target,
@@ -398,7 +435,7 @@ impl Lab<'_> {
         let start = Instant::now();
         for step in &self.plan.steps {
             self.wait_until(start + step.at, interrupts).await?;
-            let effect = self.apply(step.cause, &step.action)?;
+            let effect = self.apply(step.cause, &step.action).await?;
             let applied = Applied {
                 planned: step.at,
                 real: start.elapsed(),
@@ -474,9 +511,15 @@ impl Lab<'_> {
         let incarnation = self.incarnations.entry(node).or_insert(0);
         *incarnation += 1;
         let incarnation = *incarnation;
+        let store_clock = self.plan.store_clock.then_some(self.schema_name.as_str());
         let url = |server| {
             let proxy = &self.proxies[&Link { node, server }];
-            self.target.through(proxy.address())
+            let mut url = self.target.through(proxy.address());
+            if let (Server::LeaseStore, Some(schema)) = (server, store_clock) {
+                // The store's SQL reads the run's clock (crate::store_clock).
+                url.push_str(&format!(" options='{}'", search_path_option(schema)));
+            }
+            url
         };
         let settings = &self.plan.settings;
         let jitter_seed = child_seed(self.plan.seed, &[u64::MAX, node as u64, incarnation.into()]);
@@ -510,7 +553,11 @@ impl Lab<'_> {
             planted: self.planted,
         };
         let (args, mut env) = config.to_command();
-        if let Some(clock) = &self.plan.nodes[node].clock {
+        if self.plan.nodes[node].wall_steps {
+            let file = wall_clock_file(&self.run_dir, &self.node_name(node));
+            let extra = self.options.faketime.stepped_environment(&file);
+            env.extend(extra.into_iter().map(|(k, v)| (k.into(), v.into())));
+        } else if let Some(clock) = &self.plan.nodes[node].clock {
             let extra = self.options.faketime.environment(clock);
             env.extend(extra.into_iter().map(|(k, v)| (k.into(), v.into())));
         }
@@ -616,7 +663,7 @@ impl Lab<'_> {
         }
     }
 
-    fn apply(&mut self, cause: Cause, action: &Action) -> Result<String, RunError> {
+    async fn apply(&mut self, cause: Cause, action: &Action) -> Result<String, RunError> {
         let fault = match cause {
             Cause::Fault(index) => index,
             Cause::Start | Cause::Heal => usize::MAX,
@@ -694,7 +741,64 @@ impl Lab<'_> {
                 self.set_down(server, fault, false)
             }
             Action::Heal => self.heal()?,
+            Action::ClockStep { target, by_nanos } => self.step_clock(target, by_nanos).await?,
+            Action::ClockSlew {
+                target,
+                by_nanos,
+                over,
+            } => match (target, &self.store_clock) {
+                (ClockTarget::LeaseStore, Some(clock)) => {
+                    let change = clock.slew(by_nanos, over).await.map_err(infra)?;
+                    format!(
+                        "{LEASE_STORE}'s clock slewing {} over {over:?} (offset now {:+.3} s; \
+                         UPDATE took {:.1} ms)",
+                        signed_secs(by_nanos),
+                        change.offset_secs,
+                        change.took.as_secs_f64() * 1e3
+                    )
+                }
+                _ => return Err(infra(format!("no clock to slew for {action}"))),
+            },
         })
+    }
+
+    /// Steps `target`'s clock: a node's through its libfaketime file, the
+    /// lease store's through its clock table.
+    async fn step_clock(&mut self, target: ClockTarget, by_nanos: i64) -> Result<String, RunError> {
+        match target {
+            ClockTarget::LeaseStore => {
+                let Some(clock) = &self.store_clock else {
+                    return Err(infra("the lease store's clock was not installed"));
+                };
+                let change = clock.step(by_nanos).await.map_err(infra)?;
+                Ok(format!(
+                    "{LEASE_STORE}'s clock_timestamp() stepped {} (offset now {:+.3} s; UPDATE \
+                     took {:.1} ms)",
+                    signed_secs(by_nanos),
+                    change.offset_secs,
+                    change.took.as_secs_f64() * 1e3
+                ))
+            }
+            ClockTarget::Node(node) => {
+                let name = self.node_name(node);
+                let Some(offset) = self.wall_offsets.get_mut(&node) else {
+                    return Err(infra(format!(
+                        "{name}'s wall clock is not stepped by a file"
+                    )));
+                };
+                *offset = offset.saturating_add(by_nanos);
+                let offset = *offset;
+                let file = wall_clock_file(&self.run_dir, &name);
+                faketime::set_wall_offset(&file, offset)
+                    .map_err(|e| infra(format!("cannot write {}: {e}", file.display())))?;
+                Ok(format!(
+                    "{name}'s wall clock stepped {} (now {} from the machine's; its monotonic \
+                     clock untouched)",
+                    signed_secs(by_nanos),
+                    faketime::offset_spec(offset)
+                ))
+            }
+        }
     }
 
     /// The owner ids of `node`'s live processes.
@@ -735,6 +839,11 @@ impl Lab<'_> {
         }
         Ok(said.join("; "))
     }
+}
+
+/// A signed clock amount in seconds: `+40.000s`.
+fn signed_secs(nanos: i64) -> String {
+    format!("{:+.3}s", nanos as f64 / 1e9)
 }
 
 #[cfg(test)]

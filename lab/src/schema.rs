@@ -162,6 +162,17 @@ impl RunSchema {
         Ok(schema)
     }
 
+    /// Installs the lease store's movable clock in the schema
+    /// ([`crate::store_clock`]): for runs with a clock fault of the store.
+    ///
+    /// # Errors
+    /// Connection and statement errors.
+    pub async fn install_store_clock(&self) -> Result<(), SchemaError> {
+        let client = connect(&self.url).await?;
+        let sql = crate::store_clock::install_sql(self.name());
+        execute(&client, "install the lease store's clock", &sql).await
+    }
+
     /// The schema's name.
     pub fn name(&self) -> &str {
         self.namespace.schema()

@@ -5,7 +5,9 @@ mod support;
 
 use std::io::Write;
 
-use fenced_lab::faketime::{find_library, measure, probe, FaketimeSupport};
+use fenced_lab::faketime::{
+    find_library, measure, measure_steps, probe, FaketimeSupport, StepSupport, STEP_PROBE_OFFSET,
+};
 
 /// Set to `1` to make a missing libfaketime fail instead of skip.
 const REQUIRE_VAR: &str = "FENCED_REQUIRE_FAKETIME";
@@ -60,4 +62,35 @@ async fn a_slow_clock_behind_the_machine_is_faked_too() {
         "{measured}"
     );
     assert!((measured.monotonic_rate - 0.75).abs() < 0.15, "{measured}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_running_process_s_wall_clock_steps_and_its_monotonic_clock_does_not() {
+    // What a node's clock-jump and clock-strobe need: the wall clock read
+    // from a file the runner rewrites mid-run (+0, then +100 s), with
+    // FAKETIME_DONT_FAKE_MONOTONIC=1 — the tokio sleep and `Instant` run
+    // true. (Python's `time.sleep` fails with EINVAL under that variable on
+    // libfaketime 0.9.10: it sleeps with `clock_nanosleep`; tokio sleeps in
+    // `epoll_wait`, which is unaffected.)
+    let Some(library) =
+        library("a_running_process_s_wall_clock_steps_and_its_monotonic_clock_does_not")
+    else {
+        return;
+    };
+    let measured = measure_steps(&support::program(), &library)
+        .await
+        .expect("the probe runs");
+    assert!(measured.before_secs.abs() < 5.0, "{measured}");
+    assert!(
+        (measured.after_secs - STEP_PROBE_OFFSET.as_secs_f64()).abs() < 5.0,
+        "{measured}"
+    );
+    assert!((measured.monotonic_rate - 1.0).abs() < 0.25, "{measured}");
+    match probe(&support::program()).await {
+        FaketimeSupport::Verified {
+            steps: StepSupport::Verified(_),
+            ..
+        } => {}
+        other => panic!("runtime steps are not verified: {other:?}"),
+    }
 }

@@ -74,6 +74,21 @@ fn assert_agrees(report: &Value) {
     }
 }
 
+/// Whether libfaketime is installed; without it, a loud skip — or, with
+/// `FENCED_REQUIRE_FAKETIME=1` (CI), a failure.
+fn has_faketime(test: &str) -> bool {
+    if fenced_lab::faketime::find_library().is_some() {
+        return true;
+    }
+    let required = std::env::var("FENCED_REQUIRE_FAKETIME").is_ok_and(|v| v.trim() == "1");
+    assert!(
+        !required,
+        "FENCED_REQUIRE_FAKETIME=1 but libfaketime is not installed"
+    );
+    eprintln!("SKIPPED: {test}: libfaketime is not installed (apt-get install faketime)");
+    false
+}
+
 fn rejected(report: &Value) -> u64 {
     report["writes"]["rejected_stale"].as_u64().expect("count")
 }
@@ -174,13 +189,7 @@ async fn a_slow_clock_under_libfaketime_is_fenced_for_real() {
     // node-a's clock runs 25 % slow (libfaketime); cut off from the store it
     // steps down late by its own clock, both believe they lead for a while,
     // and the fence rejects its late writes.
-    if fenced_lab::faketime::find_library().is_none() {
-        let required = std::env::var("FENCED_REQUIRE_FAKETIME").is_ok_and(|v| v.trim() == "1");
-        assert!(
-            !required,
-            "FENCED_REQUIRE_FAKETIME=1 but libfaketime is not installed"
-        );
-        eprintln!("SKIPPED: slow clock: libfaketime is not installed (apt-get install faketime)");
+    if !has_faketime("slow clock") {
         return;
     }
     let Some(url) = support::database_url("slow_clock_for_real") else {
@@ -191,6 +200,119 @@ async fn a_slow_clock_under_libfaketime_is_fenced_for_real() {
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert_eq!(report["split_brain"], false);
     assert!(rejected(&report) >= 1, "{:#}", report["writes"]);
+    assert_agrees(&report);
+}
+
+/// The effects the lab reported for clock steps and slews.
+fn clock_effects(report: &Value) -> Vec<String> {
+    report["applied"]
+        .as_array()
+        .expect("applied")
+        .iter()
+        .filter(|a| a["action"].as_str().is_some_and(|a| a.contains("clock")))
+        .map(|a| a["effect"].as_str().expect("an effect").to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_step_of_the_store_s_clock_splits_brain_for_real_and_fencing_stops_it() {
+    // The database clock the lease store's SQL reads steps 40 s (scaled:
+    // 4 s) forward: every lease expires at once, node-b takes token 2 while
+    // node-a, timing its lease by its monotonic clock, still leads until its
+    // next renewal. Unfenced, both write (split-brain, found in the real
+    // histories); fenced, node-a's late writes are rejected. The simulation
+    // of the same scaled scenario agrees on both.
+    let Some(url) = support::database_url("store_clock_step_for_real") else {
+        return;
+    };
+    let (code, report) = run(
+        &url,
+        &support::scenario("store-clock-step-unfenced"),
+        "0.1",
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert_eq!(report["split_brain"], true);
+    let effects = clock_effects(&report);
+    assert_eq!(effects.len(), 1, "{effects:?}");
+    assert!(effects[0].contains("offset now +4.000 s"), "{effects:?}");
+    assert_agrees(&report);
+    let (code, report) = run(
+        &url,
+        &support::scenario("store-clock-step-fenced"),
+        "0.1",
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert_eq!(report["split_brain"], false);
+    assert_eq!(report["violations_total"], 0);
+    assert!(rejected(&report) >= 1, "{:#}", report["writes"]);
+    assert_agrees(&report);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_slew_of_the_store_s_clock_is_fenced_for_real() {
+    // The store's clock slews 10 s (scaled: 1 s) forward at 8.3 %, which a
+    // monotonic store feels too (Linux slews CLOCK_MONOTONIC): node-a's
+    // lease, cut off from the store, ends early by the store's clock while
+    // node-a still believes; its late writes are rejected.
+    let Some(url) = support::database_url("store_clock_slew_for_real") else {
+        return;
+    };
+    let (code, report) = run(
+        &url,
+        &support::scenario("store-clock-slew-fenced"),
+        "0.1",
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert_eq!(report["violations_total"], 0);
+    assert!(rejected(&report) >= 1, "{:#}", report["writes"]);
+    let effects = clock_effects(&report);
+    assert!(effects[0].contains("slewing +1.000s"), "{effects:?}");
+    assert_agrees(&report);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn wall_clock_steps_and_a_strobe_of_the_nodes_change_nothing_for_real() {
+    // The leader's wall clock steps back, a follower's forward, then the
+    // leader's strobes — for real, through libfaketime, which steps the
+    // processes' wall clocks and leaves CLOCK_MONOTONIC alone (its probe
+    // checks that first). The tokio elector times by the monotonic clock:
+    // one leader, no violation, as the simulator predicts.
+    if !has_faketime("node wall steps") {
+        return;
+    }
+    let Some(url) = support::database_url("node_wall_clock_steps_for_real") else {
+        return;
+    };
+    let (code, report) = run(
+        &url,
+        &support::scenario("node-wall-clock-steps"),
+        "0.1",
+        &[],
+    )
+    .await;
+    assert!(
+        report["faketime"]
+            .as_str()
+            .is_some_and(|f| f.contains("a runtime step of +100 s")),
+        "{}",
+        report["faketime"]
+    );
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert_eq!(report["leader_changes"], 0);
+    assert_eq!(report["violations_total"], 0);
+    // Two steps and the strobe's six flips (10 s at 2 s, rounded to even).
+    let effects = clock_effects(&report);
+    assert_eq!(effects.len(), 8, "{effects:#?}");
+    assert!(
+        effects[0].contains("node-a's wall clock stepped -3.000s"),
+        "{effects:?}"
+    );
     assert_agrees(&report);
 }
 

@@ -9,8 +9,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fenced_lab::faketime::{FaketimeSupport, Measured};
-use fenced_lab::plan::{load, Action, Direction, LabPlan, PlanOptions, Server, TimeScale};
+use fenced_lab::faketime::{FaketimeSupport, Measured, StepSupport, StepsMeasured};
+use fenced_lab::plan::{
+    load, Action, ClockTarget, Direction, LabPlan, PlanOptions, Server, TimeScale,
+};
 use fenced_sim::{
     FaultAction, FaultPlan, HostId, HostNames, PlanStep, Resolution, RunOptions, ServerId,
     Simulation, StepCause, ValidScenario,
@@ -101,6 +103,11 @@ fn verified() -> FaketimeSupport {
             realtime_offset_secs: 100.0,
             monotonic_rate: 2.0,
         },
+        steps: StepSupport::Verified(StepsMeasured {
+            before_secs: 0.0,
+            after_secs: 100.0,
+            monotonic_rate: 1.0,
+        }),
     }
 }
 
@@ -151,6 +158,14 @@ fn same_hosts(planned: &FaultAction, real: &Action) -> bool {
             HostId::Server(*server) == lock(*s)
         }
         (FaultAction::Heal, Action::Heal) => true,
+        (
+            FaultAction::ClockJump { host, .. } | FaultAction::ClockStrobe { host, .. },
+            Action::ClockStep { target, .. },
+        )
+        | (FaultAction::ClockSlew { host, .. }, Action::ClockSlew { target, .. }) => match target {
+            ClockTarget::Node(node) => *host == HostId::Node(*node as u32),
+            ClockTarget::LeaseStore => *host == HostId::Server(ServerId::Lock(0)),
+        },
         _ => false,
     }
 }
@@ -159,7 +174,15 @@ fn same_hosts(planned: &FaultAction, real: &Action) -> bool {
 /// its hosts; a plan step without one is a cut nothing travels over.
 fn check_lab(name: &str, plan: &FaultPlan, lab: &LabPlan) {
     let mut next = 0;
+    // A strobe's later flips come at their own instants, among later plan
+    // steps: each is checked against its strobe's resolution, then set
+    // aside.
+    let mut flips = Vec::new();
     for (i, step) in lab.steps.iter().enumerate() {
+        if step.flip > 0 {
+            flips.push((i, step));
+            continue;
+        }
         assert!(
             step.planned + 1 >= next,
             "{name}: lab step {i} out of order"
@@ -183,6 +206,28 @@ fn check_lab(name: &str, plan: &FaultPlan, lab: &LabPlan) {
         );
     }
     assert_eq!(next, plan.steps().len(), "{name}: every plan step realised");
+    for (i, step) in flips {
+        let planned = &plan.steps()[step.planned];
+        let listed = planned.action.wall_steps(planned.at, lab_heal(lab));
+        let wall = listed[step.flip as usize];
+        assert_eq!(step.at, wall.at, "{name}: lab step {i}, a strobe's flip");
+        assert!(
+            matches!(step.action, Action::ClockStep { by_nanos, .. } if by_nanos == wall.by)
+                && same_hosts(&planned.action, &step.action),
+            "{name}: lab step {i} {:?} is flip {} of {:?}",
+            step.action,
+            step.flip,
+            planned.action
+        );
+    }
+}
+
+/// When the lab's plan heals (at scale 1, the scenario's `heal_at`).
+fn lab_heal(lab: &LabPlan) -> Option<Duration> {
+    lab.steps
+        .iter()
+        .find(|step| matches!(step.action, Action::Heal))
+        .map(|step| step.at)
 }
 
 #[test]
@@ -203,7 +248,7 @@ fn the_simulator_and_the_lab_execute_one_fault_plan() {
         }
     }
     // The scenarios the lab runs for real (lab/README.md).
-    assert_eq!(compared, 20);
+    assert_eq!(compared, 24);
 }
 
 #[test]
