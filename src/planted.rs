@@ -88,11 +88,20 @@ pub enum PlantedBug {
     /// token's writer, so a replaced process's zombie writes through — fencing
     /// by host allow-list instead of by token. Caught by `single-writer`.
     DownstreamTrustsSameHost,
+    /// The tokio driver ([`LeaseLeaderElector`](crate::tokio::LeaseLeaderElector)):
+    /// the elector's `now` is read off the wall clock (`SystemTime`) instead
+    /// of `tokio::time::Instant`, so an NTP step of the node moves its
+    /// deadlines — a client that times its lease with `time.time()` or
+    /// `System.currentTimeMillis()`. The pure [`Elector`](crate::Elector)
+    /// is fed `now` and cannot have it, so the simulator never sees it; the
+    /// lab catches it for real: a step back of the leader's wall clock keeps
+    /// it leading past its lease (`fenced-lab`'s node-wall-clock-steps run).
+    DriverReadsWallClock,
 }
 
 impl PlantedBug {
     /// Every planted bug, in a fixed order.
-    pub const ALL: [PlantedBug; 16] = [
+    pub const ALL: [PlantedBug; 17] = [
         PlantedBug::StoreSkipsTokenBump,
         PlantedBug::StoreBumpsTokenOnRenewal,
         PlantedBug::StoreLetsSecondOwnerRenew,
@@ -109,7 +118,15 @@ impl PlantedBug {
         PlantedBug::StoreForgetsTokenOnRelease,
         PlantedBug::ElectorAppliesStaleAnswer,
         PlantedBug::DownstreamTrustsSameHost,
+        PlantedBug::DriverReadsWallClock,
     ];
+
+    /// Whether the bug lives in the tokio driver rather than in a pure
+    /// state machine: the simulator cannot plant it (it drives the machines
+    /// itself), only a real process can.
+    pub const fn only_in_driver(self) -> bool {
+        matches!(self, PlantedBug::DriverReadsWallClock)
+    }
 
     /// The bug's kebab-case name, as the command line spells it.
     pub const fn name(self) -> &'static str {
@@ -132,6 +149,7 @@ impl PlantedBug {
             PlantedBug::StoreForgetsTokenOnRelease => "store-forgets-token-on-release",
             PlantedBug::ElectorAppliesStaleAnswer => "elector-applies-stale-answer",
             PlantedBug::DownstreamTrustsSameHost => "downstream-trusts-same-host",
+            PlantedBug::DriverReadsWallClock => "driver-reads-wall-clock",
         }
     }
 }

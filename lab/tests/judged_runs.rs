@@ -351,3 +351,36 @@ async fn a_planted_elector_that_ignores_its_deadline_is_caught_in_the_real_histo
     // The scenario expects no violation, so the run fails its expectations.
     assert_eq!(code, 1, "{:#}", report["expect"]);
 }
+
+#[cfg(feature = "planted-bugs")]
+#[tokio::test(flavor = "current_thread")]
+async fn a_planted_driver_that_reads_the_wall_clock_fails_the_node_steps_for_real() {
+    // The negative control of the wall-step run: with
+    // `--plant driver-reads-wall-clock` the tokio driver reads its elector's
+    // `now` off the (stepped) wall clock. node-a's clock stepped 3 s back
+    // keeps it leading past its lease: its renewals come too late, node-c
+    // takes token 2, and node-a's late writes are rejected by the fence —
+    // a leader change that `max_leader_changes = 0` forbids (exit 1) and
+    // that the simulation, running the real driver's clock, does not show.
+    if !has_faketime("planted wall clock") {
+        return;
+    }
+    let Some(url) = support::database_url("planted_wall_clock_for_real") else {
+        return;
+    };
+    let (code, report) = run(
+        &url,
+        &support::scenario("node-wall-clock-steps"),
+        "0.1",
+        &["--plant", "driver-reads-wall-clock"],
+    )
+    .await;
+    assert_eq!(code, 1, "{:#}", report["expect"]);
+    assert!(
+        report["leader_changes"].as_u64().expect("a count") >= 1,
+        "{:#}",
+        report["terms"]
+    );
+    assert!(rejected(&report) >= 1, "{:#}", report["writes"]);
+    assert_eq!(report["comparison"]["agrees"], false);
+}

@@ -572,6 +572,24 @@ fn an_unknown_planted_bug_is_bad_input() {
     assert!(err.contains("downstream-accepts-lower-token"), "{err}");
 }
 
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn a_bug_of_the_tokio_driver_cannot_be_planted_in_the_simulator() {
+    // The simulator drives the pure machines and feeds them `now`: a driver
+    // that reads the wall clock does not exist here, so planting it would
+    // test nothing. Refused, naming where it can be planted.
+    let out = fenced_sim([
+        "run",
+        &shipped("node-wall-clock-steps"),
+        "--plant",
+        "driver-reads-wall-clock",
+    ]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("a bug of the tokio driver"), "{err}");
+    assert!(err.contains("fenced-lab run --plant"), "{err}");
+}
+
 #[test]
 fn a_run_beyond_the_event_budget_is_refused_by_the_binary() {
     // Proves audit item 14 through the binary: heartbeats every nanosecond for a year exit 2 at

@@ -19,6 +19,11 @@ use crate::time::{duration_nanos, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Clock {
     base: TokioInstant,
+    /// The planted bug [`DriverReadsWallClock`](crate::PlantedBug::DriverReadsWallClock):
+    /// the wall-clock reading at `base`, when `now` is read off the wall
+    /// clock.
+    #[cfg(feature = "planted-bugs")]
+    wall_base: Option<std::time::SystemTime>,
 }
 
 impl Default for Clock {
@@ -37,7 +42,25 @@ impl Clock {
 
     /// A clock whose origin is `base`.
     pub fn starting_at(base: TokioInstant) -> Clock {
-        Clock { base }
+        Clock {
+            base,
+            #[cfg(feature = "planted-bugs")]
+            wall_base: None,
+        }
+    }
+
+    /// This clock with the planted bug `DriverReadsWallClock`: [`now`](Self::now)
+    /// counts from the wall clock (`SystemTime`), which an NTP step moves,
+    /// instead of tokio's monotonic clock. Timers still sleep on tokio's.
+    #[cfg(feature = "planted-bugs")]
+    #[allow(clippy::disallowed_methods)] // Reading the wall clock is the bug.
+    pub(crate) fn reading_wall_clock(self) -> Clock {
+        let since_base = TokioInstant::now().saturating_duration_since(self.base);
+        let wall_now = std::time::SystemTime::now();
+        Clock {
+            wall_base: Some(wall_now.checked_sub(since_base).unwrap_or(wall_now)),
+            ..self
+        }
     }
 
     /// The tokio instant this clock calls [`Instant::ZERO`].
@@ -47,6 +70,14 @@ impl Clock {
 
     /// The current time on this clock.
     pub fn now(&self) -> Instant {
+        #[cfg(feature = "planted-bugs")]
+        if let Some(wall_base) = self.wall_base {
+            #[allow(clippy::disallowed_methods)] // Reading the wall clock is the bug.
+            let elapsed = std::time::SystemTime::now()
+                .duration_since(wall_base)
+                .unwrap_or(Duration::ZERO);
+            return Instant::from_nanos(duration_nanos(elapsed));
+        }
         self.at(TokioInstant::now())
     }
 

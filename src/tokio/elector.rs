@@ -213,6 +213,11 @@ impl<B: LeaseBackend> LeaseLeaderElector<B> {
     /// [`run`](Self::run) to watch it.
     pub fn new(backend: B, options: ElectorOptions) -> Self {
         let clock = options.clock.unwrap_or_default();
+        #[cfg(feature = "planted-bugs")]
+        let clock = match options.planted {
+            Some(crate::PlantedBug::DriverReadsWallClock) => clock.reading_wall_clock(),
+            _ => clock,
+        };
         let (state, _) = watch::channel(Leadership {
             elector: None,
             last_step_down: None,

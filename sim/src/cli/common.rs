@@ -234,6 +234,15 @@ impl PlantArg {
         #[cfg(feature = "planted-bugs")]
         if let Some(name) = &self.plant {
             match name.parse::<fenced::PlantedBug>() {
+                Ok(bug) if bug.only_in_driver() => {
+                    return Err(bad_input(format!(
+                        "--plant {}: a bug of the tokio driver, which the simulator does not run \
+                         (it feeds the pure machines their `now`); plant it in real processes \
+                         with `fenced-lab run --plant {}`",
+                        bug.name(),
+                        bug.name()
+                    )))
+                }
                 Ok(bug) => {
                     options.planted_bug = Some(bug);
                     flags.push_str(&format!(" --plant {}", bug.name()));
