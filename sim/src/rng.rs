@@ -13,7 +13,7 @@ use rand_core::{Rng, SeedableRng};
 
 /// SplitMix64's finaliser: a bijective avalanche on 64 bits.
 ///
-/// Every seed the simulator derives goes through it (see [`SeedDeriver`]);
+/// Every seed the simulator derives goes through it (see `SeedDeriver`);
 /// it is public so that a tool beside the simulator (the lab's proxies and
 /// jitter) mixes seeds with the very same function instead of a copy. Its
 /// values are fixed: changing it would change every run of every seed.

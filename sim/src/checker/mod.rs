@@ -64,17 +64,17 @@
 //! The checker is a thin dispatcher over small parts, each a plain struct
 //! with its own state and its own tests:
 //!
-//! * [`model`]: the one model of the processes and hosts (alive, paused,
+//! * `model`: the one model of the processes and hosts (alive, paused,
 //!   disturbed, owner, node, believed term, clock steps) — updated first
 //!   for each observation, read by the parts, written by none of them;
-//! * [`findings`]: the one sink the parts write violations and coverage
+//! * `findings`: the one sink the parts write violations and coverage
 //!   into, in the order found;
-//! * [`owners`] (`unique-owner`), [`lease`] (`token-monotonic`,
-//!   `lease-exclusive`), [`fence`] (`single-writer`, `split-brain`,
-//!   failovers, writes), [`terms`] (belief terms, overlap, leaderless time,
-//!   leader changes, spurious failovers), [`deadline`] with [`renewal`]
-//!   (`local-deadline`), [`membership`] with [`registry`] (`membership`),
-//!   and [`liveness`].
+//! * `owners` (`unique-owner`), `lease` (`token-monotonic`,
+//!   `lease-exclusive`), `fence` (`single-writer`, `split-brain`,
+//!   failovers, writes), `terms` (belief terms, overlap, leaderless time,
+//!   leader changes, spurious failovers), `deadline` with `renewal`
+//!   (`local-deadline`), `membership` with `registry` (`membership`),
+//!   and `liveness`.
 //!
 //! For each observation the checker updates the model, then hands the
 //! observation to each part that cares, in a fixed order; a part writes a

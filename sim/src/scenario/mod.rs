@@ -584,7 +584,7 @@ impl FaultSpec {
 
 /// How long a slew of `by` at `rate` takes: `|by| / rate`, at least one
 /// nanosecond (a validated rate is positive and at most
-/// [`MAX_SLEW_RATE`](crate::engine::slew::MAX_SLEW_RATE)).
+/// `MAX_SLEW_RATE`, 0.5).
 pub fn slew_duration(by: ClockOffset, rate: f64) -> Duration {
     if rate.is_nan() || rate <= 0.0 {
         return Duration::MAX;

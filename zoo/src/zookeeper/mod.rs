@@ -147,7 +147,7 @@
 //! The model's client times by its monotonic clock
 //! ([`Protocol::CLIENT_CLOCK`]), as the handle does, and keeps the wall
 //! clock as the monotonic one plus the machine's steps
-//! ([`LockClient::wall_clock_stepped`]; drift and slews move both clocks
+//! ([`LockClient::wall_clock_stepped`](crate::LockClient::wall_clock_stepped); drift and slews move both clocks
 //! alike) for Curator's one wall-clock decision: the poll wakes at
 //! `SUSPENDED + useSessionTimeoutMs` on the monotonic clock, and expires
 //! the session if the wall clock says that much has elapsed — so a forward
