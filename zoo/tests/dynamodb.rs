@@ -223,3 +223,53 @@ fn settings_validation() {
     assert_eq!(DynamoDb::validate(&settings), Ok(()));
     assert_eq!(DynamoDb::validate(&DynamoDbSettings::default()), Ok(()));
 }
+
+/// A heartbeat sent just before the lock's local expiry and answered just
+/// after it revives the lock in the heartbeat thread
+/// (`updateRecordVersionNumber` sets `lookupTime` to the send), while the
+/// application — which saw `isExpired()` and is back in a non-reentrant
+/// `acquireLock` — never takes it back. The thread then heartbeats the
+/// abandoned lock for ever: its RVN changes every period, so neither A's
+/// own `acquireLock` nor a newcomer's ever sees it unchanged for a lease.
+/// Nobody leads until A closes its client (`releaseAllLocks` releases the
+/// stale lock too); then B takes it at once.
+#[test]
+fn a_heartbeat_answered_after_the_local_expiry_revives_an_abandoned_lock_and_locks_everyone_out() {
+    let mut sim = Sim::<DynamoDb>::new(patient());
+    let a = sim.add_client(1, Clock::default());
+    // A's last heartbeat that arrives is the one at 5 s; then it is cut off
+    // until just before its lease runs out at 25 s, and its round trip is
+    // slow from then on: the heartbeat of 25.0 s is answered at 25.3 s.
+    sim.run_for(Duration::from_millis(5_500));
+    sim.cut(a);
+    sim.run_for(Duration::from_millis(19_400));
+    sim.heal(a);
+    sim.client_latency.insert(a, Duration::from_millis(150));
+    sim.run_for(Duration::from_secs(35));
+    let (lost_at, reason) = sim.lost_leadership(a).expect("A's lease ran out");
+    assert_eq!(reason, "lease expired");
+    assert!(
+        lost_at > secs(25) && lost_at < secs(25) + millis(10),
+        "{lost_at}"
+    );
+    let b = sim.add_client(2, Clock::default());
+    let beats_before = heartbeats(&sim, a).len();
+    sim.run_for(Duration::from_secs(300));
+    let became: Vec<ClientId> = sim
+        .log
+        .iter()
+        .filter_map(|(_, event)| match event {
+            common::Event::BecameLeader { client, .. } => Some(*client),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(became, [a], "nobody leads again after A's first term");
+    let beats = heartbeats(&sim, a).len() - beats_before;
+    assert!(
+        beats >= 55,
+        "the abandoned lock is heartbeated every 5 s: {beats}"
+    );
+    sim.stop(a);
+    sim.run_for(Duration::from_secs(5));
+    assert_eq!(sim.leader_ids(), [b], "B takes the released lock");
+}

@@ -81,6 +81,14 @@ pub struct DynamoDbClient {
     id: ClientId,
     rng: Box<ChaCha8Rng>,
     phase: Phase,
+    /// A lock the application gave up on when it expired locally, still in
+    /// `locks`: the heartbeat thread keeps heartbeating it until a round
+    /// finds it expired (`sendHeartbeat`'s `isExpired()` check) or its
+    /// condition fails, and a heartbeat sent before the expiry and answered
+    /// after it revives it (`updateRecordVersionNumber` sets `lookupTime` to
+    /// the send). The application, already back in a (non-reentrant)
+    /// `acquireLock`, never takes it back.
+    stale: Option<Held>,
     /// The heartbeat thread's next round, and the call it blocks on.
     next_beat: Option<Instant>,
     beat: Option<Beat>,
@@ -96,6 +104,7 @@ impl DynamoDbClient {
             id,
             rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
             phase: Phase::Idle,
+            stale: None,
             next_beat: None,
             beat: None,
             outbox: Outbox::new(),
@@ -232,15 +241,37 @@ impl DynamoDbClient {
         self.begin_acquire(now);
     }
 
-    /// A round of the heartbeat thread (`run()`, `sendHeartbeat`).
+    /// `isExpired()` turned true while holding, between heartbeat rounds:
+    /// the application stops and calls `acquireLock` again; the lock stays
+    /// in `locks` (stale) until the heartbeat thread's next round.
+    fn expire(&mut self, held: Held, now: Instant) {
+        self.stale = Some(held);
+        self.lose("lease expired", now);
+    }
+
+    /// A round of the heartbeat thread (`run()`, `sendHeartbeat`) over the
+    /// lock in `locks`: the one held, or a stale one.
     fn heartbeat(&mut self, now: Instant) {
         self.next_beat = Some(now + self.settings.heartbeat_period);
-        let Phase::Holding(held) = self.phase else {
-            return;
+        let held = match (self.phase, self.stale) {
+            (Phase::Holding(held), _) => {
+                if now > self.expires_at(held) {
+                    // `isExpired()`: `locks.remove`, and the application
+                    // calls `acquireLock` again.
+                    return self.lose("lease expired", now);
+                }
+                held
+            }
+            (_, Some(stale)) => {
+                if now > self.expires_at(stale) {
+                    // `isExpired()`: `locks.remove`, no heartbeat.
+                    self.stale = None;
+                    return;
+                }
+                stale
+            }
+            _ => return,
         };
-        if now > self.expires_at(held) {
-            return self.lose("lease expired", now);
-        }
         let id = self.outbox.next_request_id();
         let rvn = Rvn(self.rng.next_u64());
         self.beat = Some(Beat {
@@ -271,17 +302,22 @@ impl DynamoDbClient {
     /// any other failure is logged by `run()` and the lock is kept as it is.
     fn on_beat_failed(&mut self, beat: Beat, error: DynamoDbError, now: Instant) {
         self.beat_done(now);
-        let Phase::Holding(held) = self.phase else {
-            return;
-        };
-        if held.rvn == beat.expected
-            && error == DynamoDbError::ServiceUnavailable
-            && self.settings.hold_lock_on_service_unavailable
-        {
-            self.phase = Phase::Holding(Held {
-                lookup: now,
-                ..held
-            });
+        let hold = error == DynamoDbError::ServiceUnavailable
+            && self.settings.hold_lock_on_service_unavailable;
+        match (self.phase, self.stale) {
+            (Phase::Holding(held), _) if held.rvn == beat.expected && hold => {
+                self.phase = Phase::Holding(Held {
+                    lookup: now,
+                    ..held
+                });
+            }
+            (_, Some(stale)) if stale.rvn == beat.expected && hold => {
+                self.stale = Some(Held {
+                    lookup: now,
+                    ..stale
+                });
+            }
+            _ => {}
         }
     }
 
@@ -301,6 +337,14 @@ impl DynamoDbClient {
 
     fn on_beat_answer(&mut self, beat: Beat, applied: bool, now: Instant) {
         self.beat_done(now);
+        if self.stale.is_some_and(|stale| stale.rvn == beat.expected) {
+            // Revived (`lookupTime` = the send) or gone (`locks.remove`).
+            self.stale = applied.then_some(Held {
+                rvn: beat.rvn,
+                lookup: beat.sent_at,
+            });
+            return;
+        }
         let Phase::Holding(held) = self.phase else {
             return;
         };
@@ -358,6 +402,8 @@ impl LockClient<DynamoDb> for DynamoDbClient {
                 },
             ) if id == answer => {
                 if applied {
+                    // `locks.put` replaces a stale entry of the same key.
+                    self.stale = None;
                     self.phase = Phase::Holding(Held {
                         rvn,
                         lookup: sent_at,
@@ -384,9 +430,7 @@ impl LockClient<DynamoDb> for DynamoDbClient {
             self.heartbeat(now);
         }
         match self.phase {
-            Phase::Holding(held) if now > self.expires_at(held) => {
-                self.lose("lease expired", now);
-            }
+            Phase::Holding(held) if now > self.expires_at(held) => self.expire(held, now),
             Phase::Acquiring(acquire) => match acquire.step {
                 Step::Sleep { until } if now >= until => self.read(acquire, now),
                 Step::Read { deadline, .. } | Step::Write { deadline, .. } if now >= deadline => {
@@ -418,13 +462,20 @@ impl LockClient<DynamoDb> for DynamoDbClient {
         self.outbox.pop()
     }
 
-    /// `close()`: `releaseLock` of a held lock (fire and forget), the
-    /// heartbeat thread stops.
+    /// `close()`: `releaseAllLocks` — the held lock's or a stale one's
+    /// release (fire and forget) — and the heartbeat thread stops.
     fn stop(&mut self, now: Instant) {
         let _ = self.outbox.observe(now);
-        if let Phase::Holding(held) = self.phase {
+        if let Phase::Holding(_) = self.phase {
             self.outbox
                 .push(ClientOutput::LostLeadership { reason: "stopped" });
+        }
+        // `releaseAllLocks`: every lock in `locks`, a stale one too.
+        let in_locks = match self.phase {
+            Phase::Holding(held) => Some(held),
+            _ => self.stale,
+        };
+        if let Some(held) = in_locks {
             let id = self.outbox.next_request_id();
             self.send(DynamoDbRequest::Release {
                 id,
@@ -432,6 +483,7 @@ impl LockClient<DynamoDb> for DynamoDbClient {
                 delete: self.settings.delete_lock_on_release,
             });
         }
+        self.stale = None;
         self.phase = Phase::Idle;
         self.next_beat = None;
         self.beat = None;

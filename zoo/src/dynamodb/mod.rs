@@ -93,30 +93,39 @@
 //!   whole milliseconds; the model compares nanoseconds. A decision (expiry,
 //!   the budget, the heartbeat's sleep) can move by less than 1 ms, never
 //!   more, and never changes which way it goes otherwise.
-//! * Local expiry ends the lock at once: the model's application treats
-//!   `hasLock` turning false as the end of its lock — it is told to stop
-//!   (`LostLeadership`), the lock leaves `locks` and `acquireLock` is called
-//!   again. Upstream's heartbeat thread would remove it only at its next
-//!   round (`sendHeartbeat`'s `isExpired()` check), and a heartbeat sent
-//!   before the expiry and answered after it would revive `hasLock`
-//!   (`updateRecordVersionNumber` sets `lookupTime` to its send); the model
-//!   ignores that answer. This changes an outcome only when a heartbeat's
-//!   round trip spans the end of the lease — it must be sent within
-//!   `leaseDuration` of the previous successful one's send and answered
-//!   after that — and then the model's holder gives up where upstream's
-//!   could resume (the item does carry the late heartbeat's RVN, which the
-//!   model's next `acquireLock` waits out like anyone else's).
-//! * `close()` releases only a lock still held: upstream's `releaseAllLocks`
-//!   also deletes one that has expired locally but is still in `locks`
-//!   (until the heartbeat thread's next round); the model's is already gone.
+//! * Local expiry: the model's application treats `isExpired()` turning
+//!   true as the end of its lock — it is told to stop (`LostLeadership`) and
+//!   calls `acquireLock` again, non-reentrant, without closing the old
+//!   `LockItem`. The lock stays in `locks` as upstream keeps it: the
+//!   heartbeat thread's next round removes it if it is still expired
+//!   (`sendHeartbeat`'s `isExpired()` check), a heartbeat sent before the
+//!   expiry and answered after it revives it (`updateRecordVersionNumber`
+//!   sets `lookupTime` to the send), and `close()` (`releaseAllLocks`)
+//!   releases it. The application never takes a revived lock back — see
+//!   the second failure mode below.
 //!
-//! # Known failure mode
+//! # Known failure modes
 //!
 //! Expiry is judged on each contender's clock from when *it* first saw the
 //! RVN: a contender with a fast clock takes over a silent (paused or cut off)
 //! holder before the holder's own `leaseDuration` has passed on its clock —
 //! two holders, and no token to tell them apart. A slow contender clock
 //! waits longer in real time.
+//!
+//! A heartbeat whose round trip spans the holder's local expiry locks
+//! everyone out: the application has given the lock up and is back in
+//! `acquireLock`, the answer revives the abandoned `LockItem` in the
+//! heartbeat thread, and the thread heartbeats it every `heartbeatPeriod`
+//! from then on — a new RVN each time, so no `acquireLock` (the holder's
+//! own or anyone's) ever sees it unchanged for a `leaseDuration`. Nobody
+//! leads until the holder's client is closed (`releaseAllLocks`) or a
+//! heartbeat fails. An application avoids it by closing an expired
+//! `LockItem` before acquiring again (`releaseLock` waits for the heartbeat
+//! in flight — both hold the item's monitor — and then releases with the
+//! RVN it left), or with a reentrant `acquireLock`, which returns the
+//! revived lock. (`zoo/tests/dynamodb.rs`,
+//! `a_heartbeat_answered_after_the_local_expiry_revives_...`; `explore
+//! --protocol dynamodb` finds it as a liveness failure, about 1 seed in 60.)
 
 mod client;
 mod server;
