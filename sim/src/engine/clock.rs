@@ -73,9 +73,6 @@ pub(crate) struct HostClock {
     /// The sum of the `clock-jump` steps: the wall clock's, not the
     /// monotonic clock's.
     stepped_nanos: i64,
-    /// The latest slew (`clock-slew`), which moves both clocks; earlier
-    /// ones are folded into `offset_nanos`.
-    slew: Option<Slew>,
 }
 
 impl HostClock {
@@ -85,7 +82,6 @@ impl HostClock {
         offset_nanos: 0,
         drift_ppb: 0,
         stepped_nanos: 0,
-        slew: None,
     };
 
     /// `drift` is a fraction (0.01 = 1% fast); the caller has validated both
@@ -97,20 +93,24 @@ impl HostClock {
             offset_nanos,
             drift_ppb: (drift * 1e9).round() as i64,
             stepped_nanos: 0,
-            slew: None,
         }
     }
 
     /// Both clocks slew by `by` nanoseconds over `over` of true time from
-    /// `now` (see [`super::slew`]): one still in progress stops where it
-    /// stands.
-    pub(crate) fn slew(&mut self, now: SimTime, by: i64, over: u64) {
-        if let Some(previous) = self.slew.take() {
-            self.offset_nanos = self
-                .offset_nanos
-                .saturating_add(previous.progress(now.as_nanos()));
-        }
-        self.slew = Some(Slew::new(now, by, over));
+    /// `now` (see [`super::slew`]); the slew is kept in `current`, outside
+    /// the clock (the engine's side table, so that the clock every event
+    /// copies stays small). One still in progress stops where it stands:
+    /// its progress is folded into the offset.
+    pub(crate) fn slew(&mut self, current: &mut Option<Slew>, now: SimTime, by: i64, over: u64) {
+        super::slew::begin(&mut self.offset_nanos, current, now, by, over);
+    }
+
+    /// This clock (one from [`for_reading`](Self::for_reading)) moved by
+    /// `slew`: what a slewing host reads. The slow path: a host without a
+    /// slew reads the clock itself.
+    #[inline]
+    pub(crate) fn slewing(self, slew: Slew) -> SlewingClock {
+        SlewingClock { clock: self, slew }
     }
 
     /// The wall clock stepped by `by` nanoseconds (a `clock-jump` fault),
@@ -158,9 +158,6 @@ impl HostClock {
             // The common case: `t + base`, which is never negative.
             return Instant::from_nanos(t.saturating_add(base));
         }
-        if let Some(slew) = self.slew {
-            return self.slewing_local_nanos(t, slew);
-        }
         if self.drift_ppb == 0 {
             // Without 128-bit division.
             let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
@@ -177,22 +174,13 @@ impl HostClock {
     #[inline(always)]
     fn steady_base(self) -> Option<u64> {
         const EPOCH: i64 = EPOCH_NANOS as i64;
-        if self.drift_ppb != 0 || self.slew.is_some() {
+        if self.drift_ppb != 0 {
             return None;
         }
         match self.offset_nanos.checked_add(EPOCH) {
             Some(base) if base >= 0 => Some(base as u64),
             _ => None,
         }
-    }
-
-    /// [`local_nanos`](Self::local_nanos) of a slewing clock: the clock
-    /// without the slew, plus the slew's progress. Out of line.
-    #[inline(never)]
-    fn slewing_local_nanos(self, t: u64, slew: Slew) -> Instant {
-        let unslewed = HostClock { slew: None, ..self }.local_nanos(t).as_nanos();
-        let local = i128::from(unslewed) + i128::from(slew.progress(t));
-        Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX))
     }
 
     /// [`local_nanos`](Self::local_nanos) of a drifting clock. Out of line:
@@ -238,11 +226,6 @@ impl HostClock {
         if self.local_nanos(not_before) >= local {
             return not_before;
         }
-        if self.slew.is_some() {
-            // No closed form: the slew's progress truncates.
-            let read = |t: u64| self.local_nanos(t).as_nanos();
-            return first_reaching(read, local.as_nanos(), not_before);
-        }
         let target = i128::from(local.as_nanos()) - i128::from(self.offset_nanos) - EPOCH_NANOS;
         if self.drift_ppb == 0 {
             return u64::try_from(target.max(i128::from(not_before))).unwrap_or(u64::MAX);
@@ -263,6 +246,43 @@ impl HostClock {
             t -= 1;
         }
         t
+    }
+}
+
+/// A host's reading clock (from [`HostClock::for_reading`]) and the slew
+/// in progress on it, or made: the clock without the slew, plus the slew's
+/// progress. Built only for a host with a slew, out of the hot path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlewingClock {
+    clock: HostClock,
+    slew: Slew,
+}
+
+impl SlewingClock {
+    /// The host's reading at true time `t`.
+    #[inline(never)]
+    pub(crate) fn local(self, t: SimTime) -> Instant {
+        debug_assert_eq!(self.clock.stepped_nanos, 0, "read through for_reading");
+        self.local_nanos(t.as_nanos())
+    }
+
+    fn local_nanos(self, t: u64) -> Instant {
+        let unslewed = self.clock.local_nanos(t).as_nanos();
+        let local = i128::from(unslewed) + i128::from(self.slew.progress(t));
+        Instant::from_nanos(u64::try_from(local.max(0)).unwrap_or(u64::MAX))
+    }
+
+    /// The earliest true time at which the host's clock reads at least
+    /// `local`, and never earlier than `not_before`: a search (no closed
+    /// form: the slew's progress truncates).
+    #[inline(never)]
+    pub(crate) fn true_time_at(self, local: Instant, not_before: SimTime) -> SimTime {
+        let read = |t: u64| self.local_nanos(t).as_nanos();
+        SimTime::from_nanos(first_reaching(
+            read,
+            local.as_nanos(),
+            not_before.as_nanos(),
+        ))
     }
 }
 
@@ -354,7 +374,6 @@ mod tests {
                 offset_nanos: offset,
                 drift_ppb: 0,
                 stepped_nanos: 0,
-                slew: None,
             };
             let mut draw = || {
                 if uniform_inclusive(&mut rng, 0, 3) == 0 {
@@ -464,9 +483,12 @@ mod tests {
         let mut c = HostClock::new(1_000_000_000, 0.001);
         let plain = c;
         c.jump(5_000_000_000);
-        c.slew(s(10), 2_000_000_000, 20_000_000_000);
+        let mut slew = None;
+        c.slew(&mut slew, s(10), 2_000_000_000, 20_000_000_000);
+        let slew = slew.expect("the slew is kept in the side slot");
         for kind in [wall, mono] {
-            let (slewed, unslewed) = (c.for_reading(kind), plain.for_reading(kind));
+            let slewed = c.for_reading(kind).slewing(slew);
+            let unslewed = plain.for_reading(kind);
             let step = if kind == wall { 5_000_000_000 } else { 0 };
             let gap =
                 |at| slewed.local(at).as_nanos() as i128 - unslewed.local(at).as_nanos() as i128;

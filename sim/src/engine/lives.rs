@@ -8,7 +8,7 @@ use fenced::{NodeId, OwnerId};
 use super::Address;
 use crate::engine::clock::{ClockKind, HostClock};
 use crate::engine::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
-use crate::engine::slew::ServerClock;
+use crate::engine::slew::{self, ServerClock, Slew};
 use crate::observation::{HostId, HostRef, NodeRef, ProcessId, ProcessRef, ServerId};
 use crate::time::SimTime;
 
@@ -68,9 +68,16 @@ pub(crate) struct Lives<E> {
     /// fenced protocol: its lease store and downstream have fixed names).
     servers: Vec<String>,
     first_node: u16,
-    /// Each server endpoint's clock: the steps of the clock it times by
-    /// (none for a monotonic one) and its slews.
-    server_clocks: Vec<ServerClock>,
+    /// Each server endpoint's clock offset, in ns: the steps of the clock
+    /// it times by (none for a monotonic one) and the slews before its
+    /// latest.
+    server_offsets: Vec<i64>,
+    /// The latest slew of each endpoint's clocks (servers and nodes), by
+    /// endpoint: a side table, so that the clock copied into every event's
+    /// outbox stays the size it was without slews. Empty until the first
+    /// slew: a run that slews nothing pays one length test per clock
+    /// reading.
+    slews: Vec<Option<Slew>>,
     /// The clocks the hosts time their decisions by.
     clocks: HostClocks,
     nodes: Vec<Node>,
@@ -133,7 +140,8 @@ impl<E> Lives<E> {
             by_id,
             servers,
             first_node,
-            server_clocks: vec![ServerClock::default(); usize::from(first_node)],
+            server_offsets: vec![0; usize::from(first_node)],
+            slews: Vec::new(),
             clocks,
             procs: Vec::new(),
         }
@@ -149,9 +157,30 @@ impl<E> Lives<E> {
         self.first_node
     }
 
-    /// The clock server `endpoint` times by.
+    /// The offset of the clock server `endpoint` times by: its steps and
+    /// the slews before its latest ([`slew`](Self::slew)).
+    pub(crate) fn server_offset(&self, endpoint: u16) -> i64 {
+        self.server_offsets[usize::from(endpoint)]
+    }
+
+    /// The clock server `endpoint` times by, with its slew.
     pub(crate) fn server_clock(&self, endpoint: u16) -> ServerClock {
-        self.server_clocks[usize::from(endpoint)]
+        ServerClock::new(self.server_offset(endpoint), self.slew(endpoint).copied())
+    }
+
+    /// Whether any clock of the run slewed.
+    #[inline(always)]
+    pub(crate) fn any_slew(&self) -> bool {
+        !self.slews.is_empty()
+    }
+
+    /// The latest slew of `endpoint`'s clocks, if it ever slewed.
+    #[inline(always)]
+    pub(crate) fn slew(&self, endpoint: u16) -> Option<&Slew> {
+        match self.slews.get(usize::from(endpoint)) {
+            Some(Some(slew)) => Some(slew),
+            _ => None,
+        }
     }
 
     /// Steps the wall clock of `endpoint` by `by` ns: a server's, or the
@@ -163,7 +192,8 @@ impl<E> Lives<E> {
             if self.clocks.server(endpoint) == ClockKind::Monotonic {
                 return false;
             }
-            self.server_clocks[usize::from(endpoint)].step(by);
+            let offset = &mut self.server_offsets[usize::from(endpoint)];
+            *offset = offset.saturating_add(by);
             true
         } else {
             self.nodes[usize::from(endpoint - self.first_node)]
@@ -177,12 +207,17 @@ impl<E> Lives<E> {
     /// node) by `by` ns over `over` ns of true time from `now`: every host's
     /// timing moves, whichever clock it times by ([`super::slew`]).
     pub(crate) fn slew_clock(&mut self, endpoint: u16, now: SimTime, by: i64, over: u64) {
+        if self.slews.is_empty() {
+            self.slews = vec![None; self.endpoint_count()];
+        }
+        let current = &mut self.slews[usize::from(endpoint)];
         if endpoint < self.first_node {
-            self.server_clocks[usize::from(endpoint)].slew(now, by, over);
+            let offset = &mut self.server_offsets[usize::from(endpoint)];
+            slew::begin(offset, current, now, by, over);
         } else {
             self.nodes[usize::from(endpoint - self.first_node)]
                 .clock
-                .slew(now, by, over);
+                .slew(current, now, by, over);
         }
     }
 

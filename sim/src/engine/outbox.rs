@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Address, Event, Hosts, Lives};
-use crate::engine::clock::HostClock;
+use crate::engine::clock::{server_local, server_true_time, HostClock, SlewingClock};
 use crate::engine::network::{Network, Transit};
 use crate::engine::queue::EventQueue;
 use crate::engine::slew::ServerClock;
@@ -15,7 +15,13 @@ use crate::observation::{DropReason, Observation, Observer, SimTime};
 pub(crate) enum Clock {
     /// A node's (offset, drift, jumps).
     Node(HostClock),
-    /// A server's: true time, stepped and slewed.
+    /// A server's: true time stepped by this many nanoseconds.
+    Server(i64),
+}
+
+/// A slewing host's clock, with its slew.
+enum Slewed {
+    Node(SlewingClock),
     Server(ServerClock),
 }
 
@@ -35,7 +41,10 @@ pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
     /// The acting host.
     pub(super) me: Address,
     /// The acting host's clock: a process's (its node's), or a server's
-    /// step from true time.
+    /// step from true time. Without its slew, if it has one: slews are
+    /// kept in [`Lives`] (a side table, so that the clock every event
+    /// carries keeps the size it had without slews) and read out of line
+    /// once any clock of the run slewed.
     pub(super) clock: Clock,
     /// Set by [`exit`](Self::exit): the acting process ends its life.
     pub(super) exit: bool,
@@ -44,10 +53,38 @@ pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
 impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     /// The acting host's clock now (true time for a server).
     pub(crate) fn local_now(&self) -> fenced::Instant {
+        if self.names.any_slew() {
+            return self.slewed_local_now();
+        }
+        self.unslewed_local_now()
+    }
+
+    #[inline(always)]
+    fn unslewed_local_now(&self) -> fenced::Instant {
         match self.clock {
             Clock::Node(clock) => clock.local(self.now),
-            Clock::Server(clock) => clock.local(self.now),
+            Clock::Server(offset) => server_local(self.now, offset),
         }
+    }
+
+    /// [`local_now`](Self::local_now) once a clock of the run slewed. Out
+    /// of line.
+    #[inline(never)]
+    fn slewed_local_now(&self) -> fenced::Instant {
+        match self.slewed_clock() {
+            Some(Slewed::Node(clock)) => clock.local(self.now),
+            Some(Slewed::Server(clock)) => clock.local(self.now),
+            None => self.unslewed_local_now(),
+        }
+    }
+
+    /// The acting host's clock with its slew, if it has one.
+    fn slewed_clock(&self) -> Option<Slewed> {
+        let slew = *self.names.slew(self.from)?;
+        Some(match self.clock {
+            Clock::Node(clock) => Slewed::Node(clock.slewing(slew)),
+            Clock::Server(offset) => Slewed::Server(ServerClock::new(offset, Some(slew))),
+        })
     }
 
     /// The acting process exits (gracefully) once this input is handled:
@@ -127,9 +164,28 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
 
     /// The true time at which the acting host's clock reads `local`.
     pub(crate) fn true_time(&self, local: fenced::Instant) -> SimTime {
+        if self.names.any_slew() {
+            return self.slewed_true_time(local);
+        }
+        self.unslewed_true_time(local)
+    }
+
+    #[inline(always)]
+    fn unslewed_true_time(&self, local: fenced::Instant) -> SimTime {
         match self.clock {
             Clock::Node(clock) => clock.true_time_at(local, self.now),
-            Clock::Server(clock) => clock.true_time_at(local, self.now),
+            Clock::Server(offset) => server_true_time(local, offset, self.now),
+        }
+    }
+
+    /// [`true_time`](Self::true_time) once a clock of the run slewed. Out
+    /// of line.
+    #[inline(never)]
+    fn slewed_true_time(&self, local: fenced::Instant) -> SimTime {
+        match self.slewed_clock() {
+            Some(Slewed::Node(clock)) => clock.true_time_at(local, self.now),
+            Some(Slewed::Server(clock)) => clock.true_time_at(local, self.now),
+            None => self.unslewed_true_time(local),
         }
     }
 

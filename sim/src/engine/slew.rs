@@ -79,6 +79,23 @@ impl Slew {
     }
 }
 
+/// Begins a slew of `by` ns over `over` ns of true time at `now` on a clock
+/// whose steps and earlier slews add up to `offset` and whose latest slew is
+/// `current`: one still in progress stops where it stands (its progress so
+/// far is folded into `offset`).
+pub(crate) fn begin(
+    offset: &mut i64,
+    current: &mut Option<Slew>,
+    now: SimTime,
+    by: i64,
+    over: u64,
+) {
+    if let Some(previous) = current.take() {
+        *offset = offset.saturating_add(previous.progress(now.as_nanos()));
+    }
+    *current = Some(Slew::new(now, by, over));
+}
+
 /// The earliest true time, not before `not_before`, at which `read` (a
 /// non-decreasing clock) reads at least `local`: a search, for clocks with
 /// no closed-form inverse (those slewing).
@@ -126,6 +143,12 @@ impl ServerClock {
         ServerClock { offset, slew: None }
     }
 
+    /// A clock stepped (and moved by earlier slews) by `offset` ns, slewing
+    /// by `slew`: a server's, assembled from the engine's side table.
+    pub(crate) fn new(offset: i64, slew: Option<Slew>) -> ServerClock {
+        ServerClock { offset, slew }
+    }
+
     /// Steps the clock by `by` ns.
     pub(crate) fn step(&mut self, by: i64) {
         self.offset = self.offset.saturating_add(by);
@@ -134,12 +157,7 @@ impl ServerClock {
     /// Begins a slew of `by` ns over `over` ns of true time at `now`; one in
     /// progress stops where it stands.
     pub(crate) fn slew(&mut self, now: SimTime, by: i64, over: u64) {
-        if let Some(previous) = self.slew.take() {
-            self.offset = self
-                .offset
-                .saturating_add(previous.progress(now.as_nanos()));
-        }
-        self.slew = Some(Slew::new(now, by, over));
+        begin(&mut self.offset, &mut self.slew, now, by, over);
     }
 
     /// The clock's steps and finished slews, when no slew is in progress at
