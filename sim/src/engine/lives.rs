@@ -389,11 +389,17 @@ impl<E> Lives<E> {
         Cow::Owned(owner_id(&self.nodes[life.node as usize].id, incarnation))
     }
 
+    /// The endpoint of the node of slot `pid`. Always inlined, as
+    /// [`clock_of`](Self::clock_of): both are read for every input of a
+    /// process, in [`Engine::outbox`](super::Engine), which is inlined into
+    /// the event loop; there the optimiser had kept them out of line.
+    #[inline(always)]
     pub(crate) fn endpoint_of(&self, pid: u32) -> u16 {
         self.nodes[self.procs[pid as usize].node as usize].endpoint
     }
 
     /// The clock the process in slot `pid` times by.
+    #[inline(always)]
     pub(crate) fn clock_of(&self, pid: u32) -> HostClock {
         self.nodes[self.procs[pid as usize].node as usize]
             .clock

@@ -211,6 +211,12 @@ impl NodeProcess {
         self.arm_elector_timer(out);
     }
 
+    /// Arms the elector's timer for its next deadline (unless armed for
+    /// it). Always inlined: with a second (cold) caller,
+    /// [`clock_changed`](Self::clock_changed), the optimiser had kept it
+    /// out of line of [`drain_elector`](Self::drain_elector), once per
+    /// input of every node.
+    #[inline(always)]
     fn arm_elector_timer<O: Observer>(&mut self, out: Out<'_, '_, O>) {
         let Some(local) = self.elector.next_timeout() else {
             return;
