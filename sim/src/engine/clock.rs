@@ -55,6 +55,51 @@ pub(crate) fn server_true_time(local: Instant, offset: i64, not_before: SimTime)
     }
 }
 
+/// The offset a server's clock record ([`Lives`](super::Lives)) holds while
+/// the server's clock slews: readings through [`server_local_or`] and
+/// [`server_true_time_or`] then go to the caller's slewing path (which reads
+/// the clock itself, and so is right even for a clock stepped to exactly
+/// this offset). Tested only off the fast path (offset 0).
+pub(crate) const SLEWED_SERVER_OFFSET: i64 = i64::MIN;
+
+/// [`server_local`], or `slewed()` for [`SLEWED_SERVER_OFFSET`].
+#[inline]
+pub(crate) fn server_local_or(
+    t: SimTime,
+    offset: i64,
+    slewed: impl FnOnce() -> Instant,
+) -> Instant {
+    if offset == 0 {
+        return Instant::from_nanos(t.as_nanos());
+    }
+    if offset == SLEWED_SERVER_OFFSET {
+        return slewed();
+    }
+    server_local(t, offset)
+}
+
+/// [`server_true_time`], or `slewed()` for [`SLEWED_SERVER_OFFSET`].
+#[inline]
+pub(crate) fn server_true_time_or(
+    local: Instant,
+    offset: i64,
+    not_before: SimTime,
+    slewed: impl FnOnce() -> SimTime,
+) -> SimTime {
+    if offset == 0 {
+        // `server_true_time` of an unstepped clock.
+        return SimTime::from_nanos(local.as_nanos());
+    }
+    if offset == SLEWED_SERVER_OFFSET {
+        return slewed();
+    }
+    server_true_time(local, offset, not_before)
+}
+
+/// The drift of [`HostClock::SLEWED`], which no clock has: a validated
+/// drift is at most half a billion parts per billion.
+const SLEWED_DRIFT_PPB: i64 = i64::MIN;
+
 /// Which of its two clocks a host times its decisions by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClockKind {
@@ -83,6 +128,25 @@ impl HostClock {
         drift_ppb: 0,
         stepped_nanos: 0,
     };
+
+    /// What a node's clock record ([`Lives`](super::Lives)) holds while its
+    /// clocks slew: its real clock and slew are in a side table, out of the
+    /// clock every event copies. A drift no clock has keeps it off the
+    /// steady fast path; [`local_or`](Self::local_or) and
+    /// [`true_time_at_or`](Self::true_time_at_or) test for it there and
+    /// hand over to the caller's slewing path. Never read otherwise.
+    pub(crate) const SLEWED: HostClock = HostClock {
+        offset_nanos: 0,
+        drift_ppb: SLEWED_DRIFT_PPB,
+        stepped_nanos: 0,
+    };
+
+    /// Whether this is [`SLEWED`](Self::SLEWED) (or one of its readings,
+    /// [`for_reading`](Self::for_reading)).
+    #[inline(always)]
+    pub(crate) fn is_slewed(self) -> bool {
+        self.drift_ppb == SLEWED_DRIFT_PPB
+    }
 
     /// `drift` is a fraction (0.01 = 1% fast); the caller has validated both
     /// against [`MAX_CLOCK_OFFSET_NANOS`] and [`MAX_CLOCK_DRIFT`].
@@ -145,11 +209,28 @@ impl HostClock {
     }
 
     /// The host's reading at true time `t` (of a clock from
-    /// [`for_reading`](Self::for_reading): steps are not counted here).
-    #[inline]
+    /// [`for_reading`](Self::for_reading): steps are not counted here). The
+    /// engine reads through [`local_or`](Self::local_or), which also tells
+    /// the stand-in [`SLEWED`](Self::SLEWED) apart.
+    #[cfg(test)]
     pub(crate) fn local(self, t: SimTime) -> Instant {
         debug_assert_eq!(self.stepped_nanos, 0, "read through for_reading");
         self.local_nanos(t.as_nanos())
+    }
+
+    /// [`local`](Self::local), or `slewed()` for [`SLEWED`](Self::SLEWED):
+    /// the test lies off the steady fast path.
+    #[inline]
+    pub(crate) fn local_or(self, t: SimTime, slewed: impl FnOnce() -> Instant) -> Instant {
+        debug_assert_eq!(self.stepped_nanos, 0, "read through for_reading");
+        let t = t.as_nanos();
+        if let Some(base) = self.steady_base() {
+            return Instant::from_nanos(t.saturating_add(base));
+        }
+        if self.is_slewed() {
+            return slewed();
+        }
+        self.unsteady_local_nanos(t)
     }
 
     #[inline]
@@ -158,6 +239,12 @@ impl HostClock {
             // The common case: `t + base`, which is never negative.
             return Instant::from_nanos(t.saturating_add(base));
         }
+        self.unsteady_local_nanos(t)
+    }
+
+    /// [`local_nanos`](Self::local_nanos) off the steady fast path.
+    #[inline]
+    fn unsteady_local_nanos(self, t: u64) -> Instant {
         if self.drift_ppb == 0 {
             // Without 128-bit division.
             let local = i128::from(t) + i128::from(self.offset_nanos) + EPOCH_NANOS;
@@ -196,25 +283,36 @@ impl HostClock {
     }
 
     /// The earliest true time at which the host's clock reads at least
-    /// `local`, and never earlier than `not_before`.
-    #[inline]
+    /// `local`, and never earlier than `not_before`. The engine asks
+    /// through [`true_time_at_or`](Self::true_time_at_or).
+    #[cfg(test)]
     pub(crate) fn true_time_at(self, local: Instant, not_before: SimTime) -> SimTime {
         SimTime::from_nanos(self.true_nanos_at(local, not_before.as_nanos()))
     }
 
+    /// [`true_time_at`](Self::true_time_at), or `slewed()` for
+    /// [`SLEWED`](Self::SLEWED): the test lies off the steady fast path.
     #[inline]
+    pub(crate) fn true_time_at_or(
+        self,
+        local: Instant,
+        not_before: SimTime,
+        slewed: impl FnOnce() -> SimTime,
+    ) -> SimTime {
+        let not_before = not_before.as_nanos();
+        if let Some(base) = self.steady_base() {
+            return SimTime::from_nanos(steady_true_nanos_at(base, local, not_before));
+        }
+        if self.is_slewed() {
+            return slewed();
+        }
+        SimTime::from_nanos(self.moving_true_nanos_at(local, not_before))
+    }
+
+    #[cfg(test)]
     fn true_nanos_at(self, local: Instant, not_before: u64) -> u64 {
         if let Some(base) = self.steady_base() {
-            // The clock reads `t + base`: if it reads less than `local` at
-            // `not_before` (so `local > not_before + base ≥ base`, without
-            // saturation), it first reads `local` at `local - base`, which
-            // lies after `not_before`.
-            let local = local.as_nanos();
-            return if not_before.saturating_add(base) >= local {
-                not_before
-            } else {
-                local - base
-            };
+            return steady_true_nanos_at(base, local, not_before);
         }
         self.moving_true_nanos_at(local, not_before)
     }
@@ -246,6 +344,20 @@ impl HostClock {
             t -= 1;
         }
         t
+    }
+}
+
+/// [`HostClock::true_nanos_at`] of a clock that reads `t + base`: if it
+/// reads less than `local` at `not_before` (so `local > not_before + base ≥
+/// base`, without saturation), it first reads `local` at `local - base`,
+/// which lies after `not_before`.
+#[inline(always)]
+fn steady_true_nanos_at(base: u64, local: Instant, not_before: u64) -> u64 {
+    let local = local.as_nanos();
+    if not_before.saturating_add(base) >= local {
+        not_before
+    } else {
+        local - base
     }
 }
 
@@ -503,5 +615,57 @@ mod tests {
                 assert!(slewed.local(SimTime::from_nanos(back.as_nanos() - 1)) < local);
             }
         }
+    }
+    /// The engine's readings (`local_or`, `true_time_at_or`,
+    /// `server_local_or`, `server_true_time_or`) are the plain ones for every
+    /// clock but the stand-ins, which they hand over.
+    #[test]
+    fn readings_through_the_stand_in_test_are_the_plain_ones() {
+        let slewed_local = || Instant::from_nanos(7);
+        let slewed_true = || SimTime::from_nanos(7);
+        let clocks = [
+            HostClock::TRUE,
+            HostClock::new(-3_000_000_000, 0.0),
+            HostClock::new(2_000, 0.25),
+            HostClock::new(1, -0.5),
+        ];
+        for c in clocks {
+            assert!(!c.is_slewed());
+            for n in [0u64, 1, 999_999_999, 3_600_000_000_000] {
+                let t = SimTime::from_nanos(n);
+                let local = c.local(t);
+                assert_eq!(c.local_or(t, || unreachable!()), local);
+                let back = c.true_time_at_or(local, SimTime::ZERO, || unreachable!());
+                assert_eq!(back, c.true_time_at(local, SimTime::ZERO));
+            }
+        }
+        for kind in [ClockKind::Wall, ClockKind::Monotonic] {
+            let stand_in = HostClock::SLEWED.for_reading(kind);
+            assert!(stand_in.is_slewed());
+            let t = SimTime::from_nanos(5);
+            assert_eq!(stand_in.local_or(t, slewed_local), slewed_local());
+            let at = stand_in.true_time_at_or(Instant::from_nanos(9), t, slewed_true);
+            assert_eq!(at, slewed_true());
+        }
+        for offset in [0i64, 1, -1, 5_000_000_000, -5_000_000_000, i64::MAX] {
+            for n in [0u64, 1, 4_999_999_999, 5_000_000_000, u64::MAX] {
+                let (t, local) = (SimTime::from_nanos(n), Instant::from_nanos(n));
+                assert_eq!(
+                    server_local_or(t, offset, || unreachable!()),
+                    server_local(t, offset)
+                );
+                for not_before in [SimTime::ZERO, SimTime::from_nanos(3), t] {
+                    assert_eq!(
+                        server_true_time_or(local, offset, not_before, || unreachable!()),
+                        server_true_time(local, offset, not_before)
+                    );
+                }
+            }
+        }
+        let t = SimTime::from_nanos(5);
+        let offset = SLEWED_SERVER_OFFSET;
+        assert_eq!(server_local_or(t, offset, slewed_local), slewed_local());
+        let at = server_true_time_or(Instant::from_nanos(9), offset, t, slewed_true);
+        assert_eq!(at, slewed_true());
     }
 }

@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use fenced::{NodeId, OwnerId};
 
 use super::Address;
-use crate::engine::clock::{ClockKind, HostClock};
+use crate::engine::clock::{ClockKind, HostClock, SlewingClock};
 use crate::engine::network::{DOWNSTREAM_ENDPOINT, FIRST_NODE_ENDPOINT, STORE_ENDPOINT};
-use crate::engine::slew::{self, ServerClock, Slew};
+use crate::engine::slew::{ServerClock, Slew};
 use crate::observation::{HostId, HostRef, NodeRef, ProcessId, ProcessRef, ServerId};
 use crate::time::SimTime;
 
@@ -40,6 +40,9 @@ fn owner_id(node: &NodeId, incarnation: u32) -> OwnerId {
 struct Node {
     id: NodeId,
     endpoint: u16,
+    /// Its clock, copied into the outbox of every input of its processes;
+    /// [`HostClock::SLEWED`] once its clocks slewed (the clock is then in
+    /// [`Lives::slewed_nodes`]).
     clock: HostClock,
     /// Slots this node has used (alive or dead, reused on restart).
     pids: Vec<u32>,
@@ -68,16 +71,20 @@ pub(crate) struct Lives<E> {
     /// fenced protocol: its lease store and downstream have fixed names).
     servers: Vec<String>,
     first_node: u16,
-    /// Each server endpoint's clock offset, in ns: the steps of the clock
-    /// it times by (none for a monotonic one) and the slews before its
-    /// latest.
-    server_offsets: Vec<i64>,
-    /// The latest slew of each endpoint's clocks (servers and nodes), by
-    /// endpoint: a side table, so that the clock copied into every event's
-    /// outbox stays the size it was without slews. Empty until the first
-    /// slew: a run that slews nothing pays one length test per clock
-    /// reading.
-    slews: Vec<Option<Slew>>,
+    /// Each server endpoint's clock: the steps of the clock it times by
+    /// (none for a monotonic one) and its slews.
+    server_clocks: Vec<ServerClock>,
+    /// What a server's outbox carries of its clock ([`ServerClock::record`]):
+    /// its offset, or, once it slewed, [`SLEWED_SERVER_OFFSET`], which
+    /// sends its readings out of line to `server_clocks`.
+    ///
+    /// [`SLEWED_SERVER_OFFSET`]: crate::engine::clock::SLEWED_SERVER_OFFSET
+    server_records: Vec<i64>,
+    /// The clocks of the nodes whose clocks slewed, by node (empty until
+    /// the first node slews), with their latest slew: a side table, so that
+    /// the clock every event carries keeps the size (and the code path) it
+    /// had without slews.
+    slewed_nodes: Vec<Option<(HostClock, Slew)>>,
     /// The clocks the hosts time their decisions by.
     clocks: HostClocks,
     nodes: Vec<Node>,
@@ -140,8 +147,9 @@ impl<E> Lives<E> {
             by_id,
             servers,
             first_node,
-            server_offsets: vec![0; usize::from(first_node)],
-            slews: Vec::new(),
+            server_clocks: vec![ServerClock::default(); usize::from(first_node)],
+            server_records: vec![0; usize::from(first_node)],
+            slewed_nodes: Vec::new(),
             clocks,
             procs: Vec::new(),
         }
@@ -157,30 +165,18 @@ impl<E> Lives<E> {
         self.first_node
     }
 
-    /// The offset of the clock server `endpoint` times by: its steps and
-    /// the slews before its latest ([`slew`](Self::slew)).
-    pub(crate) fn server_offset(&self, endpoint: u16) -> i64 {
-        self.server_offsets[usize::from(endpoint)]
+    /// What the outbox of server `endpoint` carries of its clock: its step
+    /// from true time, or [`SLEWED_SERVER_OFFSET`] once it slewed
+    /// ([`server_clock`](Self::server_clock) then).
+    ///
+    /// [`SLEWED_SERVER_OFFSET`]: crate::engine::clock::SLEWED_SERVER_OFFSET
+    pub(crate) fn server_record(&self, endpoint: u16) -> i64 {
+        self.server_records[usize::from(endpoint)]
     }
 
-    /// The clock server `endpoint` times by, with its slew.
+    /// The clock server `endpoint` times by.
     pub(crate) fn server_clock(&self, endpoint: u16) -> ServerClock {
-        ServerClock::new(self.server_offset(endpoint), self.slew(endpoint).copied())
-    }
-
-    /// Whether any clock of the run slewed.
-    #[inline(always)]
-    pub(crate) fn any_slew(&self) -> bool {
-        !self.slews.is_empty()
-    }
-
-    /// The latest slew of `endpoint`'s clocks, if it ever slewed.
-    #[inline(always)]
-    pub(crate) fn slew(&self, endpoint: u16) -> Option<&Slew> {
-        match self.slews.get(usize::from(endpoint)) {
-            Some(Some(slew)) => Some(slew),
-            _ => None,
-        }
+        self.server_clocks[usize::from(endpoint)]
     }
 
     /// Steps the wall clock of `endpoint` by `by` ns: a server's, or the
@@ -192,13 +188,16 @@ impl<E> Lives<E> {
             if self.clocks.server(endpoint) == ClockKind::Monotonic {
                 return false;
             }
-            let offset = &mut self.server_offsets[usize::from(endpoint)];
-            *offset = offset.saturating_add(by);
+            let clock = &mut self.server_clocks[usize::from(endpoint)];
+            clock.step(by);
+            self.server_records[usize::from(endpoint)] = clock.record();
             true
         } else {
-            self.nodes[usize::from(endpoint - self.first_node)]
-                .clock
-                .jump(by);
+            let node = usize::from(endpoint - self.first_node);
+            match self.slewed_nodes.get_mut(node) {
+                Some(Some((clock, _))) => clock.jump(by),
+                _ => self.nodes[node].clock.jump(by),
+            }
             self.clocks.nodes == ClockKind::Wall
         }
     }
@@ -207,18 +206,24 @@ impl<E> Lives<E> {
     /// node) by `by` ns over `over` ns of true time from `now`: every host's
     /// timing moves, whichever clock it times by ([`super::slew`]).
     pub(crate) fn slew_clock(&mut self, endpoint: u16, now: SimTime, by: i64, over: u64) {
-        if self.slews.is_empty() {
-            self.slews = vec![None; self.endpoint_count()];
-        }
-        let current = &mut self.slews[usize::from(endpoint)];
         if endpoint < self.first_node {
-            let offset = &mut self.server_offsets[usize::from(endpoint)];
-            slew::begin(offset, current, now, by, over);
-        } else {
-            self.nodes[usize::from(endpoint - self.first_node)]
-                .clock
-                .slew(current, now, by, over);
+            let clock = &mut self.server_clocks[usize::from(endpoint)];
+            clock.slew(now, by, over);
+            self.server_records[usize::from(endpoint)] = clock.record();
+            return;
         }
+        let node = usize::from(endpoint - self.first_node);
+        if self.slewed_nodes.is_empty() {
+            self.slewed_nodes = vec![None; self.nodes.len()];
+        }
+        let (mut clock, mut slew) = match self.slewed_nodes[node].take() {
+            Some((clock, slew)) => (clock, Some(slew)),
+            None => (self.nodes[node].clock, None),
+        };
+        clock.slew(&mut slew, now, by, over);
+        let slew = slew.expect("a slew was just begun");
+        self.slewed_nodes[node] = Some((clock, slew));
+        self.nodes[node].clock = HostClock::SLEWED;
     }
 
     /// How many nodes.
@@ -398,12 +403,23 @@ impl<E> Lives<E> {
         self.nodes[self.procs[pid as usize].node as usize].endpoint
     }
 
-    /// The clock the process in slot `pid` times by.
+    /// The clock the process in slot `pid` times by: [`HostClock::SLEWED`]
+    /// once its node's clocks slewed ([`slewing_clock_of`] then).
+    ///
+    /// [`slewing_clock_of`]: Self::slewing_clock_of
     #[inline(always)]
     pub(crate) fn clock_of(&self, pid: u32) -> HostClock {
         self.nodes[self.procs[pid as usize].node as usize]
             .clock
             .for_reading(self.clocks.nodes)
+    }
+
+    /// The clock the process in slot `pid` times by, with its slew, if its
+    /// node's clocks slewed.
+    pub(crate) fn slewing_clock_of(&self, pid: u32) -> Option<SlewingClock> {
+        let node = self.procs[pid as usize].node as usize;
+        let &(clock, slew) = self.slewed_nodes.get(node)?.as_ref()?;
+        Some(clock.for_reading(self.clocks.nodes).slewing(slew))
     }
 
     // ----- names for observations -----
@@ -461,5 +477,86 @@ impl<E> Lives<E> {
             Address::Server(endpoint) => self.endpoint_ref(endpoint),
             Address::Process { pid, .. } => HostRef::Process(self.process_ref(pid)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lives() -> Lives<()> {
+        let nodes = ["node-a", "node-b"].map(|id| {
+            let id = NodeId::new(id).expect("a valid id");
+            (id, HostClock::new(1_000_000_000, 0.001))
+        });
+        let clocks = HostClocks {
+            nodes: ClockKind::Wall,
+            servers: vec![ClockKind::Wall, ClockKind::Wall],
+        };
+        Lives::with_servers(Vec::new(), nodes, clocks)
+    }
+
+    fn s(secs: u64) -> SimTime {
+        SimTime::from_nanos(secs * 1_000_000_000)
+    }
+
+    /// A node that slewed carries the stand-in; its clock, slews, steps and
+    /// all, reads from the side table as a clock that holds its slew would.
+    #[test]
+    fn a_slewed_node_reads_its_clock_from_the_side_table() {
+        let mut lives = lives();
+        let (a, b) = (lives.spawn(0), lives.spawn(1));
+        let endpoint = lives.endpoint_of(a);
+        assert!(lives.slewing_clock_of(a).is_none());
+        // The same faults on a clock that holds its slew itself.
+        let mut expected = HostClock::new(1_000_000_000, 0.001);
+        let mut slew = None;
+        assert!(lives.jump_clock(endpoint, 3_000_000_000));
+        expected.jump(3_000_000_000);
+        lives.slew_clock(endpoint, s(10), 2_000_000_000, 20_000_000_000);
+        expected.slew(&mut slew, s(10), 2_000_000_000, 20_000_000_000);
+        assert!(lives.jump_clock(endpoint, -1_000_000_000));
+        expected.jump(-1_000_000_000);
+        // A new slew stops the first where it stands (at 15 s: 0.5 s made).
+        lives.slew_clock(endpoint, s(15), -1_000_000_000, 10_000_000_000);
+        expected.slew(&mut slew, s(15), -1_000_000_000, 10_000_000_000);
+        let expected = expected
+            .for_reading(ClockKind::Wall)
+            .slewing(slew.expect("slewing"));
+        assert!(lives.clock_of(a).is_slewed());
+        let slewing = lives.slewing_clock_of(a).expect("slewing");
+        for n in [0u64, 10, 15, 20, 25, 30, 99] {
+            assert_eq!(slewing.local(s(n)), expected.local(s(n)), "at {n} s");
+        }
+        // Offset 1 s, drift 0.1 % of 99 s, steps +3 s and -1 s, half of
+        // the first slew (+0.5 s) and all of the second (-1 s).
+        let moved = 1_000_000_000 + 99_000_000 + 2_000_000_000 + 500_000_000 - 1_000_000_000;
+        assert_eq!(
+            slewing.local(s(99)).as_nanos() as i128,
+            HostClock::TRUE.local(s(99)).as_nanos() as i128 + moved,
+        );
+        // The other node is untouched.
+        assert!(!lives.clock_of(b).is_slewed());
+        assert!(lives.slewing_clock_of(b).is_none());
+    }
+
+    /// A server's record is its offset until it slews, the stand-in from
+    /// then on; its clock is the one a `ServerClock` would be.
+    #[test]
+    fn a_slewed_server_carries_the_stand_in() {
+        use crate::engine::clock::SLEWED_SERVER_OFFSET;
+        let mut lives = lives();
+        let mut expected = ServerClock::default();
+        assert!(lives.jump_clock(0, 4_000));
+        expected.step(4_000);
+        assert_eq!(lives.server_record(0), 4_000);
+        lives.slew_clock(0, s(1), 1_000, 2_000);
+        expected.slew(s(1), 1_000, 2_000);
+        assert_eq!(lives.server_record(0), SLEWED_SERVER_OFFSET);
+        assert!(lives.jump_clock(0, 4_000));
+        expected.step(4_000);
+        assert_eq!(lives.server_record(0), SLEWED_SERVER_OFFSET);
+        assert_eq!(lives.server_clock(0), expected);
+        assert_eq!(lives.server_record(1), 0);
     }
 }

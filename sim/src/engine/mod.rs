@@ -445,7 +445,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let (from, clock) = match me {
             Address::Server(endpoint) => (
                 endpoint,
-                outbox::Clock::Server(self.lives.server_offset(endpoint)),
+                outbox::Clock::Server(self.lives.server_record(endpoint)),
             ),
             Address::Process { pid, .. } => (
                 self.lives.endpoint_of(pid),

@@ -4,25 +4,25 @@
 use std::time::Duration;
 
 use super::{Address, Event, Hosts, Lives};
-use crate::engine::clock::{server_local, server_true_time, HostClock, SlewingClock};
+use crate::engine::clock::{server_local_or, server_true_time_or, HostClock, SlewingClock};
 use crate::engine::network::{Network, Transit};
 use crate::engine::queue::EventQueue;
-use crate::engine::slew::ServerClock;
 use crate::observation::{DropReason, Observation, Observer, SimTime};
 
 /// The clock a host reads.
+///
+/// A host whose clocks slewed carries a stand-in ([`HostClock::SLEWED`],
+/// [`SLEWED_SERVER_OFFSET`]): its clock and slew are kept in [`Lives`] (a
+/// side table, so that the clock every event carries keeps the size, and
+/// the common case the code path, it had without slews), read out of line.
+///
+/// [`SLEWED_SERVER_OFFSET`]: crate::engine::clock::SLEWED_SERVER_OFFSET
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Clock {
     /// A node's (offset, drift, jumps).
     Node(HostClock),
     /// A server's: true time stepped by this many nanoseconds.
     Server(i64),
-}
-
-/// A slewing host's clock, with its slew.
-enum Slewed {
-    Node(SlewingClock),
-    Server(ServerClock),
 }
 
 /// The effects of one input to one host, applied in the order the host
@@ -41,10 +41,7 @@ pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
     /// The acting host.
     pub(super) me: Address,
     /// The acting host's clock: a process's (its node's), or a server's
-    /// step from true time. Without its slew, if it has one: slews are
-    /// kept in [`Lives`] (a side table, so that the clock every event
-    /// carries keeps the size it had without slews) and read out of line
-    /// once any clock of the run slewed.
+    /// step from true time.
     pub(super) clock: Clock,
     /// Set by [`exit`](Self::exit): the acting process ends its life.
     pub(super) exit: bool,
@@ -52,39 +49,35 @@ pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
 
 impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     /// The acting host's clock now (true time for a server).
-    pub(crate) fn local_now(&self) -> fenced::Instant {
-        if self.names.any_slew() {
-            return self.slewed_local_now();
-        }
-        self.unslewed_local_now()
-    }
-
+    ///
+    /// Always inlined, as [`true_time`](Self::true_time) and
+    /// [`set_timer_local`](Self::set_timer_local): a reading with its
+    /// hand-over to the slewing path had grown past what the optimiser
+    /// inlines by itself, and these run for nearly every input.
     #[inline(always)]
-    fn unslewed_local_now(&self) -> fenced::Instant {
+    pub(crate) fn local_now(&self) -> fenced::Instant {
         match self.clock {
-            Clock::Node(clock) => clock.local(self.now),
-            Clock::Server(offset) => server_local(self.now, offset),
+            Clock::Node(clock) => clock.local_or(self.now, || self.slewed_local_now()),
+            Clock::Server(offset) => server_local_or(self.now, offset, || self.slewed_local_now()),
         }
     }
 
-    /// [`local_now`](Self::local_now) once a clock of the run slewed. Out
-    /// of line.
+    /// [`local_now`](Self::local_now) of a host whose clocks slewed (its
+    /// outbox carries a stand-in). Out of line.
     #[inline(never)]
     fn slewed_local_now(&self) -> fenced::Instant {
-        match self.slewed_clock() {
-            Some(Slewed::Node(clock)) => clock.local(self.now),
-            Some(Slewed::Server(clock)) => clock.local(self.now),
-            None => self.unslewed_local_now(),
+        match self.me {
+            Address::Process { pid, .. } => self.slewing_clock_of(pid).local(self.now),
+            Address::Server(endpoint) => self.names.server_clock(endpoint).local(self.now),
         }
     }
 
-    /// The acting host's clock with its slew, if it has one.
-    fn slewed_clock(&self) -> Option<Slewed> {
-        let slew = *self.names.slew(self.from)?;
-        Some(match self.clock {
-            Clock::Node(clock) => Slewed::Node(clock.slewing(slew)),
-            Clock::Server(offset) => Slewed::Server(ServerClock::new(offset, Some(slew))),
-        })
+    /// The clock of process `pid`, whose outbox carries
+    /// [`HostClock::SLEWED`].
+    fn slewing_clock_of(&self, pid: u32) -> SlewingClock {
+        self.names
+            .slewing_clock_of(pid)
+            .expect("a node's clock is the stand-in only once it slewed")
     }
 
     /// The acting process exits (gracefully) once this input is handled:
@@ -156,6 +149,7 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
 
     /// Sets `timer` of the acting host to fire when its clock reads `local`;
     /// returns the true time it will fire at.
+    #[inline(always)]
     pub(crate) fn set_timer_local(&mut self, local: fenced::Instant, timer: H::Timer) -> SimTime {
         let at = self.true_time(local);
         self.set_timer_at(at, timer);
@@ -163,29 +157,27 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     }
 
     /// The true time at which the acting host's clock reads `local`.
-    pub(crate) fn true_time(&self, local: fenced::Instant) -> SimTime {
-        if self.names.any_slew() {
-            return self.slewed_true_time(local);
-        }
-        self.unslewed_true_time(local)
-    }
-
     #[inline(always)]
-    fn unslewed_true_time(&self, local: fenced::Instant) -> SimTime {
+    pub(crate) fn true_time(&self, local: fenced::Instant) -> SimTime {
+        let slewed = || self.slewed_true_time(local);
         match self.clock {
-            Clock::Node(clock) => clock.true_time_at(local, self.now),
-            Clock::Server(offset) => server_true_time(local, offset, self.now),
+            Clock::Node(clock) => clock.true_time_at_or(local, self.now, slewed),
+            Clock::Server(offset) => server_true_time_or(local, offset, self.now, slewed),
         }
     }
 
-    /// [`true_time`](Self::true_time) once a clock of the run slewed. Out
-    /// of line.
+    /// [`true_time`](Self::true_time) of a host whose clocks slewed (its
+    /// outbox carries a stand-in). Out of line.
     #[inline(never)]
     fn slewed_true_time(&self, local: fenced::Instant) -> SimTime {
-        match self.slewed_clock() {
-            Some(Slewed::Node(clock)) => clock.true_time_at(local, self.now),
-            Some(Slewed::Server(clock)) => clock.true_time_at(local, self.now),
-            None => self.unslewed_true_time(local),
+        match self.me {
+            Address::Process { pid, .. } => {
+                self.slewing_clock_of(pid).true_time_at(local, self.now)
+            }
+            Address::Server(endpoint) => self
+                .names
+                .server_clock(endpoint)
+                .true_time_at(local, self.now),
         }
     }
 

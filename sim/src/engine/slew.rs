@@ -24,7 +24,7 @@
 
 use fenced::Instant;
 
-use super::clock::{server_local, server_true_time};
+use super::clock::{server_local, server_true_time, SLEWED_SERVER_OFFSET};
 use crate::time::SimTime;
 
 /// The largest slew rate accepted: 50 % (a clock slewed faster is a clock
@@ -143,10 +143,14 @@ impl ServerClock {
         ServerClock { offset, slew: None }
     }
 
-    /// A clock stepped (and moved by earlier slews) by `offset` ns, slewing
-    /// by `slew`: a server's, assembled from the engine's side table.
-    pub(crate) fn new(offset: i64, slew: Option<Slew>) -> ServerClock {
-        ServerClock { offset, slew }
+    /// What the engine's clock record of the server holds
+    /// ([`Lives`](super::Lives)): the offset while the clock has no slew,
+    /// [`SLEWED_SERVER_OFFSET`] from its first slew on.
+    pub(crate) fn record(&self) -> i64 {
+        match self.slew {
+            None => self.offset,
+            Some(_) => SLEWED_SERVER_OFFSET,
+        }
     }
 
     /// Steps the clock by `by` ns.
