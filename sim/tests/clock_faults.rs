@@ -224,6 +224,7 @@ fn clock_fault_keys_round_trip_and_bad_values_are_refused() {
         ("slew-zero-rate", format!("{slew_tail}by = \"1s\"\nrate = 0.0\n"), &["fault[0].rate", "not a slew rate"]),
         ("slew-fast", format!("{slew_tail}by = \"1s\"\nrate = 0.9\n"), &["fault[0].rate", "at most 0.5"]),
         ("slew-nan", format!("{slew_tail}by = \"1s\"\nrate = nan\n"), &["fault[0].rate"]),
+        ("slew-ppm", format!("{slew_tail}by = \"1s\"\nrate = \"500ppm\"\n"), &["fault[0].rate", "expected a number", "0.0005 (500 ppm"]),
         ("slew-zero", format!("{slew_tail}by = \"0s\"\n"), &["fault[0].by", "must not be zero"]),
         ("slew-downstream", "[[fault]]\nkind = \"clock-slew\"\nnode = \"downstream\"\nat = \"1s\"\nby = \"1s\"\n".to_string(), &["fault[0].node", "reads no clock"]),
         ("slew-period", format!("{slew_tail}by = \"1s\"\nperiod = \"1s\"\n"), &["fault[0].period", "does not take `period`"]),

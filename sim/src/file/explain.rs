@@ -5,6 +5,11 @@
 /// What a duration may look like, for error messages.
 pub(super) const DURATION_HELP: &str = "use a duration such as \"30s\", \"1m 30s\" or \"250ms\"";
 
+/// What a slew's rate may look like, for error messages.
+pub(super) const SLEW_RATE_HELP: &str = "a slew's rate is a fraction of true time, e.g. 0.0005 \
+     (500 ppm, ntpd's and the kernel's maximum) or 0.083 (chrony's maxslewrate of 83 333 ppm), \
+     above 0 and at most 0.5";
+
 /// What a seed may be, for error messages.
 pub(super) const SEED_HELP: &str = "a seed is a whole number from 0 to 18446744073709551615; \
      above 9223372036854775807 (TOML's largest integer) write it as a string, \
@@ -65,6 +70,8 @@ pub(super) fn explain_toml_error(message: &str, path: Option<String>) -> (Option
             let mut message = format!("expected {expected}, found {found}");
             if path.as_deref().is_some_and(is_duration_key) {
                 message = format!("{message}; {DURATION_HELP}");
+            } else if path.as_deref().is_some_and(|p| p.ends_with(".rate")) {
+                message = format!("{message}; {SLEW_RATE_HELP}");
             }
             return (path, message);
         }
