@@ -15,6 +15,7 @@
 //! * [`supervisor`]: node processes in their own process groups, signalled
 //!   (SIGSTOP/SIGCONT/SIGKILL/SIGTERM/SIGUSR1) and always cleaned up;
 //! * [`schema`]: the run's own PostgreSQL schema, created and dropped by it;
+//! * [`stale_schemas`]: schemas of runners that are gone (SIGKILL), removed;
 //! * [`faketime`]: node clock offsets, drifts and steps with libfaketime,
 //!   verified;
 //! * [`store_clock`]: the clock the lease store's SQL reads, stepped and
@@ -40,6 +41,7 @@ pub mod realise;
 pub mod report;
 pub mod runner;
 pub mod schema;
+pub mod stale_schemas;
 pub mod store_clock;
 pub mod supervisor;
 pub mod time_scale;

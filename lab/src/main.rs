@@ -32,6 +32,15 @@ enum Command {
     /// faults applied at real times; judge their histories with the
     /// simulator's checker and print the simulator's prediction next to it.
     Run(RunArgs),
+    /// Drop the schemas that runners killed before their clean-up left in
+    /// the database (`fenced_lab_<pid>_<n>`, marked by a runner of this
+    /// host that is no longer alive); every other schema is kept. `run`
+    /// does this first too.
+    Clean {
+        /// The PostgreSQL the runs used (a URL or key=value string).
+        #[arg(long)]
+        postgres: String,
+    },
     /// One node process (started by `run`; not for direct use).
     #[command(hide = true)]
     Node(Box<NodeArgs>),
@@ -48,6 +57,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(&args),
+        Command::Clean { postgres } => clean(&postgres),
         Command::Node(args) => match node::main(*args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
@@ -70,18 +80,39 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &RunArgs) -> ExitCode {
-    // One thread: proxies, timers and the supervisor share it, and children
-    // started from it die with it (PR_SET_PDEATHSIG follows the thread).
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+/// One thread: proxies, timers and the supervisor share it, and children
+/// started from it die with it (PR_SET_PDEATHSIG follows the thread).
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
+        .map_err(|error| {
             eprintln!("fenced-lab: lab failure: cannot start a runtime: {error}");
-            return ExitCode::from(1);
+            ExitCode::from(1)
+        })
+}
+
+fn clean(postgres: &str) -> ExitCode {
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    match runtime.block_on(fenced_lab::stale_schemas::remove_stale(postgres)) {
+        Ok(cleaned) => {
+            println!("{cleaned}");
+            ExitCode::SUCCESS
         }
+        Err(error) => {
+            eprintln!("fenced-lab clean: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &RunArgs) -> ExitCode {
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
     match runtime.block_on(runner::run(args)) {
         Ok(outcome) => match fenced_lab::output::publish(args, &outcome) {

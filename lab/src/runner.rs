@@ -275,6 +275,14 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let scaled = crate::judge::scaled_scenario(&scenario, time_scale, plan.seed);
     let history =
         LabHistory::create(&log_dir.join("lab.jsonl"), &plan.scenario, &scaled).map_err(infra)?;
+    // A runner killed with SIGKILL could not drop its schema: drop those of
+    // runners on this host that are gone, before making ours.
+    let cleaned = crate::stale_schemas::remove_stale(&args.postgres)
+        .await
+        .map_err(infra)?;
+    if !cleaned.dropped.is_empty() && !args.json {
+        eprintln!("fenced-lab: {cleaned}");
+    }
     let schema = RunSchema::create(&args.postgres).await.map_err(infra)?;
     let store_clock = if plan.store_clock {
         schema.install_store_clock().await.map_err(infra)?;

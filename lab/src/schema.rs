@@ -136,6 +136,17 @@ impl RunSchema {
             }
         }
         let name = created.ok_or(SchemaError::NoFreeName)?;
+        // The runner's mark, so that a later run can tell the schema of a
+        // runner that is gone (crate::stale_schemas). Without /proc there is
+        // no mark, and the schema is never judged stale.
+        if let Ok(me) = crate::stale_schemas::RunnerId::this_process() {
+            let marker = me.marker().replace('\'', "''");
+            let sql = format!("COMMENT ON SCHEMA \"{name}\" IS '{marker}'");
+            if let Err(error) = execute(&client, "mark the run's schema", &sql).await {
+                let _ = drop_named(url, &name).await;
+                return Err(error);
+            }
+        }
         let namespace = Namespace::new(&name, "").map_err(|error| SchemaError::Statement {
             what: format!("schema name {name}"),
             error: error.to_string(),

@@ -191,3 +191,113 @@ async fn ctrl_c_removes_every_process_and_the_schema() {
         Vec::<String>::new()
     );
 }
+
+/// Starts `fenced-lab run` of steady-state (30 s at scale 0.1) and waits
+/// until its schema exists; returns the child and the schema's name.
+async fn a_running_runner(url: &str) -> (tokio::process::Child, String) {
+    let child = tokio::process::Command::new(support::program())
+        .args(["run", "--postgres", url, "--time-scale", "0.1", "--json"])
+        .arg(support::scenario("steady-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("runs");
+    let prefix = format!("fenced_lab_{}_", child.id().expect("pid"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(name) = support::schemas_like(url, &prefix).await.pop() {
+            return (child, name);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no schema {prefix}* within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_schema_left_by_a_killed_runner_is_removed_and_a_live_run_s_is_kept() {
+    // SIGKILL gives a runner no chance to drop its schema: it stays. `clean`
+    // (and the next run, which calls the same code first) drops it — it is
+    // marked by a runner of this host that is gone — and keeps the schema of
+    // a run still going, and an unmarked schema with the runs' pattern.
+    let Some(url) = support::database_url("killed_runner_schema") else {
+        return;
+    };
+    let admin = fenced_lab::schema::connect(&url).await.expect("connects");
+    let unmarked = "fenced_lab_999999999_0";
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {unmarked} CASCADE; CREATE SCHEMA {unmarked}"
+        ))
+        .await
+        .expect("an unmarked schema");
+    let (mut killed, left) = a_running_runner(&url).await;
+    killed.kill().await.expect("SIGKILL");
+    let _ = killed.wait().await;
+    assert_eq!(
+        support::schemas_like(&url, &left).await,
+        vec![left.clone()],
+        "SIGKILL leaves the schema behind"
+    );
+    let clean = || {
+        let out = lab()
+            .args(["clean", "--postgres", &url])
+            .output()
+            .expect("clean runs");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Other tests of this file may run alongside: their live schemas are
+    // listed too, so each list is read for the names this test made.
+    let listed = |said: &str, list: &str, name: &str| {
+        said.split(list)
+            .nth(1)
+            .and_then(|rest| rest.split(';').next())
+            .is_some_and(|names| names.contains(name))
+    };
+    let said = clean();
+    assert!(listed(&said, "of runners that are gone", &left), "{said}");
+    assert_eq!(
+        support::schemas_like(&url, &left).await,
+        Vec::<String>::new()
+    );
+    let (mut live, running) = a_running_runner(&url).await;
+    let said = clean();
+    assert!(listed(&said, "of live runs", &running), "{said}");
+    assert!(
+        !listed(&said, "of runners that are gone", &running),
+        "{said}"
+    );
+    assert_eq!(
+        support::schemas_like(&url, &running).await,
+        vec![running.clone()]
+    );
+    assert_eq!(
+        support::schemas_like(&url, unmarked).await,
+        vec![unmarked.to_string()],
+        "a schema without a runner's mark is never touched"
+    );
+    live.kill().await.expect("SIGKILL");
+    let _ = live.wait().await;
+    admin
+        .batch_execute(&format!("DROP SCHEMA {unmarked}"))
+        .await
+        .expect("dropped");
+    // The next run removes what the second kill left before making its own.
+    let out = lab()
+        .args(["run", "--postgres", &url, "--time-scale", "0.05"])
+        .arg(support::scenario("steady-state"))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&running), "{stderr}");
+    assert_eq!(
+        support::schemas_like(&url, &running).await,
+        Vec::<String>::new()
+    );
+}
