@@ -13,7 +13,9 @@
 //! jitter; the lease store decides on the database's clock; each proxy adds
 //! its latency to every round trip. So:
 //!
-//! * **must agree** (a disagreement is flagged): the violations (by
+//! * **must agree** (a disagreement is flagged): every `[expect]` key the
+//!   scenario checks — met in both runs or unmet in both, since that is what
+//!   the scenario is about ([`ExpectationAgreement`]) — the violations (by
 //!   invariant), split-brain yes/no, the number of terms, the highest token,
 //!   the number of failovers, and each failover gap within
 //!   [`gap_tolerance`] of the simulated one;
@@ -121,6 +123,24 @@ pub struct Difference {
     pub disagreement: bool,
 }
 
+/// One `[expect]` key of the scenario, judged on both runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpectationAgreement {
+    /// The key (`min_rejected_writes`, ...).
+    pub key: &'static str,
+    /// Why the real run does not meet it, or `None` when it does.
+    pub real_unmet: Option<String>,
+    /// Why the simulation does not meet it, or `None` when it does.
+    pub simulated_unmet: Option<String>,
+}
+
+impl ExpectationAgreement {
+    /// Whether both runs meet it, or both miss it.
+    pub fn agrees(&self) -> bool {
+        self.real_unmet.is_some() == self.simulated_unmet.is_some()
+    }
+}
+
 /// The real run next to the simulated one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Comparison {
@@ -132,6 +152,10 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
     /// The tolerance of each simulated failover gap, ms.
     pub gap_tolerances_ms: Vec<u64>,
+    /// Every expectation the scenario checks, on both runs: what the
+    /// scenario is about. One met in one run and not in the other is a
+    /// disagreement.
+    pub expectations: Vec<ExpectationAgreement>,
 }
 
 const JITTER: &str = "real scheduling jitter: a timer fired late, or a retry landed on the other \
@@ -142,12 +166,26 @@ const TICKS: &str = "each real process starts its write ticks from its own start
                      connection set-up), and the database clock decides expiry";
 const GAPS: &str = "connection set-up through the proxy after the fault, proxy latency on each \
                     round trip, the database clock, and scheduling jitter";
+const EXPECTATION: &str = "what the scenario is about holds in one run and not in the other: \
+                           a story that depends on a coincidence of the simulator's schedule, or \
+                           a real difference — read the real run's histories (--keep DIR) next \
+                           to `fenced-sim run --trace`";
 const VERDICT: &str = "a real difference in behaviour: read the real run's histories \
                        (--keep DIR) next to `fenced-sim run --trace`";
 
 impl Comparison {
     /// Compares `real` with `simulated`, both of `scenario` (scaled).
     pub fn new(scenario: &Scenario, real: &Report, simulated: &Report) -> Comparison {
+        let expectations: Vec<ExpectationAgreement> = scenario
+            .expect
+            .checked_keys()
+            .into_iter()
+            .map(|key| ExpectationAgreement {
+                key,
+                real_unmet: real.expect.unmet_because(key).map(str::to_string),
+                simulated_unmet: simulated.expect.unmet_because(key).map(str::to_string),
+            })
+            .collect();
         let (real, simulated) = (Outcome::of(real), Outcome::of(simulated));
         let gap_tolerances_ms: Vec<u64> = simulated
             .gaps_ms
@@ -261,12 +299,26 @@ impl Comparison {
             false,
         );
         differences.extend(gaps);
+        let verdict = |unmet: &Option<String>| match unmet {
+            None => "met".to_string(),
+            Some(why) => format!("unmet ({why})"),
+        };
+        for expectation in expectations.iter().filter(|e| !e.agrees()) {
+            differences.push(Difference {
+                what: format!("[expect] {}", expectation.key),
+                real: verdict(&expectation.real_unmet),
+                simulated: verdict(&expectation.simulated_unmet),
+                reason: EXPECTATION.to_string(),
+                disagreement: true,
+            });
+        }
         differences.sort_by_key(|d| !d.disagreement);
         Comparison {
             real,
             simulated,
             differences,
             gap_tolerances_ms,
+            expectations,
         }
     }
 
@@ -282,6 +334,14 @@ impl Comparison {
             "real": self.real.to_json(),
             "simulated": self.simulated.to_json(),
             "failover_gap_tolerances_ms": self.gap_tolerances_ms,
+            "expectations": self.expectations.iter().map(|e| json!({
+                "key": e.key,
+                "real_met": e.real_unmet.is_none(),
+                "simulated_met": e.simulated_unmet.is_none(),
+                "real_unmet": e.real_unmet,
+                "simulated_unmet": e.simulated_unmet,
+                "agrees": e.agrees(),
+            })).collect::<Vec<_>>(),
             "tolerance": "max(20% of the simulated gap, 2 x retry_interval) + write_interval",
             "differences": self.differences.iter().map(|d| json!({
                 "what": d.what,
@@ -490,5 +550,57 @@ mod tests {
             flagged.iter().any(|w| w.starts_with("failover 1 gap")),
             "{flagged:?}"
         );
+    }
+
+    #[test]
+    fn an_expectation_met_in_one_run_and_not_the_other_is_a_disagreement() {
+        // What the scenario is about: the shipped GC pause's real run once
+        // rejected no stale write while the simulation rejected one, and
+        // the comparison called it "may differ". Every `[expect]` key is
+        // judged on both runs; a split verdict disagrees, naming the key.
+        let mut scenario = scenario();
+        scenario.expect.min_rejected_writes = Some(1);
+        let mut sim = report(&[("a#1", 1), ("b#1", 2)], &[3000], false);
+        sim.expect = fenced_sim::report::ExpectOutcome {
+            met: true,
+            unmet: Vec::new(),
+        };
+        let mut real = sim.clone();
+        real.expect = fenced_sim::report::ExpectOutcome {
+            met: false,
+            unmet: vec!["min_rejected_writes: expected at least 1, got 0".to_string()],
+        };
+        let comparison = Comparison::new(&scenario, &real, &sim);
+        assert!(!comparison.agrees(), "{comparison}");
+        let flagged: Vec<&Difference> = comparison
+            .differences
+            .iter()
+            .filter(|d| d.disagreement)
+            .collect();
+        assert_eq!(flagged.len(), 1, "{flagged:?}");
+        assert_eq!(flagged[0].what, "[expect] min_rejected_writes");
+        assert!(flagged[0].real.contains("got 0"), "{flagged:?}");
+        assert_eq!(flagged[0].simulated, "met");
+        let keys: Vec<&str> = comparison.expectations.iter().map(|e| e.key).collect();
+        // leader-crash's own keys, and the one added here.
+        assert_eq!(
+            keys,
+            [
+                "split_brain",
+                "violations",
+                "min_leader_changes",
+                "max_leader_changes",
+                "max_failover",
+                "min_rejected_writes",
+                "leader_at_end"
+            ]
+        );
+        let json = comparison.to_json();
+        assert_eq!(json["expectations"][5]["key"], "min_rejected_writes");
+        assert_eq!(json["expectations"][5]["real_met"], false);
+        assert_eq!(json["expectations"][5]["agrees"], false);
+        // Unmet in both: they agree.
+        let comparison = Comparison::new(&scenario, &real, &real);
+        assert!(comparison.agrees(), "{comparison}");
     }
 }

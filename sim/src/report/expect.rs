@@ -132,3 +132,61 @@ pub(crate) fn evaluate(
         unmet,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RunOptions, Scenario, Simulation};
+
+    #[test]
+    fn every_unmet_sentence_begins_with_a_checked_key() {
+        // `ExpectOutcome::unmet_because` (the lab's per-expectation
+        // agreement) relies on it: a quiet one-node run against
+        // expectations it fails, one sentence per key, each found by its
+        // key — and none found by a prefix of a key.
+        let scenario = Scenario::new("one", Duration::from_secs(30)).with_nodes(["a"]);
+        let mut sim = Simulation::from_scenario(&scenario, RunOptions::default()).expect("valid");
+        sim.run_to_end();
+        let report = sim.report();
+        let expect = Expectations {
+            split_brain: Some(true),
+            violations: Some(3),
+            min_leader_changes: Some(1),
+            max_leader_changes: None,
+            max_failover: Some(Duration::ZERO),
+            max_spurious_failovers: None,
+            min_spurious_failovers: Some(1),
+            min_rejected_writes: Some(1),
+            max_overlap: Some(Duration::ZERO),
+            min_overlap: Some(Duration::from_secs(2)),
+            max_token: Some(0),
+            min_membership_flaps: Some(1),
+            leader_at_end: Some(false),
+        };
+        let second = Duration::from_secs(1);
+        let outcome = evaluate(&expect, &report, 0, second, second, true);
+        let keys = expect.checked_keys();
+        assert_eq!(outcome.unmet.len(), keys.len(), "{:#?}", outcome.unmet);
+        for key in &keys {
+            assert!(
+                outcome.unmet_because(key).is_some(),
+                "{key}: {:#?}",
+                outcome.unmet
+            );
+        }
+        assert_eq!(outcome.unmet_because("max"), None);
+        assert!(outcome
+            .unmet_because("min_overlap")
+            .is_some_and(|s| s.starts_with("min_overlap: expected at least 2s")));
+        let met = evaluate(
+            &Expectations::default(),
+            &report,
+            0,
+            Duration::ZERO,
+            Duration::ZERO,
+            true,
+        );
+        assert!(met.met, "{:?}", met.unmet);
+        assert_eq!(met.unmet_because("split_brain"), None);
+    }
+}

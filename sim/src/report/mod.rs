@@ -327,6 +327,20 @@ pub struct ExpectOutcome {
     pub unmet: Vec<String>,
 }
 
+impl ExpectOutcome {
+    /// Why expectation `key` (a key of
+    /// [`Expectations::checked_keys`](crate::Expectations::checked_keys)) is
+    /// unmet, or `None` when it is met: each sentence of [`unmet`](Self::unmet)
+    /// begins with its key.
+    pub fn unmet_because(&self, key: &str) -> Option<&str> {
+        self.unmet.iter().map(String::as_str).find(|sentence| {
+            sentence
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+    }
+}
+
 /// Membership as the registry saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MembershipReport {

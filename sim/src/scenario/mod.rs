@@ -645,6 +645,37 @@ pub struct Expectations {
     pub leader_at_end: Option<bool>,
 }
 
+impl Expectations {
+    /// The keys a run is judged on, in the order their sentences appear in
+    /// [`ExpectOutcome::unmet`](crate::report::ExpectOutcome::unmet):
+    /// `split_brain` and `violations` always (absent, they mean "none"),
+    /// every other key when it is set.
+    pub fn checked_keys(&self) -> Vec<&'static str> {
+        let mut keys = vec!["split_brain", "violations"];
+        let optional = [
+            ("min_leader_changes", self.min_leader_changes.is_some()),
+            ("max_leader_changes", self.max_leader_changes.is_some()),
+            ("max_failover", self.max_failover.is_some()),
+            (
+                "max_spurious_failovers",
+                self.max_spurious_failovers.is_some(),
+            ),
+            (
+                "min_spurious_failovers",
+                self.min_spurious_failovers.is_some(),
+            ),
+            ("min_rejected_writes", self.min_rejected_writes.is_some()),
+            ("max_overlap", self.max_overlap.is_some()),
+            ("min_overlap", self.min_overlap.is_some()),
+            ("max_token", self.max_token.is_some()),
+            ("min_membership_flaps", self.min_membership_flaps.is_some()),
+            ("leader_at_end", self.leader_at_end.is_some()),
+        ];
+        keys.extend(optional.iter().filter(|(_, set)| *set).map(|(key, _)| *key));
+        keys
+    }
+}
+
 /// A problem with a scenario: the key it is at and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScenarioError {
