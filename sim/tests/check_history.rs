@@ -366,6 +366,40 @@ fn a_grant_while_another_holds_a_live_lease_breaks_lease_exclusivity() {
 }
 
 #[test]
+fn a_release_whose_answer_never_came_frees_the_lease_and_one_refused_does_not() {
+    // Proves the release-sent rule: a sends a release of token 1 at 500 ms
+    // and no answer follows (a cut swallowed the reply): the store may have
+    // freed the lease then, so b's grant at 1 s is not `lease-exclusive`.
+    // The same release answered "not held" keeps a's lease (the violation
+    // stands), and so does no release at all (the test above).
+    let build = |answer: Option<bool>| {
+        let mut a = History::node("node-a", 1, true)
+            .started(0)
+            .leads(10, 1, 1, true)
+            .ends(400, 1, "stopped")
+            .at(500, r#""event":"release-sent","token":1"#);
+        if let Some(released) = answer {
+            a = a.at(
+                501,
+                &format!(r#""event":"release-handled","token":1,"released":{released}"#),
+            );
+        }
+        let a = a.stopped(5_000);
+        let b = History::node("node-b", 1, true)
+            .started(0)
+            .leads(1_000, 1, 2, true)
+            .stopped(5_000);
+        judge(&[a.file("a"), b.file("b")])
+    };
+    assert_eq!(invariants(&build(None)), Vec::<&str>::new());
+    assert_eq!(invariants(&build(Some(true))), Vec::<&str>::new());
+    assert!(
+        invariants(&build(Some(false))).contains(&"lease-exclusive"),
+        "a refused release keeps the lease"
+    );
+}
+
+#[test]
 fn a_repeated_grant_breaks_token_monotonicity() {
     // Proves token-monotonic: a later grant of the same token to another
     // process (after the first lease expired) is a violation.

@@ -322,6 +322,14 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by_token: Option<FencingToken>,
     },
+    /// The elector sent a release of `token` to the store (its answer, if
+    /// one comes, is `release-handled`). A release whose answer never comes
+    /// — a cut swallowed it, the process stopped first — may still have
+    /// freed the lease: `check-history` counts it as made when sent.
+    ReleaseSent {
+        /// The token released.
+        token: FencingToken,
+    },
     /// The store answered a release.
     ReleaseHandled {
         /// The token released.

@@ -695,6 +695,7 @@ async fn release_lease<B: LeaseBackend>(
     bound: Duration,
     recorder: &Recorder,
 ) {
+    recorder.record(|| Event::ReleaseSent { token });
     let answer = timeout(bound, backend.release(role, owner, token)).await;
     if let Ok(Ok(result)) = &answer {
         let released = *result == ReleaseResult::Released;

@@ -182,6 +182,23 @@ impl<'a> Feed<'a> {
         self.emit(at, &observation);
     }
 
+    /// Process `pid` sent a release of `token` that no answer follows in its
+    /// history (a cut swallowed the reply, or the process ended first). The
+    /// store may have freed the lease at any moment from the send, and the
+    /// history cannot tell when: it counts as made at the send, so a grant
+    /// to a successor after it is not judged against the released lease. (An
+    /// answered release is judged by its answer: `released: false` keeps
+    /// the lease.)
+    pub(super) fn unanswered_release(&mut self, at: SimTime, pid: usize, token: FencingToken) {
+        let p = self.process(pid);
+        let o = Observation::ReleaseHandled {
+            from: p,
+            token,
+            released: true,
+        };
+        self.emit(at, &o);
+    }
+
     /// Feeds one event of the file of process `own` (`None` for a lab's or
     /// a downstream's file).
     pub(super) fn line(
@@ -370,6 +387,8 @@ impl<'a> Feed<'a> {
                 };
                 self.term_end(at, pid, open, &reason);
             }
+            // Judged with its answer, or (unanswered) by `unanswered_release`.
+            Event::ReleaseSent { .. } => {}
             Event::ReleaseHandled { token, released } => self.emit(
                 at,
                 &Observation::ReleaseHandled {

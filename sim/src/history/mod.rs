@@ -41,6 +41,7 @@
 mod feed;
 pub mod read;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -538,9 +539,10 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
         timeline,
         settings.lease_ttl_ns,
     );
+    let unanswered = unanswered_releases(&merged);
     let mut trace = String::new();
     let mut events = 0_u64;
-    for m in &merged {
+    for (index, m) in merged.iter().enumerate() {
         let at = SimTime::from_nanos(m.at_ns - start_ns);
         let file = &files[m.file];
         let own = of_file[m.file];
@@ -557,6 +559,11 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
             line: m.line,
         };
         feed.line(at, own, event, &origin);
+        if let (Event::ReleaseSent { token }, Some(pid)) = (event, own) {
+            if unanswered.contains(&index) {
+                feed.unanswered_release(at, pid, *token);
+            }
+        }
     }
     let end = SimTime::from_nanos(end_ns - start_ns);
     let highest = feed.checker.highest_granted();
@@ -639,6 +646,30 @@ fn merge<'f>(files: &'f [File], of_file: &[Option<usize>], idents: &[Ident]) -> 
     }
     merged.sort_by_key(|m| (m.at_ns, m.file, m.line));
     merged
+}
+
+/// The indices in `merged` of the `release-sent` lines that no
+/// `release-handled` of the same token follows in the same file (within the
+/// judged window).
+fn unanswered_releases(merged: &[Merged<'_>]) -> BTreeSet<usize> {
+    let mut pending: BTreeMap<(usize, u64), usize> = BTreeMap::new();
+    let mut unanswered = BTreeSet::new();
+    for (index, m) in merged.iter().enumerate() {
+        match m.event {
+            Some(Event::ReleaseSent { token }) => {
+                if let Some(earlier) = pending.insert((m.file, token.get()), index) {
+                    // Sent again before any answer: the first is unanswered.
+                    unanswered.insert(earlier);
+                }
+            }
+            Some(Event::ReleaseHandled { token, .. }) => {
+                pending.remove(&(m.file, token.get()));
+            }
+            _ => {}
+        }
+    }
+    unanswered.extend(pending.into_values());
+    unanswered
 }
 
 /// `merged` without what happened after `until_ns`: later lines, and the
