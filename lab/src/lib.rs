@@ -26,9 +26,12 @@
 //!   the simulator's prediction of the same scaled scenario;
 //! * [`compare`]: the two side by side, with what must agree;
 //! * [`output`]: what `run` prints (text, JSON, SVG) and its exit code;
-//! * [`runner`]: `fenced-lab run`, which ties them together.
+//! * [`runner`]: `fenced-lab run`, which ties them together;
+//! * [`campaign`]: `run --runs N`, the same scenario for real N times, and
+//!   how often each figure agreed with the simulation.
 #![warn(missing_docs)]
 
+pub mod campaign;
 pub mod compare;
 pub mod faketime;
 pub mod judge;

@@ -114,6 +114,9 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
+    if let Some(runs) = args.runs {
+        return campaign(&runtime, args, runs);
+    }
     match runtime.block_on(runner::run(args)) {
         Ok(outcome) => match fenced_lab::output::publish(args, &outcome) {
             Ok(code) => ExitCode::from(code),
@@ -122,6 +125,35 @@ fn run(args: &RunArgs) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Err(error) => {
+            eprintln!("fenced-lab: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+/// `run --runs N`: the tally on standard output (text or JSON), each run's
+/// line on standard error as it ends.
+fn campaign(runtime: &tokio::runtime::Runtime, args: &RunArgs, runs: u32) -> ExitCode {
+    let base_seed = match args.seed {
+        Some(seed) => seed,
+        None => match fenced_lab::plan::load(&args.scenario) {
+            Ok(scenario) => scenario.seed,
+            Err(error) => {
+                eprintln!("fenced-lab: {error}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match runtime.block_on(fenced_lab::campaign::run_many(args, runs, base_seed)) {
+        Ok((tally, code)) => {
+            if args.json {
+                println!("{}", tally.to_json());
+            } else {
+                print!("{tally}");
+            }
+            ExitCode::from(code)
+        }
         Err(error) => {
             eprintln!("fenced-lab: {error}");
             ExitCode::from(error.exit_code())

@@ -72,6 +72,12 @@ pub struct RunArgs {
     /// --svg` draws it.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Run the scenario this many times for real (seeds from the
+    /// scenario's, or `--seed`, up), each beside its simulation, and report
+    /// how often each compared figure agreed. 1 to 1000; not with `--svg`
+    /// or `--keep`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::campaign::MAX_RUNS)), conflicts_with_all = ["svg", "keep"])]
+    pub runs: Option<u32>,
     /// Plant this deliberate bug in every node's elector — a negative
     /// control: the checker must catch it in the real histories. Never a
     /// production setting. Names: those of `fenced::PlantedBug`.

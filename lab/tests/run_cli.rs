@@ -301,3 +301,74 @@ async fn a_schema_left_by_a_killed_runner_is_removed_and_a_live_run_s_is_kept() 
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_campaign_s_bad_flags_are_refused_before_anything_starts() {
+    // --runs is 1 to 1000 and runs neither a picture nor a kept directory.
+    for (extra, says) in [
+        (&["--runs", "0"][..], "--runs"),
+        (&["--runs", "1001"][..], "--runs"),
+        (&["--runs", "2", "--svg", "x.svg"][..], "--svg"),
+        (&["--runs", "2", "--keep", "dir"][..], "--keep"),
+    ] {
+        let out = lab()
+            .args(["run", "--postgres", "postgres://nobody@127.0.0.1:1/x"])
+            .args(extra)
+            .arg(support::scenario("steady-state"))
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_campaign_runs_the_scenario_again_with_the_next_seeds_and_counts_agreement() {
+    // Two real runs of the store's clock step (9 s each at 0.1), seeds 5
+    // and 6: each figure's agreement counted over both, one line per run.
+    let Some(url) = support::database_url("campaign") else {
+        return;
+    };
+    let out = lab()
+        .args([
+            "run",
+            "--postgres",
+            &url,
+            "--time-scale",
+            "0.1",
+            "--runs",
+            "2",
+            "--json",
+        ])
+        .arg(support::scenario("store-clock-step-fenced"))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("run 1/2 seed 5: PASS"), "{stderr}");
+    assert!(stderr.contains("run 2/2 seed 6: PASS"), "{stderr}");
+    let tally: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(tally["runs"], 2);
+    assert_eq!(tally["passed"], 2);
+    let seeds: Vec<u64> = tally["per_run"]
+        .as_array()
+        .expect("per_run")
+        .iter()
+        .map(|r| r["seed"].as_u64().expect("seed"))
+        .collect();
+    assert_eq!(seeds, [5, 6]);
+    let figures: Vec<&str> = tally["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .map(|f| f["figure"].as_str().expect("name"))
+        .collect();
+    assert!(
+        figures.contains(&"[expect] min_rejected_writes"),
+        "{figures:?}"
+    );
+    for figure in tally["figures"].as_array().expect("figures") {
+        assert_eq!(figure["compared"], 2, "{figure}");
+    }
+}

@@ -1,0 +1,238 @@
+//! `fenced-lab run --runs N`: agreement as a number.
+//!
+//! One real run agreeing with its prediction says little — real timing
+//! varies from run to run. So the same scenario runs for real `N` times,
+//! one after another, with seeds `S, S+1, …` (`S` the scenario's seed or
+//! `--seed`; each seed draws the proxies' latencies and loss and the
+//! electors' jitter, and seeds the simulation it is compared with), and the
+//! lab counts how often each compared figure agreed ([`crate::compare`]):
+//! the violations, split-brain, the number of terms, the highest token, the
+//! number of failovers, the failover gaps, and each `[expect]` key.
+//!
+//! Memory does not grow with the runs beyond one line per run (at most
+//! [`MAX_RUNS`]); each run's directory is removed as it ends. The exit code
+//! is a single run's, over all: 0 when every real run met its expectations,
+//! 1 otherwise; 2 for bad input before the first run.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{json, Value};
+
+use crate::compare::Comparison;
+use crate::output::{EXIT_FAIL, EXIT_PASS};
+use crate::runner::{self, RunArgs, RunError};
+
+/// The most runs one campaign makes.
+pub const MAX_RUNS: u32 = 1000;
+
+/// The figures every comparison judges, in print order; each `[expect]` key
+/// of the scenario follows them.
+const FIGURES: [&str; 6] = [
+    "violations",
+    "split-brain",
+    "terms",
+    "highest token",
+    "failovers",
+    "failover gaps",
+];
+
+/// One run of the campaign, in a line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunLine {
+    /// Its seed.
+    pub seed: u64,
+    /// Whether the real run met the scenario's expectations.
+    pub passed: bool,
+    /// Whether it agreed with its simulation (`None`: no simulation).
+    pub agrees: Option<bool>,
+    /// The figures that disagreed.
+    pub disagreements: Vec<String>,
+}
+
+/// What a campaign found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tally {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The time scale.
+    pub time_scale: f64,
+    /// Each run, in order.
+    pub runs: Vec<RunLine>,
+    /// Per compared figure: in how many runs it agreed, of how many
+    /// compared.
+    pub figures: BTreeMap<String, (u32, u32)>,
+    /// The figures in print order.
+    order: Vec<String>,
+}
+
+/// The figure a disagreement is about: its `what`, with the per-gap names
+/// (`failover 2 gap (tolerance ±700 ms)`) folded into one.
+fn figure_of(what: &str) -> String {
+    if what.starts_with("failover ") && what.contains(" gap") {
+        "failover gaps".to_string()
+    } else {
+        what.to_string()
+    }
+}
+
+impl Tally {
+    /// Counts one run.
+    pub fn add(&mut self, seed: u64, passed: bool, comparison: Option<&Comparison>) {
+        let Some(comparison) = comparison else {
+            self.runs.push(RunLine {
+                seed,
+                passed,
+                agrees: None,
+                disagreements: Vec::new(),
+            });
+            return;
+        };
+        let mut disagreements: Vec<String> = comparison
+            .differences
+            .iter()
+            .filter(|d| d.disagreement)
+            .map(|d| figure_of(&d.what))
+            .collect();
+        disagreements.dedup();
+        let figures = FIGURES.iter().map(|f| f.to_string()).chain(
+            comparison
+                .expectations
+                .iter()
+                .map(|e| format!("[expect] {}", e.key)),
+        );
+        for figure in figures {
+            if !self.order.contains(&figure) {
+                self.order.push(figure.clone());
+            }
+            let counts = self.figures.entry(figure.clone()).or_insert((0, 0));
+            counts.1 += 1;
+            if !disagreements.contains(&figure) {
+                counts.0 += 1;
+            }
+        }
+        self.runs.push(RunLine {
+            seed,
+            passed,
+            agrees: Some(comparison.agrees()),
+            disagreements,
+        });
+    }
+
+    /// How many runs agreed on every figure, of how many were compared.
+    pub fn agreed(&self) -> (usize, usize) {
+        let compared = self.runs.iter().filter(|r| r.agrees.is_some()).count();
+        let agreed = self.runs.iter().filter(|r| r.agrees == Some(true)).count();
+        (agreed, compared)
+    }
+
+    /// How many real runs met their expectations.
+    pub fn passed(&self) -> usize {
+        self.runs.iter().filter(|r| r.passed).count()
+    }
+
+    /// The campaign as JSON.
+    pub fn to_json(&self) -> Value {
+        let (agreed, compared) = self.agreed();
+        json!({
+            "scenario": self.scenario,
+            "time_scale": self.time_scale,
+            "runs": self.runs.len(),
+            "passed": self.passed(),
+            "compared": compared,
+            "agreed": agreed,
+            "figures": self.order.iter().map(|figure| {
+                let (agreed, of) = self.figures.get(figure).copied().unwrap_or((0, 0));
+                json!({"figure": figure, "agreed": agreed, "compared": of})
+            }).collect::<Vec<_>>(),
+            "per_run": self.runs.iter().map(|r| json!({
+                "seed": r.seed,
+                "passed": r.passed,
+                "agrees": r.agrees,
+                "disagreements": r.disagreements,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (agreed, compared) = self.agreed();
+        writeln!(
+            f,
+            "{}: {} real runs at --time-scale {}: {} met their expectations, {agreed} of \
+             {compared} agreed with the simulation on every figure",
+            self.scenario,
+            self.runs.len(),
+            self.time_scale,
+            self.passed()
+        )?;
+        writeln!(f, "agreement per figure:")?;
+        for figure in &self.order {
+            let (agreed, of) = self.figures.get(figure).copied().unwrap_or((0, 0));
+            writeln!(f, "  {figure:<32} {agreed}/{of}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `args`' scenario `runs` times for real (seeds from `base_seed` up)
+/// and returns the tally and the exit code.
+///
+/// # Errors
+/// A run that could not be made ([`RunError`]): the campaign stops there.
+pub async fn run_many(args: &RunArgs, runs: u32, base_seed: u64) -> Result<(Tally, u8), RunError> {
+    let mut tally = Tally {
+        scenario: String::new(),
+        time_scale: args.time_scale,
+        ..Tally::default()
+    };
+    for i in 0..runs {
+        let seed = base_seed.wrapping_add(u64::from(i));
+        let one = RunArgs {
+            seed: Some(seed),
+            json: true,
+            ..args.clone()
+        };
+        let outcome = runner::run(&one).await?;
+        tally.scenario = outcome.lab.scenario.clone();
+        let passed = outcome.judged.report.expect.met;
+        tally.add(seed, passed, outcome.comparison.as_ref());
+        if let Some(line) = tally.runs.last() {
+            eprintln!(
+                "run {}/{runs} seed {seed}: {}, {}",
+                i + 1,
+                if line.passed { "PASS" } else { "FAIL" },
+                match line.agrees {
+                    Some(true) => "agrees".to_string(),
+                    Some(false) => format!("DISAGREES on {}", line.disagreements.join(", ")),
+                    None => "no simulation".to_string(),
+                }
+            );
+        }
+    }
+    let code = if tally.passed() == tally.runs.len() {
+        EXIT_PASS
+    } else {
+        EXIT_FAIL
+    };
+    Ok((tally, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_fold_into_one_figure_and_others_keep_their_names() {
+        assert_eq!(
+            figure_of("failover 2 gap (tolerance ±700 ms)"),
+            "failover gaps"
+        );
+        assert_eq!(figure_of("failovers"), "failovers");
+        assert_eq!(
+            figure_of("[expect] min_rejected_writes"),
+            "[expect] min_rejected_writes"
+        );
+    }
+}
