@@ -45,10 +45,19 @@ pub(crate) const MAX_PENDING: usize = 1 << SLOT_BITS;
 pub(crate) struct EventQueue<E> {
     soon: BinaryHeap<Reverse<u128>>,
     later: Calendar,
-    slots: Vec<Option<E>>,
+    slots: Vec<Slot<E>>,
     free: Vec<u32>,
     next_seq: u64,
 }
+
+/// A slot of the slab: one event, aligned to a cache line. The fenced
+/// protocol's event is 64 bytes, and in a slab aligned as a `Vec` aligns it
+/// (8 bytes) most slots straddled two lines: a timer's slot, cold after
+/// seconds in the calendar, cost two cache misses to read where one line
+/// holds it (measured with cachegrind on a 10 000-node fleet).
+#[derive(Debug)]
+#[repr(align(64))]
+struct Slot<E>(Option<E>);
 
 impl<E> EventQueue<E> {
     pub(crate) fn new() -> Self {
@@ -87,7 +96,7 @@ impl<E> EventQueue<E> {
             Some(slot) => {
                 // A free slot is empty (`pop` took its event): it is filled
                 // in place, with no old event to drop first.
-                let entry = &mut self.slots[slot as usize];
+                let entry = &mut self.slots[slot as usize].0;
                 match entry {
                     None => *entry = Some(event),
                     Some(_) => unreachable!("a free slot holds no event"),
@@ -99,7 +108,7 @@ impl<E> EventQueue<E> {
                     self.slots.len() < MAX_PENDING,
                     "more than 2^24 pending events"
                 );
-                self.slots.push(Some(event));
+                self.slots.push(Slot(Some(event)));
                 (self.slots.len() - 1) as u32
             }
         };
@@ -161,7 +170,7 @@ impl<E> EventQueue<E> {
     /// The event in `slot`, moved out (see [`pop_slot`](Self::pop_slot)).
     #[inline]
     pub(crate) fn take(&mut self, slot: u32) -> Option<E> {
-        self.slots[slot as usize].take()
+        self.slots[slot as usize].0.take()
     }
 
     /// How many events are pending.
@@ -172,7 +181,7 @@ impl<E> EventQueue<E> {
     /// The pending events, in no particular order (slot order). For reports,
     /// never for the loop.
     pub(crate) fn pending(&self) -> impl Iterator<Item = &E> {
-        self.slots.iter().flatten()
+        self.slots.iter().filter_map(|slot| slot.0.as_ref())
     }
 }
 
