@@ -254,30 +254,38 @@ pub enum ResponseDisposition {
 }
 
 /// One contender for one role. See the [module documentation](self).
+///
+/// Laid out in this order (`repr(C)`): what a follower's timeout and the
+/// answer to its request read (the clock, the request schedule, the phase,
+/// the outstanding requests, the observed leader, the outputs, the timings)
+/// packed at the front, the rest after; in a simulated fleet of 10 000
+/// electors each of those inputs finds its elector cold, and every cache
+/// line it touches is a miss.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Elector {
-    config: ElectorConfig,
-    phase: Phase,
-    /// Unanswered requests, oldest first (ids strictly increasing), at most
-    /// [`MAX_OUTSTANDING`]. Not a `VecDeque`: it holds one or two requests
-    /// almost always, and retiring a prefix is a short copy.
-    outstanding: Outstanding,
+    latest_now: LatestNow,
     /// When the next request is due (local clock); `None` while idle.
     next_request_at: Option<Instant>,
     last_request_id: u64,
     /// Send time of the first request since the last answer, if unanswered.
     unanswered_since: Option<Instant>,
-    /// The highest token of a term this elector released.
-    released: Option<FencingToken>,
-    observed: Option<ObservedLeader>,
     /// The highest token any applied answer carried (granted, renewed, or
     /// held by another): an answer with a lower one is older news.
     highest_token_seen: Option<FencingToken>,
-    outputs: Outputs,
-    latest_now: LatestNow,
     /// Boxed: a ChaCha state is ~300 bytes, and most electors have no jitter;
     /// keeping the elector small keeps simulated fleets in cache.
     rng: Option<Box<ChaCha8Rng>>,
+    phase: Phase,
+    /// Unanswered requests, oldest first (ids strictly increasing), at most
+    /// [`MAX_OUTSTANDING`]. Not a `VecDeque`: it holds one or two requests
+    /// almost always, and retiring a prefix is a short copy.
+    outstanding: Outstanding,
+    observed: Option<ObservedLeader>,
+    outputs: Outputs,
+    config: ElectorConfig,
+    /// The highest token of a term this elector released.
+    released: Option<FencingToken>,
     planted: BugSlot,
 }
 

@@ -17,15 +17,22 @@ const RING: usize = 4;
 
 /// A first-in first-out queue of outputs: the oldest in an inline ring of
 /// [`RING`], any beyond in `spill`.
+///
+/// Laid out in this order (`repr(C)`): what every push and pop reads (the
+/// counts, whether anything spilled) before the ring, whose first place is
+/// the one an input that queues a single output uses (an emptied ring starts
+/// again at its first place), so that such an input touches one or two cache
+/// lines of it.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub(super) struct Outputs {
-    ring: [Option<ElectorOutput>; RING],
     /// The ring's oldest place, and how many places hold an output.
     head: u8,
     len: u8,
     /// Outputs queued while the ring was full, all newer than the ring's:
     /// while it holds any, new outputs join it, so the order stays FIFO.
     spill: VecDeque<ElectorOutput>,
+    ring: [Option<ElectorOutput>; RING],
 }
 
 impl Outputs {
@@ -51,6 +58,11 @@ impl Outputs {
         debug_assert!(output.is_some(), "the ring's places from head hold outputs");
         self.head = ((usize::from(self.head) + 1) % RING) as u8;
         self.len -= 1;
+        if self.len == 0 {
+            // Empty: the next output goes to the first place, beside the
+            // counts (any place would do; the order is the same).
+            self.head = 0;
+        }
         output
     }
 }

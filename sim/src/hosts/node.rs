@@ -38,16 +38,22 @@ impl WorkTimings {
 }
 
 /// One life of a node, as a sans-IO host.
+///
+/// Laid out in this order from the start of a cache line (`repr(C)`,
+/// aligned to 64): the timer's generation (every elector timer is tested
+/// against it) and the ids beside the front of the elector, which packs
+/// what a follower's inputs read at its own front; the work timings last.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(crate) struct NodeProcess {
+    /// The true time the elector's timer is armed for.
+    timer_at: Option<SimTime>,
+    pub(super) timer_generation: u32,
     pid: u32,
     node: u32,
     incarnation: u32,
     elector: Elector,
     timings: WorkTimings,
-    /// The true time the elector's timer is armed for.
-    timer_at: Option<SimTime>,
-    pub(super) timer_generation: u32,
 }
 
 type Out<'a, 'e, O> = &'a mut Outbox<'e, FencedHosts, O>;
