@@ -255,12 +255,15 @@ pub enum ResponseDisposition {
 
 /// One contender for one role. See the [module documentation](self).
 ///
-/// Laid out in this order (`repr(C)`): what a follower's timeout and the
-/// answer to its request read (the clock, the request schedule, the phase,
-/// the outstanding requests, the observed leader, the outputs, the timings)
-/// packed at the front, the rest after; in a simulated fleet of 10 000
-/// electors each of those inputs finds its elector cold, and every cache
-/// line it touches is a miss.
+/// Laid out in this order (`repr(C)`) for a simulated fleet of 10 000
+/// electors, where each input finds its elector cold and every cache line it
+/// touches is a miss: what a follower's timeout and the answer to its
+/// request read is packed into few lines — the clock and the request
+/// schedule, then the timings every request reads (the first line of
+/// `config`; its cold rest follows), the phase, the outstanding requests,
+/// the observed leader and the outputs' counts. Inside a host row that
+/// starts 32 bytes into a cache line (the simulator's `NodeProcess`) those
+/// groups fall on line boundaries.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Elector {
@@ -268,6 +271,8 @@ pub struct Elector {
     /// When the next request is due (local clock); `None` while idle.
     next_request_at: Option<Instant>,
     last_request_id: u64,
+    config: ElectorConfig,
+    phase: Phase,
     /// Send time of the first request since the last answer, if unanswered.
     unanswered_since: Option<Instant>,
     /// The highest token any applied answer carried (granted, renewed, or
@@ -276,14 +281,12 @@ pub struct Elector {
     /// Boxed: a ChaCha state is ~300 bytes, and most electors have no jitter;
     /// keeping the elector small keeps simulated fleets in cache.
     rng: Option<Box<ChaCha8Rng>>,
-    phase: Phase,
     /// Unanswered requests, oldest first (ids strictly increasing), at most
     /// [`MAX_OUTSTANDING`]. Not a `VecDeque`: it holds one or two requests
     /// almost always, and retiring a prefix is a short copy.
     outstanding: Outstanding,
     observed: Option<ObservedLeader>,
     outputs: Outputs,
-    config: ElectorConfig,
     /// The highest token of a term this elector released.
     released: Option<FencingToken>,
     planted: BugSlot,
