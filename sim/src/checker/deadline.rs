@@ -129,10 +129,14 @@ impl Deadline {
         model: &Model,
         sink: &mut Findings,
     ) {
-        let Some(requests) = self.slots.get_mut(p.id.0 as usize).and_then(Option::as_mut) else {
-            return;
-        };
+        // The process's row is read only when the answer needs it: most
+        // answers (a follower's `held`) change nothing here, and in a fleet
+        // of thousands the row is a cold cache line.
         if disposition == ResponseDisposition::Applied && acquired.is_some() {
+            let Some(requests) = self.slots.get_mut(p.id.0 as usize).and_then(Option::as_mut)
+            else {
+                return;
+            };
             if let Some(at) = requests.sent.iter().position(|(sent, _)| *sent == request) {
                 requests.anchor = Some(requests.sent[at].1);
                 requests.renewal_due_since = Some(now);
@@ -141,8 +145,10 @@ impl Deadline {
                     requests.sent.pop_front();
                 }
             }
-        }
-        if disposition != ResponseDisposition::Applied && renewal && model.believes(p.id).is_some()
+        } else if disposition != ResponseDisposition::Applied
+            && renewal
+            && model.believes(p.id).is_some()
+            && self.requests(p.id).is_some()
         {
             sink.coverage.renewal_lost += 1;
         }
