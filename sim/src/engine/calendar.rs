@@ -161,12 +161,16 @@ impl Calendar {
         }
         let b = wheel.next_occupied();
         let at = (b % BUCKETS as u64) as usize;
-        // Copied into the heap (appended to an empty heap in one go, the
-        // keys are heapified in O(n)); each vector stays with its bucket.
+        // The bucket's vector becomes the heap (heapified in place, O(n)),
+        // and the heap's empty vector the bucket's: the keys are not copied
+        // (in a fleet that runs in step a bucket holds a key per node, and
+        // copying them wrote as many cold cache lines).
         let keys = &mut wheel.buckets[at];
         let drained = keys.len();
         wheel.len -= drained;
-        self.near.extend(keys.drain(..));
+        let mut vector = std::mem::take(&mut self.near).into_vec();
+        std::mem::swap(keys, &mut vector);
+        self.near = BinaryHeap::from(vector);
         // A fleet that starts in step fills some buckets with a key per node
         // (every heartbeat due at the same instant); a bucket keeps no more
         // than twice what it last held, so memory follows the keys pending.
