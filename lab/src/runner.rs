@@ -18,16 +18,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
-use fenced::postgres::tokio_postgres::config::Host;
-use fenced::postgres::tokio_postgres::Config;
 use fenced::postgres::{PostgresOptions, PostgresStore};
-use fenced_sim::{mix64, LEASE_STORE};
+use fenced_sim::mix64;
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::time::{sleep_until, Instant};
 
@@ -42,6 +38,14 @@ use crate::report::{Applied, RunReport};
 use crate::schema::{RunSchema, PLAIN_TABLE};
 use crate::store_clock::{search_path_option, StoreClock};
 use crate::supervisor::{Launch, ProcessIndex, Signal, Supervisor};
+
+#[path = "runner_clocks.rs"]
+mod clocks;
+#[path = "runner_target.rs"]
+mod target;
+
+use clocks::wall_clock_file;
+use target::Target;
 
 /// The flags of `fenced-lab run`.
 #[derive(Args, Debug, Clone)]
@@ -164,60 +168,6 @@ impl Interrupts {
     }
 }
 
-/// Where PostgreSQL is, and how to reach it through a proxy.
-struct Target {
-    address: SocketAddr,
-    config: Config,
-}
-
-impl Target {
-    async fn resolve(url: &str) -> Result<Target, RunError> {
-        let config = Config::from_str(url)
-            .map_err(|e| RunError::BadInput(format!("--postgres: invalid URL: {e}")))?;
-        let host = match config.get_hosts().first() {
-            Some(Host::Tcp(host)) => host.clone(),
-            Some(Host::Unix(path)) => {
-                return Err(RunError::BadInput(format!(
-                    "--postgres: a Unix socket ({}) cannot be proxied; give a TCP host",
-                    path.display()
-                )))
-            }
-            None => "localhost".to_string(),
-        };
-        let port = config.get_ports().first().copied().unwrap_or(5432);
-        let lookup = tokio::net::lookup_host((host.as_str(), port));
-        let address = tokio::time::timeout(Duration::from_secs(5), lookup)
-            .await
-            .map_err(|_| infra(format!("resolving {host}: timed out")))?
-            .map_err(|e| infra(format!("resolving {host}: {e}")))?
-            .next()
-            .ok_or_else(|| infra(format!("{host} resolves to no address")))?;
-        Ok(Target { address, config })
-    }
-
-    /// A key=value connection string for a proxy at `proxy`.
-    fn through(&self, proxy: SocketAddr) -> String {
-        let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
-        let mut parts = vec![
-            format!("host={}", proxy.ip()),
-            format!("port={}", proxy.port()),
-        ];
-        if let Some(user) = self.config.get_user() {
-            parts.push(format!("user={}", quote(user)));
-        }
-        if let Some(password) = self.config.get_password() {
-            parts.push(format!(
-                "password={}",
-                quote(&String::from_utf8_lossy(password))
-            ));
-        }
-        if let Some(dbname) = self.config.get_dbname() {
-            parts.push(format!("dbname={}", quote(dbname)));
-        }
-        parts.join(" ")
-    }
-}
-
 /// How often the runner looks for ended processes.
 const REAP_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -290,23 +240,9 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         eprintln!("fenced-lab: {cleaned}");
     }
     let schema = RunSchema::create(&args.postgres).await.map_err(infra)?;
-    let store_clock = if plan.store_clock {
-        schema.install_store_clock().await.map_err(infra)?;
-        let clock = StoreClock::connect(&args.postgres, schema.name()).await;
-        Some(clock.map_err(infra)?)
-    } else {
-        None
-    };
-    let mut wall_offsets = BTreeMap::new();
-    for (node, lab_node) in plan.nodes.iter().enumerate() {
-        if lab_node.wall_steps {
-            let offset = lab_node.clock.map_or(0, |clock| clock.offset_nanos);
-            let file = wall_clock_file(&log_dir, lab_node.id.as_str());
-            faketime::set_wall_offset(&file, offset)
-                .map_err(|e| infra(format!("cannot write {}: {e}", file.display())))?;
-            wall_offsets.insert(node, offset);
-        }
-    }
+    let (store_clock, wall_offsets) = clocks::prepare(&plan, &schema, &args.postgres, &log_dir)
+        .await
+        .map_err(infra)?;
     let mut lab = Lab {
         store_clock,
         wall_offsets,
@@ -399,11 +335,6 @@ async fn downstream_summary(url: &str, plan: &LabPlan, schema: &RunSchema) -> Op
             "plain table, resource {resource}: {writes} writes accepted, from {tokens} terms"
         ))
     }
-}
-
-/// The file a stepped node's processes read their wall clock's offset from.
-fn wall_clock_file(run_dir: &std::path::Path, node: &str) -> PathBuf {
-    run_dir.join(format!("{node}.faketime"))
 }
 
 /// The running lab: everything a step may touch.
@@ -760,59 +691,8 @@ impl Lab<'_> {
                 target,
                 by_nanos,
                 over,
-            } => match (target, &self.store_clock) {
-                (ClockTarget::LeaseStore, Some(clock)) => {
-                    let change = clock.slew(by_nanos, over).await.map_err(infra)?;
-                    format!(
-                        "{LEASE_STORE}'s clock slewing {} over {over:?} (offset now {:+.3} s; \
-                         UPDATE took {:.1} ms)",
-                        signed_secs(by_nanos),
-                        change.offset_secs,
-                        change.took.as_secs_f64() * 1e3
-                    )
-                }
-                _ => return Err(infra(format!("no clock to slew for {action}"))),
-            },
+            } => self.slew_clock(target, by_nanos, over).await?,
         })
-    }
-
-    /// Steps `target`'s clock: a node's through its libfaketime file, the
-    /// lease store's through its clock table.
-    async fn step_clock(&mut self, target: ClockTarget, by_nanos: i64) -> Result<String, RunError> {
-        match target {
-            ClockTarget::LeaseStore => {
-                let Some(clock) = &self.store_clock else {
-                    return Err(infra("the lease store's clock was not installed"));
-                };
-                let change = clock.step(by_nanos).await.map_err(infra)?;
-                Ok(format!(
-                    "{LEASE_STORE}'s clock_timestamp() stepped {} (offset now {:+.3} s; UPDATE \
-                     took {:.1} ms)",
-                    signed_secs(by_nanos),
-                    change.offset_secs,
-                    change.took.as_secs_f64() * 1e3
-                ))
-            }
-            ClockTarget::Node(node) => {
-                let name = self.node_name(node);
-                let Some(offset) = self.wall_offsets.get_mut(&node) else {
-                    return Err(infra(format!(
-                        "{name}'s wall clock is not stepped by a file"
-                    )));
-                };
-                *offset = offset.saturating_add(by_nanos);
-                let offset = *offset;
-                let file = wall_clock_file(&self.run_dir, &name);
-                faketime::set_wall_offset(&file, offset)
-                    .map_err(|e| infra(format!("cannot write {}: {e}", file.display())))?;
-                Ok(format!(
-                    "{name}'s wall clock stepped {} (now {} from the machine's; its monotonic \
-                     clock untouched)",
-                    signed_secs(by_nanos),
-                    faketime::offset_spec(offset)
-                ))
-            }
-        }
     }
 
     /// The owner ids of `node`'s live processes.
@@ -853,11 +733,6 @@ impl Lab<'_> {
         }
         Ok(said.join("; "))
     }
-}
-
-/// A signed clock amount in seconds: `+40.000s`.
-fn signed_secs(nanos: i64) -> String {
-    format!("{:+.3}s", nanos as f64 / 1e9)
 }
 
 #[cfg(test)]
