@@ -14,7 +14,6 @@
 //! is a single run's, over all: 0 when every real run met its expectations,
 //! 1 otherwise; 2 for bad input before the first run.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::{json, Value};
@@ -59,11 +58,9 @@ pub struct Tally {
     pub time_scale: f64,
     /// Each run, in order.
     pub runs: Vec<RunLine>,
-    /// Per compared figure: in how many runs it agreed, of how many
-    /// compared.
-    pub figures: BTreeMap<String, (u32, u32)>,
-    /// The figures in print order.
-    order: Vec<String>,
+    /// Per compared figure, in print order: in how many runs it agreed, of
+    /// how many compared.
+    pub figures: Vec<(String, u32, u32)>,
 }
 
 /// The figure a disagreement is about: its `what`, with the per-gap names
@@ -88,13 +85,13 @@ impl Tally {
             });
             return;
         };
-        let mut disagreements: Vec<String> = comparison
-            .differences
-            .iter()
-            .filter(|d| d.disagreement)
-            .map(|d| figure_of(&d.what))
-            .collect();
-        disagreements.dedup();
+        let mut disagreements: Vec<String> = Vec::new();
+        for difference in comparison.differences.iter().filter(|d| d.disagreement) {
+            let figure = figure_of(&difference.what);
+            if !disagreements.contains(&figure) {
+                disagreements.push(figure);
+            }
+        }
         let figures = FIGURES.iter().map(|f| f.to_string()).chain(
             comparison
                 .expectations
@@ -102,13 +99,13 @@ impl Tally {
                 .map(|e| format!("[expect] {}", e.key)),
         );
         for figure in figures {
-            if !self.order.contains(&figure) {
-                self.order.push(figure.clone());
-            }
-            let counts = self.figures.entry(figure.clone()).or_insert((0, 0));
-            counts.1 += 1;
-            if !disagreements.contains(&figure) {
-                counts.0 += 1;
+            let agreed = u32::from(!disagreements.contains(&figure));
+            match self.figures.iter_mut().find(|(name, ..)| *name == figure) {
+                Some((_, count, of)) => {
+                    *count += agreed;
+                    *of += 1;
+                }
+                None => self.figures.push((figure, agreed, 1)),
             }
         }
         self.runs.push(RunLine {
@@ -141,8 +138,7 @@ impl Tally {
             "passed": self.passed(),
             "compared": compared,
             "agreed": agreed,
-            "figures": self.order.iter().map(|figure| {
-                let (agreed, of) = self.figures.get(figure).copied().unwrap_or((0, 0));
+            "figures": self.figures.iter().map(|(figure, agreed, of)| {
                 json!({"figure": figure, "agreed": agreed, "compared": of})
             }).collect::<Vec<_>>(),
             "per_run": self.runs.iter().map(|r| json!({
@@ -168,8 +164,7 @@ impl fmt::Display for Tally {
             self.passed()
         )?;
         writeln!(f, "agreement per figure:")?;
-        for figure in &self.order {
-            let (agreed, of) = self.figures.get(figure).copied().unwrap_or((0, 0));
+        for (figure, agreed, of) in &self.figures {
             writeln!(f, "  {figure:<32} {agreed}/{of}")?;
         }
         Ok(())
@@ -234,5 +229,76 @@ mod tests {
             figure_of("[expect] min_rejected_writes"),
             "[expect] min_rejected_writes"
         );
+    }
+
+    fn comparison(disagreeing: &[&str]) -> Comparison {
+        let outcome = crate::compare::Outcome {
+            terms: Vec::new(),
+            max_token: 1,
+            gaps_ms: Vec::new(),
+            accepted: 0,
+            rejected: 0,
+            split_brain: false,
+            violations: Vec::new(),
+        };
+        Comparison {
+            real: outcome.clone(),
+            simulated: outcome,
+            differences: disagreeing
+                .iter()
+                .map(|what| crate::compare::Difference {
+                    what: what.to_string(),
+                    real: "1".to_string(),
+                    simulated: "2".to_string(),
+                    reason: String::new(),
+                    disagreement: true,
+                })
+                .collect(),
+            gap_tolerances_ms: Vec::new(),
+            expectations: vec![crate::compare::ExpectationAgreement {
+                key: "min_rejected_writes",
+                real_unmet: None,
+                simulated_unmet: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn each_figure_counts_the_runs_it_agreed_in_whatever_else_disagreed() {
+        // Three runs: clean; two gaps and a term count off (the gaps fold
+        // into one figure, counted once); the expectation off.
+        let mut tally = Tally::default();
+        tally.add(1, true, Some(&comparison(&[])));
+        tally.add(
+            2,
+            true,
+            Some(&comparison(&[
+                "failover 1 gap (tolerance ±500 ms)",
+                "terms",
+                "failover 2 gap (tolerance ±500 ms)",
+            ])),
+        );
+        tally.add(
+            3,
+            false,
+            Some(&comparison(&["[expect] min_rejected_writes"])),
+        );
+        tally.add(4, true, None);
+        let count = |name: &str| {
+            let (_, agreed, of) = tally
+                .figures
+                .iter()
+                .find(|(figure, ..)| figure == name)
+                .unwrap_or_else(|| panic!("{name} counted"));
+            (*agreed, *of)
+        };
+        assert_eq!(count("failover gaps"), (2, 3));
+        assert_eq!(count("terms"), (2, 3));
+        assert_eq!(count("violations"), (3, 3));
+        assert_eq!(count("[expect] min_rejected_writes"), (2, 3));
+        assert_eq!(tally.figures.len(), FIGURES.len() + 1);
+        assert_eq!(tally.runs[1].disagreements, ["failover gaps", "terms"]);
+        assert_eq!(tally.agreed(), (1, 3));
+        assert_eq!(tally.passed(), 3);
     }
 }

@@ -522,12 +522,7 @@ impl<'a> Planner<'a> {
                 // A strobe: each flip at its own instant, as the simulator
                 // makes them.
                 let Some(target) = realise::clock_target(&step.action) else {
-                    notes.push(realise::no_clock_note(
-                        fault_plan.hosts(),
-                        fault,
-                        &step.action,
-                    ));
-                    continue;
+                    unreachable!("only a clock fault steps a wall clock: {:?}", step.action);
                 };
                 for (flip, wall) in wall_steps.iter().enumerate() {
                     steps.push(Step {

@@ -52,42 +52,26 @@ pub fn refusal(hosts: &HostNames, resolution: &Resolution) -> Option<String> {
 }
 
 /// Whose clock clock fault `action` moves in the lab: a node's wall clock,
-/// or the lease store's; `None` for the downstream (whose SQL reads no
-/// clock) and for any action that is not a clock fault.
+/// or the lease store's; `None` for any action that is not a clock fault.
+/// (Validation refuses a clock fault of the downstream, whose SQL reads no
+/// clock.)
 pub fn clock_target(action: &FaultAction) -> Option<ClockTarget> {
-    let host = match *action {
+    match *action {
         FaultAction::ClockJump { host, .. }
         | FaultAction::ClockSlew { host, .. }
-        | FaultAction::ClockStrobe { host, .. } => host,
-        _ => return None,
-    };
-    match host {
-        HostId::Node(node) => Some(ClockTarget::Node(node as usize)),
-        HostId::Server(ServerId::Lock(_)) => Some(ClockTarget::LeaseStore),
-        HostId::Server(ServerId::Downstream) => None,
+        | FaultAction::ClockStrobe { host, .. } => Some(clock_of(host)),
+        _ => None,
     }
 }
 
-/// The note for a clock fault of the downstream: nothing reads that clock.
-pub fn no_clock_note(
-    hosts: &HostNames,
-    fault: Option<(usize, &str)>,
-    action: &FaultAction,
-) -> String {
-    format!(
-        "{} of {}: the fenced table's SQL reads no clock (tokens decide), so the step changes \
-         nothing (in the simulator as here)",
-        fault.map_or_else(
-            || action.kind_name().to_string(),
-            |(_, what)| what.to_string()
-        ),
-        match *action {
-            FaultAction::ClockJump { host, .. }
-            | FaultAction::ClockSlew { host, .. }
-            | FaultAction::ClockStrobe { host, .. } => hosts.name(host),
-            _ => "?",
+fn clock_of(host: HostId) -> ClockTarget {
+    match host {
+        HostId::Node(node) => ClockTarget::Node(node as usize),
+        HostId::Server(ServerId::Lock(_)) => ClockTarget::LeaseStore,
+        HostId::Server(ServerId::Downstream) => {
+            unreachable!("validation refuses a clock fault of the downstream")
         }
-    )
+    }
 }
 
 /// The fenced protocol's logical server a resolved server is. Only the
@@ -251,30 +235,19 @@ pub fn realise(
             durable: true,
         } => one(Action::ServerUp { server: server(id) }),
         FaultAction::Heal => one(Action::Heal),
-        FaultAction::ClockJump { by, .. } => match clock_target(action) {
-            Some(target) => one(Action::ClockStep {
-                target,
+        // A strobe's first flip; the planner lays out the others
+        // (`FaultAction::wall_steps`).
+        FaultAction::ClockJump { host, by } | FaultAction::ClockStrobe { host, by, .. } => {
+            one(Action::ClockStep {
+                target: clock_of(host),
                 by_nanos: by.0,
-            }),
-            None => Realised::Nothing(Some(no_clock_note(hosts, fault, action))),
-        },
-        FaultAction::ClockSlew { by, over, .. } => match clock_target(action) {
-            Some(target) => one(Action::ClockSlew {
-                target,
-                by_nanos: by.0,
-                over,
-            }),
-            None => Realised::Nothing(Some(no_clock_note(hosts, fault, action))),
-        },
-        FaultAction::ClockStrobe { by, .. } => match clock_target(action) {
-            // Its first flip; the planner lays out the others
-            // (`FaultAction::wall_steps`).
-            Some(target) => one(Action::ClockStep {
-                target,
-                by_nanos: by.0,
-            }),
-            None => Realised::Nothing(Some(no_clock_note(hosts, fault, action))),
-        },
+            })
+        }
+        FaultAction::ClockSlew { host, by, over } => one(Action::ClockSlew {
+            target: clock_of(host),
+            by_nanos: by.0,
+            over,
+        }),
         FaultAction::ServerDown { .. } | FaultAction::ServerUp { .. } => {
             unreachable!("refused before planning: {action:?}")
         }

@@ -42,3 +42,57 @@ fn every_unmet_sentence_begins_with_a_checked_key() {
         .unmet_because("min_overlap")
         .is_some_and(|s| s.starts_with("min_overlap: expected at least 2s")));
 }
+
+#[test]
+fn the_upper_bounds_fail_with_their_own_keys_too() {
+    // The keys a quiet run cannot fail: the shipped unfenced GC pause has a
+    // takeover, a failover gap and a belief overlap, so upper bounds of 0
+    // fail, each sentence found by its key.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/gc-pause-unfenced.toml"
+    );
+    let mut scenario: Scenario = fenced_sim::file::load(path.as_ref()).expect("shipped");
+    scenario.expect = Expectations {
+        split_brain: Some(true),
+        max_leader_changes: Some(0),
+        max_failover: Some(Duration::from_millis(1)),
+        max_overlap: Some(Duration::ZERO),
+        ..Expectations::default()
+    };
+    let mut sim = Simulation::from_scenario(&scenario, RunOptions::default()).expect("valid");
+    sim.run_to_end();
+    let outcome = sim.report().expect;
+    for key in ["max_leader_changes", "max_failover", "max_overlap"] {
+        assert!(
+            outcome.unmet_because(key).is_some(),
+            "{key}: {:#?}",
+            outcome.unmet
+        );
+    }
+    assert_eq!(
+        outcome.unmet_because("split_brain"),
+        None,
+        "{:#?}",
+        outcome.unmet
+    );
+    assert_eq!(outcome.unmet.len(), 3, "{:#?}", outcome.unmet);
+}
+
+#[test]
+fn spurious_failovers_above_the_bound_fail_with_their_key() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/renew-too-close-under-loss.toml"
+    );
+    let mut scenario: Scenario = fenced_sim::file::load(path.as_ref()).expect("shipped");
+    scenario.expect.max_spurious_failovers = Some(0);
+    let mut sim = Simulation::from_scenario(&scenario, RunOptions::default()).expect("valid");
+    sim.run_to_end();
+    let outcome = sim.report().expect;
+    assert!(
+        outcome.unmet_because("max_spurious_failovers").is_some(),
+        "{:#?}",
+        outcome.unmet
+    );
+}
