@@ -94,6 +94,11 @@ fn scale_fault(fault: &mut FaultSpec, scale: TimeScale) {
             d(duration);
             *by = ClockOffset(scale.scale_nanos(by.0));
         }
+        FaultSpec::Anchored { when, fault } => {
+            // The anchor's delay is a time like any other; its event is not.
+            d(&mut when.delay);
+            scale_fault(fault, scale);
+        }
         FaultSpec::Recurring {
             every, duration, ..
         } => {

@@ -37,7 +37,7 @@ impl LabHistory {
             .faults
             .iter()
             .map(|fault| {
-                let server = match fault {
+                let server = match fault.unanchored() {
                     FaultSpec::Pause { host, .. }
                     | FaultSpec::Isolate { host, .. }
                     | FaultSpec::Restart { host, .. }

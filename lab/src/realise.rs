@@ -35,6 +35,10 @@ pub fn refusal(hosts: &HostNames, resolution: &Resolution) -> Option<String> {
                     .to_string(),
             ),
             Resolution::Scheduled(fault) => fault,
+            Resolution::Anchored { .. } => return Some(
+                "an anchored fault waits for an event; this lab applies faults at instants only"
+                    .to_string(),
+            ),
         };
     // Clock faults are judged by the planner, which knows the nodes' drifts,
     // the store's declared clock and what libfaketime can do here.

@@ -77,16 +77,16 @@ pub use limits::Halt;
 pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
 };
-pub use report::{summary, HaltReason, Halted, Report};
+pub use report::{summary, AnchoredFault, HaltReason, Halted, Report};
 pub use rng::mix64;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
-    ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec, Membership, Network,
-    NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError, StoreClock, ValidScenario,
-    Work, DOWNSTREAM, LEASE_STORE,
+    Anchor, AnchorEvent, ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec,
+    Membership, Network, NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError,
+    StoreClock, ValidScenario, Work, DOWNSTREAM, LEASE_STORE,
 };
 pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
-    Resolution, ResolveError, ResolvedFault, ServerId, StepCause, WallStep,
+    Resolution, ResolveError, ResolvedAnchor, ResolvedFault, ServerId, StepCause, WallStep,
 };
 pub use simulation::{Finished, Recording, RunOptions, Simulation};

@@ -179,7 +179,7 @@ impl Shrinker<'_> {
         for i in 0..scenario.faults.len() {
             for _ in 0..12 {
                 let mut candidate = scenario.clone();
-                let shorter = match &mut candidate.faults[i] {
+                let shorter = match candidate.faults[i].unanchored_mut() {
                     FaultSpec::Pause { duration, .. }
                     | FaultSpec::Isolate { duration, .. }
                     | FaultSpec::Cut { duration, .. }
@@ -204,7 +204,9 @@ impl Shrinker<'_> {
         for i in 0..scenario.faults.len() {
             for _ in 0..8 {
                 let mut candidate = scenario.clone();
-                let earlier = match &mut candidate.faults[i] {
+                // An anchored fault's `at` is the earliest its anchor
+                // counts: moving it earlier keeps the anchor.
+                let earlier = match candidate.faults[i].unanchored_mut() {
                     FaultSpec::Pause { at, .. }
                     | FaultSpec::Isolate { at, .. }
                     | FaultSpec::Cut { at, .. }
@@ -217,7 +219,7 @@ impl Shrinker<'_> {
                     | FaultSpec::ClockJump { at, .. }
                     | FaultSpec::ClockSlew { at, .. }
                     | FaultSpec::ClockStrobe { at, .. } => halve(at),
-                    FaultSpec::Recurring { .. } => false,
+                    FaultSpec::Recurring { .. } | FaultSpec::Anchored { .. } => false,
                 };
                 if !earlier || !self.keep_if_fails(scenario, candidate) {
                     break;
@@ -300,6 +302,9 @@ fn names(fault: &FaultSpec, id: &str) -> bool {
         | FaultSpec::Stop { node, .. }
         | FaultSpec::Abdicate { node, .. } => node == id,
         FaultSpec::Recurring { node, .. } => node.as_deref().is_none_or(|n| n == id),
+        FaultSpec::Anchored { when, fault } => {
+            when.node.as_deref().is_none_or(|n| n == id) || names(fault, id)
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::scenario::{
-    Election, FaultSpec, Membership, Network, ProtocolSpec, Scenario, StoreClock, Work,
+    Anchor, Election, FaultSpec, Membership, Network, ProtocolSpec, Scenario, StoreClock, Work,
 };
 use crate::units::human;
 
@@ -173,13 +173,23 @@ fn write_network(o: &mut String, n: &Network) {
 
 fn write_fault(o: &mut String, fault: &FaultSpec) {
     let _ = writeln!(o, "\n[[fault]]\nkind = {}", quoted(fault.kind_name()));
+    let (fault, anchor) = match fault {
+        FaultSpec::Anchored { when, fault } => (&**fault, Some(when)),
+        fault => (fault, None),
+    };
+    // An anchored fault's `at` is its anchor, the instant its `after`.
+    let at_text = |at: Duration| match anchor {
+        Some(anchor) => anchor_table(anchor, at),
+        None => dur(at),
+    };
     match fault {
+        FaultSpec::Anchored { .. } => unreachable!("validation refuses nested anchors"),
         FaultSpec::Pause { host, at, duration } | FaultSpec::Isolate { host, at, duration } => {
             let _ = writeln!(
                 o,
                 "node = {}\nat = {}\nduration = {}",
                 quoted(host),
-                dur(*at),
+                at_text(*at),
                 dur(*duration)
             );
         }
@@ -194,7 +204,7 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 "from = {}\nto = {}\nat = {}\nduration = {}",
                 quoted(from),
                 quoted(to),
-                dur(*at),
+                at_text(*at),
                 dur(*duration)
             );
         }
@@ -214,7 +224,7 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 o,
                 "groups = [{}]\nat = {}\nduration = {}",
                 groups.join(", "),
-                dur(*at),
+                at_text(*at),
                 dur(*duration)
             );
         }
@@ -228,7 +238,7 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
             at,
             restart_after,
         } => {
-            let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
+            let _ = writeln!(o, "node = {}\nat = {}", quoted(node), at_text(*at));
             if let Some(after) = restart_after {
                 let _ = writeln!(o, "restart_after = {}", dur(*after));
             }
@@ -243,7 +253,7 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 o,
                 "node = {}\nat = {}\nduration = {}",
                 quoted(host),
-                dur(*at),
+                at_text(*at),
                 dur(*duration)
             );
             if let Some(durable) = durable {
@@ -255,7 +265,7 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 o,
                 "node = {}\nat = {}\nby = {}",
                 quoted(host),
-                dur(*at),
+                at_text(*at),
                 quoted(&by.to_string())
             );
         }
@@ -264,7 +274,7 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 o,
                 "node = {}\nat = {}\nby = {}\nrate = {}",
                 quoted(host),
-                dur(*at),
+                at_text(*at),
                 quoted(&by.to_string()),
                 float(*rate)
             );
@@ -280,14 +290,14 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
                 o,
                 "node = {}\nat = {}\nby = {}\nperiod = {}\nduration = {}",
                 quoted(host),
-                dur(*at),
+                at_text(*at),
                 quoted(&by.to_string()),
                 dur(*period),
                 dur(*duration)
             );
         }
         FaultSpec::Replace { node, at } | FaultSpec::Abdicate { node, at } => {
-            let _ = writeln!(o, "node = {}\nat = {}", quoted(node), dur(*at));
+            let _ = writeln!(o, "node = {}\nat = {}", quoted(node), at_text(*at));
         }
         FaultSpec::Recurring {
             node,
@@ -309,6 +319,23 @@ fn write_fault(o: &mut String, fault: &FaultSpec) {
             );
         }
     }
+}
+
+/// An anchor as the inline table of a fault's `at`: `{ event = "work-started",
+/// node = "node-a", after = "12s" }` (`token` and `delay` when set).
+fn anchor_table(anchor: &Anchor, after: Duration) -> String {
+    let mut parts = vec![format!("event = {}", quoted(anchor.event.name()))];
+    if let Some(node) = &anchor.node {
+        parts.push(format!("node = {}", quoted(node)));
+    }
+    if let Some(token) = anchor.token {
+        parts.push(format!("token = {token}"));
+    }
+    parts.push(format!("after = {}", dur(after)));
+    if !anchor.delay.is_zero() {
+        parts.push(format!("delay = {}", dur(anchor.delay)));
+    }
+    format!("{{ {} }}", parts.join(", "))
 }
 
 fn write_expect(o: &mut String, s: &Scenario) {

@@ -38,6 +38,7 @@ pub(crate) fn assemble(
         coverage: verdict.coverage,
         unjudged_writes: figures.unjudged_writes,
         halted: None,
+        anchors: Vec::new(),
         planted_bug: figures.planted_bug,
         history: figures.history,
     };

@@ -152,6 +152,9 @@ pub(crate) enum Control {
     StrobeFlip(u32),
     /// The liveness phase begins.
     Heal,
+    /// Not an event: an observer asked for the driver's attention after the
+    /// event just handled (see [`Observer::wants_attention`]).
+    Attention,
 }
 
 /// What a fault touches, for pictures: a host's links (an endpoint: a
@@ -305,7 +308,10 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             debug_assert!(time >= self.now, "time never runs backwards");
             self.now = time;
             let event = self.queue.take(slot)?;
-            let control = self.dispatch(event);
+            let mut control = self.dispatch(event);
+            if control.is_none() && self.observers.wants_attention() {
+                control = Some(Control::Attention);
+            }
             if self.queue.len() > MAX_PENDING_EVENTS {
                 self.halt = Some(Halt::TooManyPending {
                     pending: self.queue.len(),

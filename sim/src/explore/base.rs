@@ -167,7 +167,7 @@ fn liveness_bound_checked(s: &Scenario) -> Option<Duration> {
         .checked_add(latency.checked_mul(8)?)?
         .checked_add(Duration::from_millis(1))?;
     let held_back = s.faults.iter().try_fold(Duration::ZERO, |sum, f| {
-        let back = match f {
+        let back = match f.unanchored() {
             FaultSpec::ClockJump { by, .. } | FaultSpec::ClockSlew { by, .. } if by.0 < 0 => {
                 by.0.unsigned_abs()
             }

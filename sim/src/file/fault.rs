@@ -103,8 +103,8 @@ pub(super) fn convert_fault(
             duration,
         });
     }
-    let at = match &raw.at {
-        Some(at) => duration(&k("at"), at, spans)?,
+    let (at, anchor) = match &raw.at {
+        Some(at) => super::anchor::at_or_anchor(&k("at"), at, spans)?,
         None if matches!(
             kind,
             "pause"
@@ -127,7 +127,7 @@ pub(super) fn convert_fault(
                 format!("a `{kind}` fault needs `at` (or `every`, for a recurring one)"),
             )
         }
-        None => Duration::ZERO,
+        None => (Duration::ZERO, None),
     };
     let fixed_duration = |spans: &mut Spans| -> Result<Duration, ConvertError> {
         match &raw.duration {
@@ -145,106 +145,73 @@ pub(super) fn convert_fault(
             ),
         }
     };
-    match kind {
-        "pause" | "isolate" => {
-            forbid(&["from", "to", "groups", "restart_after", "durable", "by"])?;
-            let host = need_str("node", &raw.node, spans)?;
-            if host == "*" {
-                return err(
-                    &k("node"),
-                    fault.span(),
-                    "`*` is for recurring faults (with `every`); name one host",
-                );
+    // Every arm returns the fault or its error; an anchor then wraps it.
+    let mut scheduled = || -> Result<FaultSpec, ConvertError> {
+        match kind {
+            "pause" | "isolate" => {
+                forbid(&["from", "to", "groups", "restart_after", "durable", "by"])?;
+                let host = need_str("node", &raw.node, spans)?;
+                if host == "*" {
+                    return err(
+                        &k("node"),
+                        fault.span(),
+                        "`*` is for recurring faults (with `every`); name one host",
+                    );
+                }
+                let duration = fixed_duration(spans)?;
+                Ok(if kind == "pause" {
+                    FaultSpec::Pause { host, at, duration }
+                } else {
+                    FaultSpec::Isolate { host, at, duration }
+                })
             }
-            let duration = fixed_duration(spans)?;
-            Ok(if kind == "pause" {
-                FaultSpec::Pause { host, at, duration }
-            } else {
-                FaultSpec::Isolate { host, at, duration }
-            })
-        }
-        "cut" => {
-            forbid(&["node", "groups", "restart_after", "durable", "by"])?;
-            let from = need_str("from", &raw.from, spans)?;
-            let to = need_str("to", &raw.to, spans)?;
-            let duration = fixed_duration(spans)?;
-            Ok(FaultSpec::Cut {
-                from,
-                to,
-                at,
-                duration,
-            })
-        }
-        "partition" => {
-            forbid(&["node", "from", "to", "restart_after", "durable", "by"])?;
-            let groups = match &raw.groups {
-                Some(g) => {
-                    spans.note(&k("groups"), g);
-                    g.get_ref().clone()
-                }
-                None => return err(&k("groups"), fault.span(), "a `partition` fault needs `groups`, e.g. [[\"node-a\", \"downstream\"], [\"node-b\", \"lease-store\"]]"),
-            };
-            let duration = fixed_duration(spans)?;
-            Ok(FaultSpec::Partition {
-                groups,
-                at,
-                duration,
-            })
-        }
-        "crash" | "stop" => {
-            forbid(&["from", "to", "groups", "duration", "durable", "by"])?;
-            let node = need_str("node", &raw.node, spans)?;
-            let restart_after = opt_duration(&k("restart_after"), &raw.restart_after, spans)?;
-            Ok(if kind == "crash" {
-                FaultSpec::Crash {
-                    node,
+            "cut" => {
+                forbid(&["node", "groups", "restart_after", "durable", "by"])?;
+                let from = need_str("from", &raw.from, spans)?;
+                let to = need_str("to", &raw.to, spans)?;
+                let duration = fixed_duration(spans)?;
+                Ok(FaultSpec::Cut {
+                    from,
+                    to,
                     at,
-                    restart_after,
-                }
-            } else {
-                FaultSpec::Stop {
-                    node,
+                    duration,
+                })
+            }
+            "partition" => {
+                forbid(&["node", "from", "to", "restart_after", "durable", "by"])?;
+                let groups = match &raw.groups {
+                    Some(g) => {
+                        spans.note(&k("groups"), g);
+                        g.get_ref().clone()
+                    }
+                    None => return err(&k("groups"), fault.span(), "a `partition` fault needs `groups`, e.g. [[\"node-a\", \"downstream\"], [\"node-b\", \"lease-store\"]]"),
+                };
+                let duration = fixed_duration(spans)?;
+                Ok(FaultSpec::Partition {
+                    groups,
                     at,
-                    restart_after,
-                }
-            })
-        }
-        "replace" | "abdicate" => {
-            forbid(&[
-                "from",
-                "to",
-                "groups",
-                "duration",
-                "restart_after",
-                "durable",
-                "by",
-            ])?;
-            let node = need_str("node", &raw.node, spans)?;
-            Ok(if kind == "replace" {
-                FaultSpec::Replace { node, at }
-            } else {
-                FaultSpec::Abdicate { node, at }
-            })
-        }
-        "restart" => {
-            forbid(&["from", "to", "groups", "restart_after", "by"])?;
-            let host = need_str("node", &raw.node, spans)?;
-            let duration = fixed_duration(spans)?;
-            let durable = raw.durable.as_ref().map(|d| {
-                spans.note(&k("durable"), d);
-                *d.get_ref()
-            });
-            Ok(FaultSpec::Restart {
-                host,
-                at,
-                duration,
-                durable,
-            })
-        }
-        "clock-jump" | "clock-slew" | "clock-strobe" => {
-            if kind == "clock-strobe" {
-                forbid(&["from", "to", "groups", "restart_after", "durable"])?;
-            } else {
+                    duration,
+                })
+            }
+            "crash" | "stop" => {
+                forbid(&["from", "to", "groups", "duration", "durable", "by"])?;
+                let node = need_str("node", &raw.node, spans)?;
+                let restart_after = opt_duration(&k("restart_after"), &raw.restart_after, spans)?;
+                Ok(if kind == "crash" {
+                    FaultSpec::Crash {
+                        node,
+                        at,
+                        restart_after,
+                    }
+                } else {
+                    FaultSpec::Stop {
+                        node,
+                        at,
+                        restart_after,
+                    }
+                })
+            }
+            "replace" | "abdicate" => {
                 forbid(&[
                     "from",
                     "to",
@@ -252,67 +219,108 @@ pub(super) fn convert_fault(
                     "duration",
                     "restart_after",
                     "durable",
+                    "by",
                 ])?;
+                let node = need_str("node", &raw.node, spans)?;
+                Ok(if kind == "replace" {
+                    FaultSpec::Replace { node, at }
+                } else {
+                    FaultSpec::Abdicate { node, at }
+                })
             }
-            let host = need_str("node", &raw.node, spans)?;
-            let example = match kind {
-                "clock-jump" => "e.g. \"30s\" (ahead) or \"-5s\" (back)",
-                "clock-slew" => "the correction, e.g. \"2s\" or \"-500ms\"",
-                _ => "the flip, e.g. \"5s\"",
-            };
-            let by = match &raw.by {
-                Some(by) => signed_offset(&k("by"), by, spans)?,
-                None => {
-                    return err(
-                        &k("by"),
-                        fault.span(),
-                        format!("a `{kind}` fault needs `by`, {example}"),
-                    )
+            "restart" => {
+                forbid(&["from", "to", "groups", "restart_after", "by"])?;
+                let host = need_str("node", &raw.node, spans)?;
+                let duration = fixed_duration(spans)?;
+                let durable = raw.durable.as_ref().map(|d| {
+                    spans.note(&k("durable"), d);
+                    *d.get_ref()
+                });
+                Ok(FaultSpec::Restart {
+                    host,
+                    at,
+                    duration,
+                    durable,
+                })
+            }
+            "clock-jump" | "clock-slew" | "clock-strobe" => {
+                if kind == "clock-strobe" {
+                    forbid(&["from", "to", "groups", "restart_after", "durable"])?;
+                } else {
+                    forbid(&[
+                        "from",
+                        "to",
+                        "groups",
+                        "duration",
+                        "restart_after",
+                        "durable",
+                    ])?;
                 }
-            };
-            if kind == "clock-jump" {
-                return Ok(FaultSpec::ClockJump { host, at, by });
-            }
-            if kind == "clock-slew" {
-                let rate = match &raw.rate {
-                    Some(rate) => {
-                        spans.note(&k("rate"), rate);
-                        *rate.get_ref()
-                    }
-                    None => DEFAULT_SLEW_RATE,
+                let host = need_str("node", &raw.node, spans)?;
+                let example = match kind {
+                    "clock-jump" => "e.g. \"30s\" (ahead) or \"-5s\" (back)",
+                    "clock-slew" => "the correction, e.g. \"2s\" or \"-500ms\"",
+                    _ => "the flip, e.g. \"5s\"",
                 };
-                return Ok(FaultSpec::ClockSlew { host, at, by, rate });
-            }
-            let period = match &raw.period {
-                Some(period) => duration(&k("period"), period, spans)?,
-                None => return err(
-                    &k("period"),
-                    fault.span(),
-                    "a `clock-strobe` fault needs `period`, the time between flips, e.g. \"100ms\"",
-                ),
-            };
-            let duration = match &raw.duration {
-                Some(_) => fixed_duration(spans)?,
-                None => {
-                    return err(
-                        &k("duration"),
-                        fault.span(),
-                        "a `clock-strobe` fault needs `duration`, how long it strobes",
-                    )
+                let by = match &raw.by {
+                    Some(by) => signed_offset(&k("by"), by, spans)?,
+                    None => {
+                        return err(
+                            &k("by"),
+                            fault.span(),
+                            format!("a `{kind}` fault needs `by`, {example}"),
+                        )
+                    }
+                };
+                if kind == "clock-jump" {
+                    return Ok(FaultSpec::ClockJump { host, at, by });
                 }
-            };
-            Ok(FaultSpec::ClockStrobe {
-                host,
-                at,
-                by,
-                period,
-                duration,
-            })
+                if kind == "clock-slew" {
+                    let rate = match &raw.rate {
+                        Some(rate) => {
+                            spans.note(&k("rate"), rate);
+                            *rate.get_ref()
+                        }
+                        None => DEFAULT_SLEW_RATE,
+                    };
+                    return Ok(FaultSpec::ClockSlew { host, at, by, rate });
+                }
+                let period = match &raw.period {
+                    Some(period) => duration(&k("period"), period, spans)?,
+                    None => return err(
+                        &k("period"),
+                        fault.span(),
+                        "a `clock-strobe` fault needs `period`, the time between flips, e.g. \"100ms\"",
+                    ),
+                };
+                let duration = match &raw.duration {
+                    Some(_) => fixed_duration(spans)?,
+                    None => {
+                        return err(
+                            &k("duration"),
+                            fault.span(),
+                            "a `clock-strobe` fault needs `duration`, how long it strobes",
+                        )
+                    }
+                };
+                Ok(FaultSpec::ClockStrobe {
+                    host,
+                    at,
+                    by,
+                    period,
+                    duration,
+                })
+            }
+            other => err(
+                &k("kind"),
+                raw.kind.span(),
+                format!("unknown fault kind `{other}`; known kinds: {FAULT_KINDS}"),
+            ),
         }
-        other => err(
-            &k("kind"),
-            raw.kind.span(),
-            format!("unknown fault kind `{other}`; known kinds: {FAULT_KINDS}"),
-        ),
-    }
+    };
+    let fault = scheduled()?;
+    Ok(match anchor {
+        Some(when) => fault.anchored(when),
+        None => fault,
+    })
 }

@@ -20,6 +20,7 @@
 //! builds the [`Scenario`]; [`Scenario::validate`] checks it, and its error is
 //! placed by the key it names.
 
+mod anchor;
 mod convert;
 mod explain;
 mod fault;

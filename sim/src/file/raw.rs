@@ -146,7 +146,8 @@ pub(super) struct RawFault {
     pub(super) from: Option<Spanned<String>>,
     pub(super) to: Option<Spanned<String>>,
     pub(super) groups: Option<Spanned<Vec<Vec<String>>>>,
-    pub(super) at: Option<Spanned<String>>,
+    /// A duration, or an anchor's table (`{ event = "work-started", ... }`).
+    pub(super) at: Option<Spanned<toml::Value>>,
     pub(super) duration: Option<Spanned<RawSpan>>,
     pub(super) every: Option<Spanned<String>>,
     pub(super) restart_after: Option<Spanned<String>>,

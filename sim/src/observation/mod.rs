@@ -542,4 +542,11 @@ pub trait Observer {
     fn wants_pictures(&self) -> bool {
         false
     }
+
+    /// Whether this observer needs the run's driver now, before the next
+    /// event: an anchored fault's event happened. The engine asks after
+    /// every event and hands control back when one does. Default: never.
+    fn wants_attention(&self) -> bool {
+        false
+    }
 }

@@ -1,6 +1,7 @@
 //! The fan-out of the stream: every observation goes to the tracer, the
-//! checker and, when a picture is asked for, the timeline recorder, in that
-//! order. Nothing else feeds them.
+//! checker, when a picture is asked for, the timeline recorder, and, when
+//! the scenario has anchored faults, their watcher, in that order. Nothing
+//! else feeds them.
 //!
 //! The three consumers are type parameters so that the stream layer does not
 //! import what it feeds (the tracer, the checker and the recorder import the
@@ -10,15 +11,17 @@
 use super::{Observation, Observer, SimTime};
 
 /// The consumers of the observation stream: a tracer `T` (always), a checker
-/// `C` (always) and a timeline recorder `R` (when asked for).
+/// `C` (always), a timeline recorder `R` (when asked for) and an anchor
+/// watcher `A` (when a fault waits for an event).
 #[derive(Debug)]
-pub(crate) struct Observers<T, C, R> {
+pub(crate) struct Observers<T, C, R, A> {
     pub(crate) tracer: T,
     pub(crate) checker: C,
     pub(crate) timeline: Option<Box<R>>,
+    pub(crate) anchors: Option<Box<A>>,
 }
 
-impl<T: Observer, C: Observer, R: Observer> Observer for Observers<T, C, R> {
+impl<T: Observer, C: Observer, R: Observer, A: Observer> Observer for Observers<T, C, R, A> {
     #[inline(always)]
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>) {
         self.tracer.observe(at, observation);
@@ -26,9 +29,17 @@ impl<T: Observer, C: Observer, R: Observer> Observer for Observers<T, C, R> {
         if let Some(t) = self.timeline.as_mut() {
             t.observe(at, observation);
         }
+        if let Some(a) = self.anchors.as_mut() {
+            a.observe(at, observation);
+        }
     }
 
     fn wants_pictures(&self) -> bool {
         self.timeline.is_some()
+    }
+
+    #[inline(always)]
+    fn wants_attention(&self) -> bool {
+        self.anchors.as_ref().is_some_and(|a| a.wants_attention())
     }
 }

@@ -102,6 +102,12 @@ pub struct Report {
     /// `explore` counts the seed as `event-budget`).
     #[serde(default)]
     pub halted: Option<Halted>,
+    /// Each anchored fault of the scenario (a table in its `at`), in file
+    /// order: when its event happened and when it began, `null` for never.
+    /// One that never began leaves the expectations unmet. Absent (no key)
+    /// for a scenario without anchored faults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<AnchoredFault>,
     /// The planted bug active in this run, if any (negative controls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planted_bug: Option<String>,
@@ -112,6 +118,40 @@ pub struct Report {
     /// hashes the merged history as `--trace` writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryReport>,
+}
+
+/// What became of one anchored fault.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnchoredFault {
+    /// Its index among the scenario's `[[fault]]`s.
+    pub fault: usize,
+    /// Its kind (`pause`, ...).
+    pub kind: String,
+    /// What it waited for: `work-started of node-a + 50ms`.
+    pub anchor: String,
+    /// When its event happened, in ms from the start (to the µs), or `None`.
+    pub fired_at_ms: Option<f64>,
+    /// When it began, or `None`: its event never happened, or happened
+    /// after the heal, or its delay ran past the run's end.
+    pub began_at_ms: Option<f64>,
+}
+
+impl AnchoredFault {
+    /// The sentence of the unmet expectation a fault that never began
+    /// makes, beginning with the key `anchors`.
+    pub fn unmet_sentence(&self) -> Option<String> {
+        if self.began_at_ms.is_some() {
+            return None;
+        }
+        let why = match self.fired_at_ms {
+            None => "its event never happened".to_string(),
+            Some(at) => format!("its event happened at {at} ms, but the fault could not begin (after the heal, or its delay ran past the end)"),
+        };
+        Some(format!(
+            "anchors: fault[{}] ({}, at {}) never began: {why}, so what the scenario expects of it was never tested",
+            self.fault, self.kind, self.anchor
+        ))
+    }
 }
 
 /// The histories behind a `check-history` report.

@@ -181,6 +181,24 @@ pub fn render(scenario: &Scenario, report: &Report, replay: &str) -> String {
         );
     }
 
+    if !report.anchors.is_empty() {
+        let _ = writeln!(s, "Anchored faults");
+        for a in &report.anchors {
+            let when = |at: Option<f64>| match at {
+                Some(ms) => format!("{:.3}s", ms / 1000.0),
+                None => "never".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "  fault[{}] {:<12} on {}: event at {}, began {}",
+                a.fault,
+                a.kind,
+                a.anchor,
+                when(a.fired_at_ms),
+                when(a.began_at_ms)
+            );
+        }
+    }
     if report.violations_total == 0 {
         let _ = writeln!(s, "Violations: none");
     } else {

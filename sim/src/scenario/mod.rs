@@ -14,12 +14,14 @@
 //! ([`FaultSpec::resolve`], [`ValidScenario::fault_plan`]), for the
 //! simulator and the lab alike.
 
+mod anchor;
 mod budget;
 mod protocol;
 mod resolve;
 mod valid;
 mod validate;
 
+pub use anchor::{Anchor, AnchorEvent, ResolvedAnchor};
 pub use budget::{check_budget, estimated_events};
 pub use protocol::ProtocolSpec;
 pub use resolve::{
@@ -521,6 +523,15 @@ pub enum FaultSpec {
         /// How long each occurrence lasts (for `crash`: the restart delay).
         duration: DurationRange,
     },
+    /// A scheduled fault that begins `when.delay` after the first event
+    /// `when` names at or after the wrapped fault's `at` (see
+    /// [`Anchor`]), instead of at `at`. Never recurring, never nested.
+    Anchored {
+        /// What it waits for.
+        when: Anchor,
+        /// The fault, its `at` the earliest instant the event counts.
+        fault: Box<FaultSpec>,
+    },
 }
 
 impl FaultSpec {
@@ -540,12 +551,50 @@ impl FaultSpec {
             FaultSpec::ClockSlew { .. } => "clock-slew",
             FaultSpec::ClockStrobe { .. } => "clock-strobe",
             FaultSpec::Recurring { kind, .. } => kind.name(),
+            FaultSpec::Anchored { fault, .. } => fault.kind_name(),
         }
     }
 
-    /// The span `[at, at + duration)` of a scheduled fault that has one.
+    /// The fault `anchor` starts `delay` after its event, at or after this
+    /// fault's `at`.
+    pub fn anchored(self, when: Anchor) -> Self {
+        FaultSpec::Anchored {
+            when,
+            fault: Box::new(self),
+        }
+    }
+
+    /// The anchor, for an anchored fault.
+    pub fn anchor(&self) -> Option<&Anchor> {
+        match self {
+            FaultSpec::Anchored { when, .. } => Some(when),
+            _ => None,
+        }
+    }
+
+    /// The fault itself: an anchored fault's wrapped fault, or this one.
+    pub fn unanchored(&self) -> &FaultSpec {
+        match self {
+            FaultSpec::Anchored { fault, .. } => fault,
+            other => other,
+        }
+    }
+
+    /// [`unanchored`](Self::unanchored), to change the fault and keep its
+    /// anchor.
+    pub fn unanchored_mut(&mut self) -> &mut FaultSpec {
+        match self {
+            FaultSpec::Anchored { fault, .. } => fault,
+            other => other,
+        }
+    }
+
+    /// The span `[at, at + duration)` of a scheduled fault that has one;
+    /// for an anchored fault, from its earliest instant on (when it begins
+    /// is known only as the run goes).
     pub fn window(&self) -> Option<(Duration, Duration)> {
         match self {
+            FaultSpec::Anchored { fault, .. } => fault.window().map(|(at, _)| (at, Duration::MAX)),
             FaultSpec::Pause { at, duration, .. }
             | FaultSpec::Isolate { at, duration, .. }
             | FaultSpec::Cut { at, duration, .. }

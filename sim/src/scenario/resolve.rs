@@ -23,8 +23,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::{
-    ClockOffset, DurationRange, FaultSpec, RecurringKind, Scenario, ValidScenario, DOWNSTREAM,
-    LEASE_STORE,
+    ClockOffset, DurationRange, FaultSpec, RecurringKind, ResolvedAnchor, Scenario, ValidScenario,
+    DOWNSTREAM, LEASE_STORE,
 };
 
 // The hosts a fault names are the observation layer's (the engine maps them
@@ -401,6 +401,15 @@ pub enum Resolution {
     Scheduled(ResolvedFault),
     /// A fault the simulator draws as its run goes.
     Recurring(RecurringFault),
+    /// A fault that begins when its anchor's event happens: `fault`'s
+    /// actions, its start `anchor.delay` after the event (its `at` is the
+    /// earliest instant the event counts, not when it begins).
+    Anchored {
+        /// What it waits for.
+        anchor: ResolvedAnchor,
+        /// What it does, once it begins.
+        fault: ResolvedFault,
+    },
 }
 
 /// Why a fault did not resolve: it names a host the scenario does not have,
@@ -423,6 +432,8 @@ pub enum ResolveError {
         /// The name.
         name: String,
     },
+    /// An anchor wraps a recurring fault (or another anchored one).
+    AnchoredRecurring,
 }
 
 impl fmt::Display for ResolveError {
@@ -431,6 +442,9 @@ impl fmt::Display for ResolveError {
             ResolveError::UnknownHost { name } => write!(f, "unknown host `{name}`"),
             ResolveError::NotANode { name } => write!(f, "`{name}` is not a node"),
             ResolveError::NotAServer { name } => write!(f, "`{name}` is not a server"),
+            ResolveError::AnchoredRecurring => {
+                f.write_str("an anchor starts a scheduled fault, not a recurring one")
+            }
         }
     }
 }
@@ -629,6 +643,20 @@ impl FaultSpec {
                 };
                 ResolvedFault::new(*at, strobe, None)
             }
+            FaultSpec::Anchored { when, fault } => {
+                let Resolution::Scheduled(fault) = fault.resolve(scenario, hosts)? else {
+                    return Err(ResolveError::AnchoredRecurring);
+                };
+                let node = when.node.as_deref().map(|n| hosts.node(n)).transpose()?;
+                let anchor = ResolvedAnchor {
+                    event: when.event,
+                    node,
+                    token: when.token,
+                    not_before: fault.at,
+                    delay: when.delay,
+                };
+                return Ok(Resolution::Anchored { anchor, fault });
+            }
             FaultSpec::Recurring {
                 kind,
                 node,
@@ -730,7 +758,8 @@ impl ValidScenario {
     ///    (left out); a restart stays (it starts a process only for a node
     ///    that has none then).
     ///
-    /// Recurring faults have no steps here: see [`FaultPlan::faults`].
+    /// Recurring and anchored faults have no steps here: when they begin
+    /// is known only as the run goes (see [`FaultPlan::faults`]).
     pub fn fault_plan(&self) -> FaultPlan {
         let scenario = self.scenario();
         let hosts = HostNames::of(scenario);

@@ -8,8 +8,8 @@ use std::time::Duration;
 use fenced::{ElectorConfig, NodeId, OwnerId};
 
 use super::{
-    ClockOffset, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM, LEASE_STORE,
-    MAX_NODE_ID_LEN,
+    Anchor, ClockOffset, FaultSpec, RecurringKind, Scenario, ScenarioError, DOWNSTREAM,
+    LEASE_STORE, MAX_NODE_ID_LEN,
 };
 use crate::engine::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
 use crate::engine::limits::{MAX_SPAN, MAX_UNITS_IN_PROGRESS};
@@ -390,7 +390,15 @@ impl Scenario {
                     ));
                 }
             }
+            let (fault, anchored) = match fault {
+                FaultSpec::Anchored { when, fault } => {
+                    self.validate_anchor(&key, when, fault, &only_nodes)?;
+                    (&**fault, true)
+                }
+                fault => (fault, false),
+            };
             match fault {
+                FaultSpec::Anchored { .. } => unreachable!("validate_anchor refuses nesting"),
                 FaultSpec::Pause { duration, .. }
                 | FaultSpec::Isolate { duration, .. }
                 | FaultSpec::Cut { duration, .. }
@@ -422,6 +430,7 @@ impl Scenario {
                 | FaultSpec::Abdicate { .. } => {}
             }
             match fault {
+                FaultSpec::Anchored { .. } => unreachable!("validate_anchor refuses nesting"),
                 FaultSpec::Pause { host, duration, .. }
                 | FaultSpec::Isolate { host, duration, .. } => {
                     if !hosts.contains(host.as_str()) {
@@ -478,7 +487,13 @@ impl Scenario {
                         }
                     }
                     more_than_zero(&format!("{key}.duration"), *duration)?;
-                    let end = at.saturating_add(*duration);
+                    // An anchored partition may begin any time after its
+                    // `at`: no other may overlap that.
+                    let end = if anchored {
+                        Duration::MAX
+                    } else {
+                        at.saturating_add(*duration)
+                    };
                     if let Some((j, _, _)) =
                         partitions.iter().find(|(_, s, e)| *at < *e && *s < end)
                     {
@@ -629,6 +644,66 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+impl Scenario {
+    /// An anchored fault's anchor, at `key`: a node that is one, a token
+    /// only on an event that carries one, an event the protocol makes, a
+    /// delay of at most a year, and a scheduled fault inside.
+    fn validate_anchor(
+        &self,
+        key: &str,
+        when: &Anchor,
+        fault: &FaultSpec,
+        only_nodes: &dyn Fn(&str, &str, String) -> Result<(), ScenarioError>,
+    ) -> Result<(), ScenarioError> {
+        if matches!(
+            fault,
+            FaultSpec::Recurring { .. } | FaultSpec::Anchored { .. }
+        ) {
+            return Err(ScenarioError::new(
+                format!("{key}.at"),
+                "an anchor (a table in `at`) starts a scheduled fault once; a recurring fault \
+                 (with `every`) cannot be anchored",
+            ));
+        }
+        if let Some(node) = &when.node {
+            only_nodes(
+                &format!("{key}.at"),
+                node,
+                format!("an anchor waits for a node's event; `{node}` is not a node"),
+            )?;
+        }
+        if let Some(token) = when.token {
+            if !when.event.has_token() {
+                return Err(ScenarioError::new(
+                    format!("{key}.at.token"),
+                    format!(
+                        "`{}` carries no token; `token` filters term-started, term-ended, \
+                         work-started and write-sent",
+                        when.event
+                    ),
+                ));
+            }
+            if token == 0 {
+                return Err(ScenarioError::new(
+                    format!("{key}.at.token"),
+                    "fencing tokens start at 1",
+                ));
+            }
+        }
+        if when.event.fenced_only() && self.election.protocol != super::ProtocolSpec::Fenced {
+            return Err(ScenarioError::new(
+                format!("{key}.at.event"),
+                format!(
+                    "protocol `{}` sends no lease requests of the fenced elector; anchor on \
+                     term-started, term-ended, work-started or write-sent",
+                    self.election.protocol
+                ),
+            ));
+        }
+        at_most_a_year(&format!("{key}.at.delay"), when.delay)
     }
 }
 

@@ -155,6 +155,10 @@ impl<H: SimHosts> Core<H> {
                 self.faults.scheduled.push(Some(resolved));
                 self.engine.schedule(at, Control::FaultStart(index as u32));
             }
+            Resolution::Anchored { anchor, fault } => {
+                self.faults.scheduled.push(Some(fault));
+                self.arm_anchor(index, anchor);
+            }
             Resolution::Recurring(recurring) => {
                 self.faults.scheduled.push(None);
                 for node in recurring.nodes {
@@ -184,11 +188,12 @@ impl<H: SimHosts> Core<H> {
         Ok(())
     }
 
-    /// Starts the scenario's scheduled fault `index` now.
+    /// Starts the scenario's scheduled (or anchored) fault `index` now.
     pub(super) fn start_fault(&mut self, index: usize) {
         let Some(fault) = self.faults.scheduled[index].clone() else {
             return;
         };
+        self.note_anchored_began(index);
         self.begin(index as u32, &fault, false);
     }
 

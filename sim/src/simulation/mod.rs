@@ -10,6 +10,7 @@
 //! (volatile state is lost; events addressed to them are dropped); a restart
 //! starts a new incarnation as a follower.
 
+mod anchors;
 mod faults;
 mod public;
 mod report;
@@ -30,7 +31,7 @@ use crate::hosts::workers::ProcessTable;
 use crate::hosts::{
     DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, SimHosts, WorkTimings,
 };
-use crate::observation::{Observers, SimTime, Skipped};
+use crate::observation::{Observer, Observers, SimTime, Skipped};
 use crate::rng::SeedDeriver;
 use crate::scenario::{
     Expectations, FaultAction, FaultSpec, PlanStep, Scenario, ScenarioError, StepCause, StoreClock,
@@ -41,6 +42,7 @@ use crate::timeline::{Belief, Recorder, Timeline};
 use crate::trace::Tracer;
 use crate::zoo::{ZooHosts, ZooProtocol};
 
+use anchors::AnchorWatch;
 use faults::Faults;
 
 #[cfg(feature = "planted-bugs")]
@@ -48,7 +50,7 @@ use fenced::PlantedBug;
 
 /// The observers of a run: the tracer, the checker and, when asked for, the
 /// timeline recorder.
-pub(crate) type RunObservers = Observers<Tracer, Checker, Recorder>;
+pub(crate) type RunObservers = Observers<Tracer, Checker, Recorder, AnchorWatch>;
 
 /// Options of one run that are not part of the scenario.
 #[derive(Clone, Debug, Default)]
@@ -223,6 +225,7 @@ impl<H: SimHosts> Core<H> {
             tracer: Tracer::new(),
             checker: Checker::new(CheckerSettings::of(scenario)),
             timeline: None,
+            anchors: None,
         };
         let engine = Engine::new(
             SimTime::from_duration(scenario.duration),
@@ -349,6 +352,12 @@ impl<H: SimHosts> Core<H> {
     pub fn run_until(&mut self, until: Duration) {
         while let Some(control) = self.engine.next_control(SimTime::from_duration(until)) {
             self.control(control);
+            // What an event or a fault's action emitted may have fired an
+            // anchor (`Control::Attention`, or an anchor of a fault that a
+            // control began): act on it before the next event.
+            while self.engine.observers.wants_attention() {
+                self.anchors_fired();
+            }
         }
     }
 
@@ -421,6 +430,8 @@ impl<H: SimHosts> Core<H> {
             }
             Control::StrobeFlip(strobe) => self.strobe_flip(strobe),
             Control::Heal => self.heal_all(),
+            // Handled after every control (see `run_until`).
+            Control::Attention => {}
         }
     }
 }

@@ -37,6 +37,11 @@ impl<H: SimHosts> Core<H> {
         };
         let mut report = assemble(figures, verdict, &self.expect);
         report.halted = self.engine.halted().map(Halted::from);
+        report.anchors = self.anchored_faults();
+        for sentence in report.anchors.iter().filter_map(|a| a.unmet_sentence()) {
+            report.expect.met = false;
+            report.expect.unmet.push(sentence);
+        }
         report
     }
 
