@@ -31,6 +31,7 @@
 //!   how often each figure agreed with the simulation.
 #![warn(missing_docs)]
 
+pub mod anchor_watch;
 pub mod campaign;
 pub mod compare;
 pub mod faketime;

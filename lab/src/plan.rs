@@ -247,6 +247,9 @@ pub struct LabPlan {
     pub network: NetworkModel,
     /// The actions, in time order.
     pub steps: Vec<Step>,
+    /// The anchored faults: each applied when its event appears in a node's
+    /// history ([`crate::anchor_watch`]).
+    pub anchored: Vec<LabAnchored>,
     /// Whether a fault moves the lease store's clock (the run then installs
     /// its clock function, [`crate::store_clock`]).
     pub store_clock: bool,
@@ -255,6 +258,26 @@ pub struct LabPlan {
     pub notes: Vec<String>,
     /// When the run ends (scaled `duration`).
     pub end: Duration,
+    /// When the liveness phase begins (scaled `heal_at`): no fault begins
+    /// after it.
+    pub heal_at: Option<Duration>,
+}
+
+/// An anchored fault of the plan: what it waits for (times scaled), and
+/// its actions with their times from its start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabAnchored {
+    /// The scenario's fault index.
+    pub fault: usize,
+    /// The anchor, its `not_before` and `delay` scaled.
+    pub anchor: fenced_sim::ResolvedAnchor,
+    /// The anchor as the scenario writes it, for reports.
+    pub text: String,
+    /// The fault's kind (`pause`, ...).
+    pub kind: String,
+    /// The fault's actions, `at` from its start (scaled): its start, then
+    /// its end or restart.
+    pub steps: Vec<Step>,
 }
 
 /// What the lab cannot do for real, and why.
@@ -418,7 +441,7 @@ impl<'a> Planner<'a> {
             if let Some(why) = refusal {
                 self.refuse(self.fault_label(index), why);
             }
-            if let Resolution::Scheduled(fault) = fault {
+            if let Resolution::Scheduled(fault) | Resolution::Anchored { fault, .. } = fault {
                 if let Some(ClockTarget::Node(node)) = realise::clock_target(&fault.start) {
                     nodes[node].wall_steps = true;
                 }
@@ -427,7 +450,8 @@ impl<'a> Planner<'a> {
         if !self.refusals.is_empty() {
             return Err(PlanError::Refused(self.refusals));
         }
-        let (steps, notes) = self.steps(&fault_plan);
+        let (steps, mut notes) = self.steps(&fault_plan);
+        let anchored = self.anchored(&fault_plan, &mut notes);
         let store_clock = steps.iter().any(|step| {
             matches!(
                 step.action,
@@ -453,10 +477,65 @@ impl<'a> Planner<'a> {
                 retransmit_timeout: self.scale.scale(RETRANSMIT_TIMEOUT),
             },
             steps,
+            anchored,
             store_clock,
             notes,
             end,
+            heal_at: s.heal_at.map(|h| self.scale.scale(h)),
         })
+    }
+
+    /// The anchored faults of `fault_plan` made real: each one's actions
+    /// from its start, realised and scaled as the timed steps are.
+    fn anchored(&self, fault_plan: &FaultPlan, notes: &mut Vec<String>) -> Vec<LabAnchored> {
+        let mut anchored = Vec::new();
+        for (index, fault) in fault_plan.faults().iter().enumerate() {
+            let Resolution::Anchored { anchor, fault } = fault else {
+                continue;
+            };
+            let label = self.fault_label(index);
+            let mut actions = vec![(Duration::ZERO, &fault.start)];
+            if let Some(follow) = &fault.follow_up {
+                actions.push((follow.after, &follow.action));
+            }
+            let mut steps = Vec::new();
+            for (after, action) in actions {
+                let at = self.scale.scale(after);
+                let cause = Cause::Fault(index);
+                let realised = realise::realise(
+                    fault_plan.hosts(),
+                    self.scenario.nodes.len(),
+                    Some((index, label.as_str())),
+                    action,
+                );
+                match realised {
+                    Realised::Actions(list) => steps.extend(list.into_iter().map(|action| Step {
+                        at,
+                        cause,
+                        action: self.scaled(action),
+                        planned: usize::MAX,
+                        flip: 0,
+                    })),
+                    Realised::Nothing(note) => notes.extend(note),
+                }
+            }
+            let text = self.scenario.faults[index]
+                .anchor()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            anchored.push(LabAnchored {
+                fault: index,
+                anchor: fenced_sim::ResolvedAnchor {
+                    not_before: self.scale.scale(anchor.not_before),
+                    delay: self.scale.scale(anchor.delay),
+                    ..*anchor
+                },
+                text,
+                kind: self.scenario.faults[index].kind_name().to_string(),
+                steps,
+            });
+        }
+        anchored
     }
 
     /// Why the lab cannot make clock fault `fault` real, if it is one it
@@ -464,7 +543,7 @@ impl<'a> Planner<'a> {
     /// steps, or on a node with a drift; a step of a lease store the
     /// scenario declares monotonic.
     fn clock_refusal(&self, fault: &Resolution) -> Option<String> {
-        let Resolution::Scheduled(fault) = fault else {
+        let (Resolution::Scheduled(fault) | Resolution::Anchored { fault, .. }) = fault else {
             return None;
         };
         let target = realise::clock_target(&fault.start)?;

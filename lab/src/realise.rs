@@ -35,10 +35,19 @@ pub fn refusal(hosts: &HostNames, resolution: &Resolution) -> Option<String> {
                     .to_string(),
             ),
             Resolution::Scheduled(fault) => fault,
-            Resolution::Anchored { .. } => return Some(
-                "an anchored fault waits for an event; this lab applies faults at instants only"
-                    .to_string(),
-            ),
+            // An anchored fault is made as the same fault at an instant
+            // would be, when its event appears; a strobe's train of flips
+            // is laid out at planning time, which an anchor's start is not.
+            Resolution::Anchored { fault, .. } => {
+                if matches!(fault.start, FaultAction::ClockStrobe { .. }) {
+                    return Some(
+                        "an anchored clock-strobe: the lab lays a strobe's flips out before the \
+                         run, and an anchored fault's start is known only when its event happens"
+                            .to_string(),
+                    );
+                }
+                fault
+            }
         };
     // Clock faults are judged by the planner, which knows the nodes' drifts,
     // the store's declared clock and what libfaketime can do here.

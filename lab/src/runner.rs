@@ -27,14 +27,16 @@ use fenced_sim::mix64;
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::time::{sleep_until, Instant};
 
+use crate::anchor_watch::HistoryTails;
 use crate::faketime::{self, FaketimeSupport};
 use crate::lab_history::LabHistory;
 use crate::node::NodeConfig;
 use crate::plan::{
-    self, Action, Cause, ClockTarget, Direction, LabPlan, Link, PlanOptions, Server, TimeScale,
+    self, Action, Cause, ClockTarget, Direction, LabPlan, Link, PlanOptions, Server, Step,
+    TimeScale,
 };
 use crate::proxy::{DirectionRules, Proxy};
-use crate::report::{Applied, RunReport};
+use crate::report::{AnchorOutcome, Applied, RunReport};
 use crate::schema::{RunSchema, PLAIN_TABLE};
 use crate::store_clock::{search_path_option, StoreClock};
 use crate::supervisor::{Launch, ProcessIndex, Signal, Supervisor};
@@ -195,6 +197,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let fault_plan = scenario.fault_plan();
     let steps_a_node = fault_plan.faults().iter().any(|fault| {
         matches!(fault, fenced_sim::Resolution::Scheduled(fault)
+            | fenced_sim::Resolution::Anchored { fault, .. }
             if matches!(crate::realise::clock_target(&fault.start), Some(ClockTarget::Node(_))))
     });
     let needs_clock = steps_a_node
@@ -265,6 +268,21 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         ended_ns: None,
         #[cfg(feature = "planted-bugs")]
         planted,
+        tails: HistoryTails::default(),
+        anchors: plan
+            .anchored
+            .iter()
+            .map(|a| {
+                let outcome = AnchorOutcome {
+                    fault: a.fault,
+                    text: a.text.clone(),
+                    kind: a.kind.clone(),
+                    fired: None,
+                    began: None,
+                };
+                (a.fault, outcome)
+            })
+            .collect(),
     };
     let outcome = lab.drive(&mut interrupts).await;
     // Tear down in every case: processes, proxies, then the schema.
@@ -283,14 +301,28 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
             lab.history.write_errors()
         )));
     }
-    let judged = crate::judge::judge_histories(&log_dir, &scaled, lab.ended_ns, args.svg.is_some())
-        .map_err(infra)?;
+    let mut judged =
+        crate::judge::judge_histories(&log_dir, &scaled, lab.ended_ns, args.svg.is_some())
+            .map_err(infra)?;
+    let anchors: Vec<AnchorOutcome> = std::mem::take(&mut lab.anchors).into_values().collect();
+    // An anchored fault that never began leaves the real run's expectations
+    // unmet, as the simulator's (the same sentence).
+    judged.report.anchors = anchors.iter().map(AnchorOutcome::as_report).collect();
+    for sentence in judged
+        .report
+        .anchors
+        .iter()
+        .filter_map(|a| a.unmet_sentence())
+    {
+        judged.report.expect.met = false;
+        judged.report.expect.unmet.push(sentence);
+    }
     let simulated = crate::judge::simulate(&scaled);
     let comparison = simulated
         .as_ref()
         .ok()
         .map(|sim| crate::compare::Comparison::new(&scaled, &judged.report, sim));
-    let report = RunReport::new(
+    let mut report = RunReport::new(
         &plan,
         &options.faketime,
         lab.schema_name,
@@ -299,6 +331,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         downstream,
         args.keep.clone(),
     );
+    report.anchors = anchors;
     Ok(RunOutcome {
         lab: report,
         scenario: scaled,
@@ -372,30 +405,137 @@ struct Lab<'a> {
     /// The bug every node's elector is given (`--plant`).
     #[cfg(feature = "planted-bugs")]
     planted: Option<fenced::PlantedBug>,
+    /// Every process's history, read as it grows while an anchor is armed.
+    tails: HistoryTails,
+    /// What each anchored fault did, by scenario fault index.
+    anchors: BTreeMap<usize, AnchorOutcome>,
+}
+
+/// A step due: one of the plan's, or an anchored fault's put in place when
+/// its event appeared.
+struct Due {
+    step: Step,
+    anchored: bool,
 }
 
 impl Lab<'_> {
     async fn drive(&mut self, interrupts: &mut Interrupts) -> Result<(), RunError> {
         self.start_proxies().await?;
         let start = Instant::now();
-        for step in &self.plan.steps {
-            self.wait_until(start + step.at, interrupts).await?;
+        // Anchors' events are stamped with the history clock; the run's
+        // time is `start`'s. Both are read here, back to back.
+        let start_ns = fenced::history::clock::now_ns().map_err(infra)?;
+        let plan = self.plan;
+        // What is due, in order: the plan's timed steps, then each fired
+        // anchored fault's actions, put in place as they fire.
+        let mut due: Vec<Due> = plan
+            .steps
+            .iter()
+            .map(|step| Due {
+                step: step.clone(),
+                anchored: false,
+            })
+            .collect();
+        let mut armed: Vec<usize> = (0..plan.anchored.len()).collect();
+        let heal_at = plan.heal_at;
+        loop {
+            let next = due.first().map_or(plan.end, |d| d.step.at.min(plan.end));
+            let fired = self
+                .wait_watching(start + next, interrupts, !armed.is_empty())
+                .await?;
+            for seen in fired {
+                let since_start = Duration::from_nanos(seen.at_ns.saturating_sub(start_ns));
+                let Some(position) = armed.iter().position(|&i| {
+                    crate::anchor_watch::fires(&plan.anchored[i].anchor, &seen, since_start)
+                }) else {
+                    continue;
+                };
+                let anchored = &plan.anchored[armed.remove(position)];
+                if let Some(outcome) = self.anchors.get_mut(&anchored.fault) {
+                    outcome.fired = Some(since_start);
+                }
+                // No fault begins after the heal (as in the simulator).
+                if heal_at.is_some_and(|heal| since_start >= heal) {
+                    continue;
+                }
+                let begins = since_start + anchored.anchor.delay;
+                for step in &anchored.steps {
+                    let at = begins + step.at;
+                    // An end the heal makes is the heal's.
+                    let ended_by_heal = step.at > Duration::ZERO
+                        && !matches!(step.action, Action::Restart { .. })
+                        && heal_at.is_some_and(|heal| at >= heal);
+                    if ended_by_heal || at >= plan.end {
+                        continue;
+                    }
+                    let place = due.partition_point(|d| d.step.at <= at);
+                    let step = Step { at, ..step.clone() };
+                    due.insert(
+                        place,
+                        Due {
+                            step,
+                            anchored: true,
+                        },
+                    );
+                }
+            }
+            let now = start.elapsed();
+            if due.first().is_none_or(|d| d.step.at > now) {
+                if now >= plan.end {
+                    break;
+                }
+                continue;
+            }
+            let Due { step, anchored } = due.remove(0);
             let effect = self.apply(step.cause, &step.action).await?;
+            let real = start.elapsed();
+            if let (true, Cause::Fault(index)) = (anchored, step.cause) {
+                if let Some(outcome) = self.anchors.get_mut(&index) {
+                    outcome.began.get_or_insert(real);
+                }
+            }
             let applied = Applied {
                 planned: step.at,
-                real: start.elapsed(),
+                real,
                 cause: step.cause,
                 action: step.action.to_string(),
                 effect,
+                reaction: anchored.then(|| real.saturating_sub(step.at)),
             };
             if self.verbose {
                 eprintln!("{applied}");
             }
             self.applied.push(applied);
         }
-        self.wait_until(start + self.plan.end, interrupts).await?;
         self.ended_ns = fenced::history::clock::now_ns().ok();
         Ok(())
+    }
+
+    /// [`wait_until`](Self::wait_until) `deadline`, or, when `watching`,
+    /// until an anchor's event appears in a history: returns the events
+    /// seen (none when the deadline came).
+    async fn wait_watching(
+        &mut self,
+        deadline: Instant,
+        interrupts: &mut Interrupts,
+        watching: bool,
+    ) -> Result<Vec<crate::anchor_watch::Seen>, RunError> {
+        if !watching {
+            self.wait_until(deadline, interrupts).await?;
+            return Ok(Vec::new());
+        }
+        loop {
+            let seen = self.tails.poll();
+            if !seen.is_empty() {
+                return Ok(seen);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            let poll = (now + crate::anchor_watch::POLL_INTERVAL).min(deadline);
+            self.wait_until(poll, interrupts).await?;
+        }
     }
 
     /// Waits for `deadline`, noting process endings as they happen (so a
@@ -466,6 +606,14 @@ impl Lab<'_> {
             }
             url
         };
+        let history = self
+            .run_dir
+            .join(format!("{}#{incarnation}.jsonl", self.node_name(node)));
+        self.tails.follow(
+            node as u32,
+            format!("{}#{incarnation}", self.node_name(node)),
+            history.clone(),
+        );
         let settings = &self.plan.settings;
         let jitter_seed = child_seed(self.plan.seed, &[u64::MAX, node as u64, incarnation.into()]);
         let mut timings = settings.timings;
@@ -489,10 +637,7 @@ impl Lab<'_> {
             query_timeout: (settings.timings.lease_ttl / 4)
                 .clamp(Duration::from_millis(100), Duration::from_secs(5)),
             fencing: settings.fencing,
-            history: Some(
-                self.run_dir
-                    .join(format!("{}#{incarnation}.jsonl", self.node_name(node))),
-            ),
+            history: Some(history.clone()),
             run_name: Some(self.plan.scenario.clone()),
             #[cfg(feature = "planted-bugs")]
             planted: self.planted,

@@ -52,11 +52,51 @@ fn is_drawn(plan: &FaultPlan, step: &PlanStep) -> bool {
     matches!(step.cause, StepCause::Fault(i) if matches!(plan.faults()[i], Resolution::Recurring(_)))
 }
 
+fn is_anchored(plan: &FaultPlan, step: &PlanStep) -> bool {
+    matches!(step.cause, StepCause::Fault(i) if matches!(plan.faults()[i], Resolution::Anchored { .. }))
+}
+
+/// Each anchored fault the simulator began ran its resolution's actions:
+/// the start, then the follow-up its resolution has, that long after.
+fn check_anchored(name: &str, plan: &FaultPlan, executed: &[PlanStep]) {
+    for (index, fault) in plan.faults().iter().enumerate() {
+        let Resolution::Anchored { anchor, fault } = fault else {
+            continue;
+        };
+        let steps: Vec<&PlanStep> = executed
+            .iter()
+            .filter(|s| s.cause == StepCause::Fault(index))
+            .collect();
+        assert!(!steps.is_empty(), "{name}: anchored fault[{index}] began");
+        assert_eq!(steps[0].action, fault.start, "{name}: fault[{index}] start");
+        assert!(
+            steps[0].at >= anchor.not_before,
+            "{name}: fault[{index}] after `after`"
+        );
+        match &fault.follow_up {
+            Some(follow) => {
+                assert_eq!(steps.len(), 2, "{name}: fault[{index}]: {steps:?}");
+                assert_eq!(steps[1].action, follow.action, "{name}: fault[{index}] end");
+                assert_eq!(
+                    steps[1].at,
+                    steps[0].at + follow.after,
+                    "{name}: fault[{index}]"
+                );
+            }
+            None => assert_eq!(steps.len(), 1, "{name}: fault[{index}]: {steps:?}"),
+        }
+    }
+}
+
 /// The simulator's scheduled steps are the plan's; each drawn occurrence
 /// starts as its scheduled form resolves, and each drawn end or restart is
 /// one that resolution has (an occurrence that found nothing has none).
 fn check_simulator(name: &str, valid: &ValidScenario, plan: &FaultPlan) {
     let (executed, drawn) = simulate(valid);
+    let (anchored, executed): (Vec<PlanStep>, Vec<PlanStep>) = executed
+        .into_iter()
+        .partition(|step| is_anchored(plan, step));
+    check_anchored(name, plan, &anchored);
     let (drawn_steps, scheduled): (Vec<PlanStep>, Vec<PlanStep>) =
         executed.into_iter().partition(|step| is_drawn(plan, step));
     assert_eq!(scheduled.len(), plan.steps().len(), "{name}: step count");
