@@ -212,8 +212,26 @@ fn a_gc_pause_becomes_sigstop_and_sigcont_at_scaled_times() {
             (Duration::ZERO, &Action::Spawn { node: 0 }),
             (Duration::from_millis(100), &Action::Spawn { node: 1 }),
             (Duration::from_millis(100), &Action::Spawn { node: 2 }),
-            (Duration::from_millis(1205), &Action::Pause { node: 0 }),
-            (Duration::from_millis(5205), &Action::Resume { node: 0 }),
+        ]
+    );
+    // The pause is anchored on node-a's first unit of work after 1.2 s
+    // (12 s scaled): no timed step, its actions from its start.
+    let [anchored] = plan.anchored.as_slice() else {
+        panic!("one anchored fault: {:?}", plan.anchored);
+    };
+    assert_eq!(anchored.fault, 0);
+    assert_eq!(anchored.anchor.event, fenced_sim::AnchorEvent::WorkStarted);
+    assert_eq!(anchored.anchor.node, Some(0));
+    assert_eq!(anchored.anchor.not_before, Duration::from_millis(1200));
+    assert_eq!(anchored.anchor.delay, Duration::ZERO);
+    assert_eq!(anchored.text, "work-started of node-a");
+    let actions: Vec<(Duration, &Action)> =
+        anchored.steps.iter().map(|s| (s.at, &s.action)).collect();
+    assert_eq!(
+        actions,
+        [
+            (Duration::ZERO, &Action::Pause { node: 0 }),
+            (Duration::from_secs(4), &Action::Resume { node: 0 }),
         ]
     );
     assert!(plan.settings.fencing);

@@ -15,6 +15,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// A shipped scenario (`scenarios/NAME.toml`).
+fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(format!("{name}.toml"))
+}
+
 /// A scenario written for the lab's tests.
 fn lab_scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -95,15 +102,26 @@ fn rejected(report: &Value) -> u64 {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_stalled_leaders_late_write_is_rejected_for_real_and_the_simulation_agrees() {
-    // The leader is SIGSTOPped inside a unit of work (its units overlap, so
-    // one always is), past its TTL; a follower takes over with token 2; the
-    // late write with token 1 reaches PostgreSQL's fenced table and is
-    // rejected. The checker finds no violation in the real histories.
+    // The shipped scenario, as the README runs it: the leader is SIGSTOPped
+    // the moment its history shows a unit of work begun (an anchored fault),
+    // past its TTL; a follower takes over with token 2; the late write with
+    // token 1 reaches PostgreSQL's fenced table and is rejected. The checker
+    // finds no violation in the real histories.
     let Some(url) = support::database_url("gc_pause_fenced_for_real") else {
         return;
     };
-    let (code, report) = run(&url, &lab_scenario("lab-gc-pause-fenced"), "0.1", &[]).await;
+    let (code, report) = run(&url, &shipped("gc-pause-fenced"), "0.1", &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
+    let anchor = &report["anchors"][0];
+    assert_eq!(anchor["anchor"], "work-started of node-a", "{anchor:#}");
+    let (fired, began) = (
+        anchor["fired_at_ms"].as_f64(),
+        anchor["began_at_ms"].as_f64(),
+    );
+    let (fired, began) = (fired.expect("it fired"), began.expect("it began"));
+    // The runner reacts within a few milliseconds (it reads the histories
+    // every millisecond); 50 ms leaves room for a loaded CI machine.
+    assert!((0.0..50.0).contains(&(began - fired)), "{anchor:#}");
     assert_eq!(report["split_brain"], false);
     assert_eq!(report["violations_total"], 0);
     assert!(rejected(&report) >= 1, "{:#}", report["writes"]);
@@ -119,7 +137,7 @@ async fn without_fencing_the_checker_finds_the_real_split_brain() {
     let Some(url) = support::database_url("gc_pause_unfenced_for_real") else {
         return;
     };
-    let (code, report) = run(&url, &lab_scenario("lab-gc-pause-unfenced"), "0.1", &[]).await;
+    let (code, report) = run(&url, &shipped("gc-pause-unfenced"), "0.1", &[]).await;
     assert_eq!(code, 0, "split-brain is expected: {:#}", report["expect"]);
     assert_eq!(report["split_brain"], true);
     let invariants: Vec<&str> = report["violations"]
@@ -332,7 +350,7 @@ async fn a_planted_elector_that_ignores_its_deadline_is_caught_in_the_real_histo
     };
     let (code, report) = run(
         &url,
-        &lab_scenario("lab-gc-pause-fenced"),
+        &shipped("gc-pause-fenced"),
         "0.1",
         &["--plant", "elector-ignores-deadline"],
     )

@@ -395,7 +395,12 @@ fn shrinking_keeps_the_anchor() {
     });
     let shrunk = fenced_sim::shrink::shrink(&s, &Default::default(), 200).expect("it fails");
     assert_eq!(shrunk.invariant, "split-brain");
-    assert_eq!(shrunk.scenario.faults.len(), 1, "{:?}", shrunk.scenario.faults);
+    assert_eq!(
+        shrunk.scenario.faults.len(),
+        1,
+        "{:?}",
+        shrunk.scenario.faults
+    );
     let anchor = shrunk.scenario.faults[0].anchor().expect("still anchored");
     assert_eq!(anchor.event, AnchorEvent::WorkStarted);
     let text = fenced_sim::to_toml::to_toml(&shrunk.scenario);
