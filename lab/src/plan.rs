@@ -263,23 +263,6 @@ pub struct LabPlan {
     pub heal_at: Option<Duration>,
 }
 
-/// An anchored fault of the plan: what it waits for (times scaled), and
-/// its actions with their times from its start.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LabAnchored {
-    /// The scenario's fault index.
-    pub fault: usize,
-    /// The anchor, its `not_before` and `delay` scaled.
-    pub anchor: fenced_sim::ResolvedAnchor,
-    /// The anchor as the scenario writes it, for reports.
-    pub text: String,
-    /// The fault's kind (`pause`, ...).
-    pub kind: String,
-    /// The fault's actions, `at` from its start (scaled): its start, then
-    /// its end or restart.
-    pub steps: Vec<Step>,
-}
-
 /// What the lab cannot do for real, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
@@ -483,59 +466,6 @@ impl<'a> Planner<'a> {
             end,
             heal_at: s.heal_at.map(|h| self.scale.scale(h)),
         })
-    }
-
-    /// The anchored faults of `fault_plan` made real: each one's actions
-    /// from its start, realised and scaled as the timed steps are.
-    fn anchored(&self, fault_plan: &FaultPlan, notes: &mut Vec<String>) -> Vec<LabAnchored> {
-        let mut anchored = Vec::new();
-        for (index, fault) in fault_plan.faults().iter().enumerate() {
-            let Resolution::Anchored { anchor, fault } = fault else {
-                continue;
-            };
-            let label = self.fault_label(index);
-            let mut actions = vec![(Duration::ZERO, &fault.start)];
-            if let Some(follow) = &fault.follow_up {
-                actions.push((follow.after, &follow.action));
-            }
-            let mut steps = Vec::new();
-            for (after, action) in actions {
-                let at = self.scale.scale(after);
-                let cause = Cause::Fault(index);
-                let realised = realise::realise(
-                    fault_plan.hosts(),
-                    self.scenario.nodes.len(),
-                    Some((index, label.as_str())),
-                    action,
-                );
-                match realised {
-                    Realised::Actions(list) => steps.extend(list.into_iter().map(|action| Step {
-                        at,
-                        cause,
-                        action: self.scaled(action),
-                        planned: usize::MAX,
-                        flip: 0,
-                    })),
-                    Realised::Nothing(note) => notes.extend(note),
-                }
-            }
-            let text = self.scenario.faults[index]
-                .anchor()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            anchored.push(LabAnchored {
-                fault: index,
-                anchor: fenced_sim::ResolvedAnchor {
-                    not_before: self.scale.scale(anchor.not_before),
-                    delay: self.scale.scale(anchor.delay),
-                    ..*anchor
-                },
-                text,
-                kind: self.scenario.faults[index].kind_name().to_string(),
-                steps,
-            });
-        }
-        anchored
     }
 
     /// Why the lab cannot make clock fault `fault` real, if it is one it
@@ -805,6 +735,10 @@ fn signed(nanos: i64) -> String {
     let sign = if nanos < 0 { '-' } else { '+' };
     format!("{sign}{:?}", Duration::from_nanos(nanos.unsigned_abs()))
 }
+
+#[path = "plan_anchored.rs"]
+mod anchored;
+pub use anchored::LabAnchored;
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]

@@ -37,6 +37,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::FaultSpec;
+
 /// What an anchored fault waits for: one kind of event of a node's
 /// processes, as the run's history names it (`fenced::history::Event`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -192,5 +194,41 @@ impl ResolvedAnchor {
             && at >= self.not_before
             && self.node.is_none_or(|n| n == node)
             && self.token.is_none_or(|t| token == Some(t))
+    }
+}
+
+impl FaultSpec {
+    /// The fault `anchor` starts `delay` after its event, at or after this
+    /// fault's `at`.
+    pub fn anchored(self, when: Anchor) -> Self {
+        FaultSpec::Anchored {
+            when,
+            fault: Box::new(self),
+        }
+    }
+
+    /// The anchor, for an anchored fault.
+    pub fn anchor(&self) -> Option<&Anchor> {
+        match self {
+            FaultSpec::Anchored { when, .. } => Some(when),
+            _ => None,
+        }
+    }
+
+    /// The fault itself: an anchored fault's wrapped fault, or this one.
+    pub fn unanchored(&self) -> &FaultSpec {
+        match self {
+            FaultSpec::Anchored { fault, .. } => fault,
+            other => other,
+        }
+    }
+
+    /// [`unanchored`](Self::unanchored), to change the fault and keep its
+    /// anchor.
+    pub fn unanchored_mut(&mut self) -> &mut FaultSpec {
+        match self {
+            FaultSpec::Anchored { fault, .. } => fault,
+            other => other,
+        }
     }
 }

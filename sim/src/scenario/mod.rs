@@ -555,40 +555,6 @@ impl FaultSpec {
         }
     }
 
-    /// The fault `anchor` starts `delay` after its event, at or after this
-    /// fault's `at`.
-    pub fn anchored(self, when: Anchor) -> Self {
-        FaultSpec::Anchored {
-            when,
-            fault: Box::new(self),
-        }
-    }
-
-    /// The anchor, for an anchored fault.
-    pub fn anchor(&self) -> Option<&Anchor> {
-        match self {
-            FaultSpec::Anchored { when, .. } => Some(when),
-            _ => None,
-        }
-    }
-
-    /// The fault itself: an anchored fault's wrapped fault, or this one.
-    pub fn unanchored(&self) -> &FaultSpec {
-        match self {
-            FaultSpec::Anchored { fault, .. } => fault,
-            other => other,
-        }
-    }
-
-    /// [`unanchored`](Self::unanchored), to change the fault and keep its
-    /// anchor.
-    pub fn unanchored_mut(&mut self) -> &mut FaultSpec {
-        match self {
-            FaultSpec::Anchored { fault, .. } => fault,
-            other => other,
-        }
-    }
-
     /// The span `[at, at + duration)` of a scheduled fault that has one;
     /// for an anchored fault, from its earliest instant on (when it begins
     /// is known only as the run goes).

@@ -1,0 +1,139 @@
+//! The run's schedule: the plan's timed steps, and each anchored fault's
+//! actions put in place when its event appears in a node's history
+//! ([`crate::anchor_watch`]), applied in time order.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{infra, Interrupts, Lab, RunError};
+use crate::plan::{Action, Cause, Step};
+use crate::report::Applied;
+
+/// A step due: one of the plan's, or an anchored fault's put in place when
+/// its event appeared.
+struct Due {
+    step: Step,
+    anchored: bool,
+}
+
+impl Lab<'_> {
+    pub(super) async fn drive(&mut self, interrupts: &mut Interrupts) -> Result<(), RunError> {
+        self.start_proxies().await?;
+        let start = Instant::now();
+        // Anchors' events are stamped with the history clock; the run's
+        // time is `start`'s. Both are read here, back to back.
+        let start_ns = fenced::history::clock::now_ns().map_err(infra)?;
+        let plan = self.plan;
+        // What is due, in order: the plan's timed steps, then each fired
+        // anchored fault's actions, put in place as they fire.
+        let mut due: Vec<Due> = plan
+            .steps
+            .iter()
+            .map(|step| Due {
+                step: step.clone(),
+                anchored: false,
+            })
+            .collect();
+        let mut armed: Vec<usize> = (0..plan.anchored.len()).collect();
+        let heal_at = plan.heal_at;
+        loop {
+            let next = due.first().map_or(plan.end, |d| d.step.at.min(plan.end));
+            let fired = self
+                .wait_watching(start + next, interrupts, !armed.is_empty())
+                .await?;
+            for seen in fired {
+                let since_start = Duration::from_nanos(seen.at_ns.saturating_sub(start_ns));
+                let Some(position) = armed.iter().position(|&i| {
+                    crate::anchor_watch::fires(&plan.anchored[i].anchor, &seen, since_start)
+                }) else {
+                    continue;
+                };
+                let anchored = &plan.anchored[armed.remove(position)];
+                if let Some(outcome) = self.anchors.get_mut(&anchored.fault) {
+                    outcome.fired = Some(since_start);
+                }
+                // No fault begins after the heal (as in the simulator).
+                if heal_at.is_some_and(|heal| since_start >= heal) {
+                    continue;
+                }
+                let begins = since_start + anchored.anchor.delay;
+                for step in &anchored.steps {
+                    let at = begins + step.at;
+                    // An end the heal makes is the heal's.
+                    let ended_by_heal = step.at > Duration::ZERO
+                        && !matches!(step.action, Action::Restart { .. })
+                        && heal_at.is_some_and(|heal| at >= heal);
+                    if ended_by_heal || at >= plan.end {
+                        continue;
+                    }
+                    let place = due.partition_point(|d| d.step.at <= at);
+                    let step = Step { at, ..step.clone() };
+                    due.insert(
+                        place,
+                        Due {
+                            step,
+                            anchored: true,
+                        },
+                    );
+                }
+            }
+            let now = start.elapsed();
+            if due.first().is_none_or(|d| d.step.at > now) {
+                if now >= plan.end {
+                    break;
+                }
+                continue;
+            }
+            let Due { step, anchored } = due.remove(0);
+            let effect = self.apply(step.cause, &step.action).await?;
+            let real = start.elapsed();
+            if let (true, Cause::Fault(index)) = (anchored, step.cause) {
+                if let Some(outcome) = self.anchors.get_mut(&index) {
+                    outcome.began.get_or_insert(real);
+                }
+            }
+            let applied = Applied {
+                planned: step.at,
+                real,
+                cause: step.cause,
+                action: step.action.to_string(),
+                effect,
+                reaction: anchored.then(|| real.saturating_sub(step.at)),
+            };
+            if self.verbose {
+                eprintln!("{applied}");
+            }
+            self.applied.push(applied);
+        }
+        self.ended_ns = fenced::history::clock::now_ns().ok();
+        Ok(())
+    }
+
+    /// [`wait_until`](Self::wait_until) `deadline`, or, when `watching`,
+    /// until an anchor's event appears in a history: returns the events
+    /// seen (none when the deadline came).
+    async fn wait_watching(
+        &mut self,
+        deadline: Instant,
+        interrupts: &mut Interrupts,
+        watching: bool,
+    ) -> Result<Vec<crate::anchor_watch::Seen>, RunError> {
+        if !watching {
+            self.wait_until(deadline, interrupts).await?;
+            return Ok(Vec::new());
+        }
+        loop {
+            let seen = self.tails.poll();
+            if !seen.is_empty() {
+                return Ok(seen);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            let poll = (now + crate::anchor_watch::POLL_INTERVAL).min(deadline);
+            self.wait_until(poll, interrupts).await?;
+        }
+    }
+}
