@@ -309,12 +309,12 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     // An anchored fault that never began leaves the real run's expectations
     // unmet, as the simulator's (the same sentence).
     judged.report.anchors = anchors.iter().map(AnchorOutcome::as_report).collect();
-    for sentence in judged
-        .report
-        .anchors
-        .iter()
+    let required = scaled.expect.anchors_begin.unwrap_or(true);
+    let unmet: Vec<String> = (judged.report.anchors.iter())
+        .filter(|_| required)
         .filter_map(|a| a.unmet_sentence())
-    {
+        .collect();
+    for sentence in unmet {
         judged.report.expect.met = false;
         judged.report.expect.unmet.push(sentence);
     }

@@ -372,6 +372,9 @@ fn write_expect(o: &mut String, s: &Scenario) {
     if let Some(v) = x.leader_at_end {
         lines.push(format!("leader_at_end = {v}"));
     }
+    if let Some(v) = x.anchors_begin {
+        lines.push(format!("anchors_begin = {v}"));
+    }
     if !lines.is_empty() {
         let _ = writeln!(o, "\n[expect]\n{}", lines.join("\n"));
     }

@@ -406,3 +406,44 @@ fn shrinking_keeps_the_anchor() {
     let text = fenced_sim::to_toml::to_toml(&shrunk.scenario);
     assert!(text.contains("event = \"work-started\""), "{text}");
 }
+
+/// `explore` draws pauses anchored to a node's own event in a sixth of its
+/// seeds, from a stream of their own (other seeds keep their schedules);
+/// the saved schedule reads back and runs the same, and an anchor that
+/// does not fire fails nothing (`[expect] anchors_begin = false`).
+#[test]
+fn explore_draws_anchored_pauses_that_replay_exactly() {
+    let base = fenced_sim::explore::default_base();
+    let (mut drawn, mut fired) = (0, 0);
+    for seed in 0..60 {
+        let (scenario, mix) = fenced_sim::explore::generate(&base, seed);
+        let anchored = scenario
+            .faults
+            .iter()
+            .filter(|f| f.anchor().is_some())
+            .count();
+        assert_eq!(mix.anchored, anchored > 0, "seed {seed}");
+        if anchored == 0 {
+            assert_eq!(scenario.expect.anchors_begin, None, "seed {seed}");
+            continue;
+        }
+        drawn += 1;
+        assert_eq!(scenario.expect.anchors_begin, Some(false));
+        let text = fenced_sim::to_toml::to_toml(&scenario);
+        let back = fenced_sim::file::parse(&text, std::path::Path::new("seed.toml")).unwrap();
+        assert_eq!(back, scenario, "seed {seed}");
+        let run = |s: &Scenario| {
+            let mut sim = Simulation::from_scenario(s, Default::default()).unwrap();
+            sim.run_to_end();
+            sim.report()
+        };
+        let (a, b) = (run(&scenario), run(&back));
+        assert_eq!(a, b, "seed {seed}");
+        assert_eq!(a.anchors.len(), anchored);
+        fired += a.anchors.iter().filter(|x| x.began_at_ms.is_some()).count();
+        // Unfired anchors leave the expectations alone here.
+        assert!(a.expect.unmet_because("anchors").is_none(), "seed {seed}");
+    }
+    assert!(drawn >= 5, "{drawn} seeds drew anchored pauses");
+    assert!(fired >= 2, "{fired} anchored pauses began");
+}

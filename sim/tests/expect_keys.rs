@@ -24,6 +24,7 @@ fn every_unmet_sentence_begins_with_a_checked_key() {
         max_token: Some(0),
         min_membership_flaps: Some(1),
         leader_at_end: Some(false),
+        anchors_begin: None,
     };
     let mut sim = Simulation::from_scenario(&scenario, RunOptions::default()).expect("valid");
     sim.run_to_end();

@@ -8,7 +8,9 @@ use rand_chacha::ChaCha8Rng;
 
 use super::base::liveness_bound;
 use crate::rng::{uniform_inclusive, unit_f64, SeedDeriver};
-use crate::scenario::{ClockOffset, FaultSpec, Scenario, DOWNSTREAM, LEASE_STORE};
+use crate::scenario::{
+    Anchor, AnchorEvent, ClockOffset, FaultSpec, Scenario, DOWNSTREAM, LEASE_STORE,
+};
 
 /// The default mix's base: five nodes, ten virtual minutes of faults, the
 /// design's default timings, and 200 ms units of work (so a pause lands inside
@@ -82,6 +84,10 @@ pub struct Mix {
     /// NTP slews (`clock-slew`) of the same hosts, at rates from ntpd's
     /// 500 ppm to half speed. From its own stream.
     pub clock_slew: bool,
+    /// Pauses anchored to a node's own event (`work-started`, and for the
+    /// fenced protocol `renewal-sent` and `term-started`). From its own
+    /// stream.
+    pub anchored: bool,
 }
 
 impl Mix {
@@ -106,6 +112,7 @@ impl Mix {
             (self.clock_step, "clock-step"),
             (self.clock_strobe, "clock-strobe"),
             (self.clock_slew, "clock-slew"),
+            (self.anchored, "anchored"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -189,6 +196,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         clock_step: false,
         clock_strobe: false,
         clock_slew: false,
+        anchored: false,
     };
     let at = |rng: &mut ChaCha8Rng| {
         span(
@@ -523,6 +531,41 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
             s.faults.push(FaultSpec::ClockSlew { host, at, by, rate });
         }
     }
+    // Anchored pauses: where the pauses above aim at the middle of a unit by
+    // arithmetic (right only while the leader's schedule is the one
+    // assumed), these wait for the event itself — a unit begun and not yet
+    // written, a renewal just sent, a term just begun — so the boundary is
+    // hit exactly, whatever the latencies. A sixth of the seeds, from a
+    // stream of their own.
+    let mut anchored = SeedDeriver::new(seed, "explore-anchored").rng();
+    if coin(&mut anchored, 1.0 / 6.0) {
+        mix.anchored = true;
+        let events: &[AnchorEvent] = if fenced {
+            &[
+                AnchorEvent::WorkStarted,
+                AnchorEvent::RenewalSent,
+                AnchorEvent::TermStarted,
+            ]
+        } else {
+            &[AnchorEvent::WorkStarted, AnchorEvent::TermStarted]
+        };
+        for _ in 0..uniform_inclusive(&mut anchored, 1, 2) {
+            let event = *pick(&mut anchored, events);
+            // Half the time the first leader; the node pauses on its own
+            // event (one that never leads after `after` never fires it:
+            // nothing happens, which explore does not count as failing).
+            let host = target(&mut anchored);
+            let after = at(&mut anchored);
+            let duration = fault_length(&mut anchored, base);
+            let when = Anchor::on(event).of_node(host.clone());
+            let pause = FaultSpec::Pause {
+                host,
+                at: after,
+                duration,
+            };
+            s.faults.push(pause.anchored(when));
+        }
+    }
     // Recurring faults of the base keep running during the fault phase.
     s.heal_at = Some(fault_phase);
     s.duration = fault_phase + liveness_bound(&s);
@@ -530,6 +573,11 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
     // "no leader change") describe the base, not a swarm of faults on it.
     // Liveness is checked by the `liveness` invariant of the healed run.
     s.expect = crate::scenario::Expectations::default();
+    // A drawn anchor fires only when its node makes its event: one that
+    // does not is no failure of the seed.
+    if mix.anchored {
+        s.expect.anchors_begin = Some(false);
+    }
     (s, mix)
 }
 
@@ -538,8 +586,9 @@ fn partition_windows(base: &Scenario) -> Vec<(Duration, Duration)> {
     let mut windows: Vec<(Duration, Duration)> = base
         .faults
         .iter()
-        .filter_map(|f| match f {
-            FaultSpec::Partition { at, duration, .. } => Some((*at, at.saturating_add(*duration))),
+        .filter_map(|f| match f.unanchored() {
+            // An anchored partition may begin any time from its `at` on.
+            FaultSpec::Partition { .. } => f.window(),
             _ => None,
         })
         .collect();

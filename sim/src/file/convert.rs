@@ -252,5 +252,6 @@ fn convert_expect(x: &RawExpect, spans: &mut Spans) -> Result<Expectations, Conv
             spans,
         )?,
         leader_at_end: x.leader_at_end,
+        anchors_begin: x.anchors_begin,
     })
 }

@@ -199,4 +199,5 @@ pub(super) struct RawExpect {
     pub(super) max_token: Option<Spanned<i64>>,
     pub(super) min_membership_flaps: Option<Spanned<i64>>,
     pub(super) leader_at_end: Option<bool>,
+    pub(super) anchors_begin: Option<bool>,
 }

@@ -658,6 +658,11 @@ pub struct Expectations {
     pub min_membership_flaps: Option<u64>,
     /// The run must end with a leader whose writes are accepted.
     pub leader_at_end: Option<bool>,
+    /// Whether every anchored fault must begin (default true: one that
+    /// never begins leaves the expectations unmet). `explore` writes
+    /// `false` for its drawn anchors, which fire only when the node they
+    /// wait for makes its event.
+    pub anchors_begin: Option<bool>,
 }
 
 impl Expectations {
