@@ -176,10 +176,16 @@ const VERDICT: &str = "a real difference in behaviour: read the real run's histo
 impl Comparison {
     /// Compares `real` with `simulated`, both of `scenario` (scaled).
     pub fn new(scenario: &Scenario, real: &Report, simulated: &Report) -> Comparison {
+        // Anchored faults that must begin are judged under `anchors` (the
+        // sentence the simulator and the runner both write for one that
+        // never began).
+        let anchored = scenario.faults.iter().any(|f| f.anchor().is_some())
+            && scenario.expect.anchors_begin != Some(false);
         let expectations: Vec<ExpectationAgreement> = scenario
             .expect
             .checked_keys()
             .into_iter()
+            .chain(anchored.then_some("anchors"))
             .map(|key| ExpectationAgreement {
                 key,
                 real_unmet: real.expect.unmet_because(key).map(str::to_string),
@@ -514,6 +520,29 @@ mod tests {
             .collect();
         report.split_brain = split_brain;
         report
+    }
+
+    #[test]
+    fn an_anchored_fault_that_began_in_one_run_only_is_a_disagreement() {
+        // The real run's anchor never fired: its `anchors` sentence against
+        // the simulation's none is an expectation met in one run only.
+        let mut scenario = scenario();
+        let crash = scenario.faults.remove(0);
+        let when = fenced_sim::Anchor::on(fenced_sim::AnchorEvent::TermStarted);
+        scenario.faults.push(crash.anchored(when));
+        let sim = report(&[("a#1", 1)], &[], false);
+        let mut real = sim.clone();
+        real.expect.met = false;
+        real.expect
+            .unmet
+            .push("anchors: fault[0] (crash, at term-started of any node) never began".into());
+        let comparison = Comparison::new(&scenario, &real, &sim);
+        assert!(!comparison.agrees(), "{comparison}");
+        assert!(comparison.expectations.iter().any(|e| e.key == "anchors"));
+        // Explore's drawn anchors need not begin: no such key.
+        scenario.expect.anchors_begin = Some(false);
+        let comparison = Comparison::new(&scenario, &real, &sim);
+        assert!(comparison.expectations.iter().all(|e| e.key != "anchors"));
     }
 
     #[test]
