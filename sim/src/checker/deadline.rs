@@ -68,6 +68,14 @@ impl Deadline {
         self.slots.get(pid.0 as usize).and_then(Option::as_ref)
     }
 
+    /// Prefetches slot `pid`'s row (a hint).
+    #[inline(always)]
+    pub(super) fn prefetch(&self, pid: u32) {
+        if let Some(row) = self.slots.get(pid as usize) {
+            crate::engine::prefetch_lines(row, 1);
+        }
+    }
+
     /// A process started in slot `pid`: a new life, nothing sent yet.
     pub(super) fn process_started(&mut self, pid: ProcessId) {
         let i = pid.0 as usize;

@@ -222,6 +222,12 @@ impl Checker {
 }
 
 impl Observer for Checker {
+    /// The process's request row (the deadline part's).
+    #[inline(always)]
+    fn prefetch(&self, pid: u32) {
+        self.deadline.prefetch(pid);
+    }
+
     /// Updates the model, then hands the observation to the parts that
     /// judge or measure it. Inlined into every emitter: a call site pays
     /// only for the arms its variant reaches.

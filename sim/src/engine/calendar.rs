@@ -73,6 +73,12 @@ impl Calendar {
         self.near.peek().map(|&Reverse(key)| key)
     }
 
+    /// The keys of the near heap, in heap order (its minimum first).
+    #[inline(always)]
+    pub(super) fn near_keys(&self) -> &[Reverse<u128>] {
+        self.near.as_slice()
+    }
+
     pub(super) fn len(&self) -> usize {
         self.near.len() + self.wheel.as_ref().map_or(0, |w| w.len + w.far.len())
     }

@@ -419,6 +419,26 @@ impl<E> Lives<E> {
         Cow::Owned(owner_id(&self.nodes[life.node as usize].id, incarnation))
     }
 
+    /// Prefetches slot `pid`'s row (a hint; a slot not yet used is
+    /// skipped).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, pid: u32) {
+        if let Some(life) = self.procs.get(pid as usize) {
+            super::prefetch_lines(life, 1);
+        }
+    }
+
+    /// Prefetches the text of slot `pid`'s owner id, which the lease store
+    /// compares with its holder's. Reads the slot's row (for the address),
+    /// so it is asked only for the next event, whose row was prefetched an
+    /// event earlier.
+    #[inline(always)]
+    pub(crate) fn prefetch_owner(&self, pid: u32) {
+        if let Some(life) = self.procs.get(pid as usize) {
+            super::prefetch_lines(life.owner.as_str().as_ptr(), 1);
+        }
+    }
+
     /// The endpoint of the node of slot `pid`. Always inlined, as
     /// [`clock_of`](Self::clock_of): both are read for every input of a
     /// process, in [`Engine::outbox`](super::Engine), which is inlined into

@@ -42,6 +42,12 @@ pub(crate) struct ProcessSettings {
     pub(crate) planted_bug: Option<PlantedBug>,
 }
 
+/// How many cache lines of a `NodeProcess` (ten: 640 bytes, its elector
+/// 520) the engine prefetches for an upcoming event of it: what a follower's
+/// inputs read is in front. Measured on the 10 000-node fleet: 2 < 4 ≈ 6 ≈
+/// 8 ≈ 10.
+const PREFETCH_LINES: usize = 6;
+
 /// The hosts of one run of the fenced protocol.
 #[derive(Debug)]
 pub(crate) struct FencedHosts {
@@ -68,6 +74,14 @@ impl Hosts for FencedHosts {
             (_, Timer::Registry { generation }) => self.store.registry_generation != generation,
             _ => false,
         }
+    }
+
+    /// The process's first [`PREFETCH_LINES`] lines: its timer's
+    /// generation, ids and the front of its elector, what a follower's
+    /// inputs read (`NodeProcess` is laid out for it).
+    #[inline(always)]
+    fn prefetch(&self, pid: u32) {
+        self.procs.prefetch(pid, PREFETCH_LINES);
     }
 
     #[inline]

@@ -135,6 +135,15 @@ impl<P> ProcessTable<P> {
         self.procs[pid as usize].as_ref()
     }
 
+    /// Prefetches the first `lines` cache lines of process `pid` (a hint;
+    /// a slot not yet used is skipped).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, pid: u32, lines: usize) {
+        if let Some(process) = self.procs.get(pid as usize) {
+            crate::engine::prefetch_lines(process, lines);
+        }
+    }
+
     /// Process `pid`, and the workers it drives.
     #[inline(always)]
     pub(crate) fn life(&mut self, pid: u32) -> (&mut P, &mut WorkerTable) {

@@ -535,6 +535,14 @@ pub trait Observer {
     /// `observation` happened at true time `at`.
     fn observe(&mut self, at: SimTime, observation: &Observation<'_>);
 
+    /// The next events include one for process slot `pid`: prefetch the
+    /// rows of it that observing them will read. A hint for the cache:
+    /// nothing by default, and never an outcome changed.
+    #[inline(always)]
+    fn prefetch(&self, pid: u32) {
+        let _ = pid;
+    }
+
     /// Whether this observer wants the observations that only pictures
     /// need and that cost something to make ([`Observation::LiveMembers`]
     /// counts the live set; [`Observation::FaultBegan`] allocates): emitters

@@ -34,6 +34,11 @@ impl<T: Observer, C: Observer, R: Observer, A: Observer> Observer for Observers<
         }
     }
 
+    #[inline(always)]
+    fn prefetch(&self, pid: u32) {
+        self.checker.prefetch(pid);
+    }
+
     fn wants_pictures(&self) -> bool {
         self.timeline.is_some()
     }
