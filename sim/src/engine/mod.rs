@@ -202,42 +202,6 @@ pub(crate) enum Event<M, T> {
 
 type HostEvent<H> = Event<<H as Hosts>::Message, <H as Hosts>::Timer>;
 
-/// The hint of an event for no process: nothing to prefetch.
-const NO_PROCESS: u32 = u32::MAX;
-/// Set in the hint of a message to a server from a process (the rest of
-/// the hint is its sender's slot): the server reads the sender's `Life`.
-const SENDER: u32 = 1 << 31;
-
-/// How many keys of each heap [`Engine::prefetch_upcoming`] looks at (see
-/// [`EventQueue::upcoming`]): each heap's first three, which hold the next
-/// two events. Measured on the 10 000-node fleet (3 virtual minutes): 3
-/// beat 1 (the next event alone) and 7.
-const PREFETCH_PER_HEAP: usize = 3;
-
-impl<M: Envelope, T> Hint for Event<M, T> {
-    /// The process the event is for (its slot), or that sent a message to a
-    /// server (with [`SENDER`]), or [`NO_PROCESS`].
-    #[inline(always)]
-    fn hint(&self) -> u32 {
-        match self {
-            Event::Deliver {
-                to: Address::Process { pid, .. },
-                ..
-            }
-            | Event::Timer {
-                to: Address::Process { pid, .. },
-                ..
-            } => *pid,
-            Event::Deliver {
-                to: Address::Server(_),
-                msg,
-                ..
-            } => msg.sender().map_or(NO_PROCESS, |pid| pid | SENDER),
-            Event::Timer { .. } | Event::Control(_) => NO_PROCESS,
-        }
-    }
-}
-
 /// A server host's pause state.
 #[derive(Debug)]
 struct Pausable<E> {
@@ -372,38 +336,6 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         }
         self.now = self.now.max(until);
         None
-    }
-
-    /// Prefetches what the next events will read: their slots in the
-    /// queue, their processes' `Life` rows and, for each heap's first event,
-    /// what the hosts and the observers say of its process (or, for a
-    /// message to a server, its sender's owner-id text, which the lease
-    /// store compares). In a large fleet that runs in step each of these
-    /// rows is a cache miss; asked for an event or two ahead, the misses
-    /// overlap with the handling of the events before. A hint: no outcome
-    /// changes (`sim/src/engine/prefetch.rs`).
-    #[inline(always)]
-    fn prefetch_upcoming(&self) {
-        self.queue.upcoming(PREFETCH_PER_HEAP, |place, slot, hint| {
-            prefetch_lines(slot, 1);
-            if hint == NO_PROCESS {
-                return;
-            }
-            let pid = hint & !SENDER;
-            self.lives.prefetch(pid);
-            // Further ahead only the slot and the `Life` row: the
-            // rest (up to nine lines) for a few later events measured
-            // slower than for the next.
-            if place > 0 {
-                return;
-            }
-            if hint & SENDER == 0 {
-                self.hosts.prefetch(pid);
-                self.observers.prefetch(pid);
-            } else {
-                self.lives.prefetch_owner(pid);
-            }
-        });
     }
 
     fn is_stale(&self, event: &HostEvent<H>) -> bool {

@@ -19,7 +19,6 @@
 //!   [`FaultPlan`]: every node start, scheduled fault action and the heal, in
 //!   the order the simulator executes them (see [`FaultPlan::steps`]).
 
-use std::fmt;
 use std::time::Duration;
 
 use super::{
@@ -203,7 +202,7 @@ pub enum FaultAction {
 }
 
 impl FaultAction {
-    /// The action's name in [`fmt::Display`] and the docs' tables.
+    /// The action's name in [`std::fmt::Display`] and the docs' tables.
     pub fn kind_name(&self) -> &'static str {
         match self {
             FaultAction::StartNode { .. } => "start-node",
@@ -411,45 +410,6 @@ pub enum Resolution {
         fault: ResolvedFault,
     },
 }
-
-/// Why a fault did not resolve: it names a host the scenario does not have,
-/// or the wrong kind of host. [`Scenario::validate`] refuses both, so a
-/// [`ValidScenario`]'s faults always resolve.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ResolveError {
-    /// No host has this name.
-    UnknownHost {
-        /// The name.
-        name: String,
-    },
-    /// The fault acts on a node; this host is a server.
-    NotANode {
-        /// The name.
-        name: String,
-    },
-    /// The fault restarts a server; this host is a node.
-    NotAServer {
-        /// The name.
-        name: String,
-    },
-    /// An anchor wraps a recurring fault (or another anchored one).
-    AnchoredRecurring,
-}
-
-impl fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResolveError::UnknownHost { name } => write!(f, "unknown host `{name}`"),
-            ResolveError::NotANode { name } => write!(f, "`{name}` is not a node"),
-            ResolveError::NotAServer { name } => write!(f, "`{name}` is not a server"),
-            ResolveError::AnchoredRecurring => {
-                f.write_str("an anchor starts a scheduled fault, not a recurring one")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ResolveError {}
 
 /// The names a scenario's faults may use, and the hosts they name.
 #[derive(Clone, Debug, PartialEq)]
@@ -813,6 +773,10 @@ impl ValidScenario {
         }
     }
 }
+
+#[path = "resolve_error.rs"]
+mod error;
+pub use error::ResolveError;
 
 #[cfg(test)]
 #[path = "resolve_tests.rs"]
