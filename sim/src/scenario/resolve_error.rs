@@ -3,8 +3,8 @@
 use std::fmt;
 
 /// Why a fault did not resolve: it names a host the scenario does not have,
-/// or the wrong kind of host. [`Scenario::validate`] refuses both, so a
-/// [`ValidScenario`]'s faults always resolve.
+/// or the wrong kind of host. [`Scenario::validate`](crate::Scenario::validate) refuses both, so a
+/// [`ValidScenario`](crate::ValidScenario)'s faults always resolve.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ResolveError {
     /// No host has this name.
