@@ -79,6 +79,12 @@ impl Calendar {
         self.near.as_slice()
     }
 
+    /// Whether the calendar is on ([`CALENDAR_FROM`] keys were pending).
+    #[inline(always)]
+    pub(super) fn is_calendar(&self) -> bool {
+        self.wheel.is_some()
+    }
+
     pub(super) fn len(&self) -> usize {
         self.near.len() + self.wheel.as_ref().map_or(0, |w| w.len + w.far.len())
     }

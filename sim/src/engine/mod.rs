@@ -317,7 +317,9 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             let (time, slot) = self.queue.pop_slot()?;
             debug_assert!(time >= self.now, "time never runs backwards");
             self.now = time;
-            self.prefetch_upcoming();
+            if self.queue.is_large() {
+                self.prefetch_upcoming();
+            }
             let event = self.queue.take(slot)?;
             let mut control = self.dispatch(event);
             if control.is_none() && self.observers.wants_attention() {
