@@ -738,7 +738,7 @@ fn signed(nanos: i64) -> String {
 
 #[path = "plan_anchored.rs"]
 mod anchored;
-pub use anchored::LabAnchored;
+pub use anchored::{AnchoredStep, LabAnchored};
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]

@@ -23,7 +23,17 @@ pub struct LabAnchored {
     pub kind: String,
     /// The fault's actions, `at` from its start (scaled): its start, then
     /// its end or restart.
-    pub steps: Vec<Step>,
+    pub steps: Vec<AnchoredStep>,
+}
+
+/// One action of an anchored fault.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnchoredStep {
+    /// The action, `at` from the fault's start.
+    pub step: Step,
+    /// Whether the heal supersedes it when due at or after `heal_at`
+    /// ([`fenced_sim::FaultAction::ended_by_heal`]; never the start).
+    pub ended_by_heal: bool,
 }
 
 impl Planner<'_> {
@@ -40,12 +50,13 @@ impl Planner<'_> {
                 continue;
             };
             let label = self.fault_label(index);
-            let mut actions = vec![(Duration::ZERO, &fault.start)];
+            let mut actions = vec![(Duration::ZERO, &fault.start, false)];
             if let Some(follow) = &fault.follow_up {
-                actions.push((follow.after, &follow.action));
+                let ended_by_heal = follow.action.ended_by_heal();
+                actions.push((follow.after, &follow.action, ended_by_heal));
             }
             let mut steps = Vec::new();
-            for (after, action) in actions {
+            for (after, action, ended_by_heal) in actions {
                 let at = self.scale.scale(after);
                 let cause = Cause::Fault(index);
                 let realised = realise::realise(
@@ -55,13 +66,18 @@ impl Planner<'_> {
                     action,
                 );
                 match realised {
-                    Realised::Actions(list) => steps.extend(list.into_iter().map(|action| Step {
-                        at,
-                        cause,
-                        action: self.scaled(action),
-                        planned: usize::MAX,
-                        flip: 0,
-                    })),
+                    Realised::Actions(list) => {
+                        steps.extend(list.into_iter().map(|action| AnchoredStep {
+                            step: Step {
+                                at,
+                                cause,
+                                action: self.scaled(action),
+                                planned: usize::MAX,
+                                flip: 0,
+                            },
+                            ended_by_heal,
+                        }))
+                    }
                     Realised::Nothing(note) => notes.extend(note),
                 }
             }

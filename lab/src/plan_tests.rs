@@ -225,13 +225,14 @@ fn a_gc_pause_becomes_sigstop_and_sigcont_at_scaled_times() {
     assert_eq!(anchored.anchor.not_before, Duration::from_millis(1200));
     assert_eq!(anchored.anchor.delay, Duration::ZERO);
     assert_eq!(anchored.text, "work-started of node-a");
-    let actions: Vec<(Duration, &Action)> =
-        anchored.steps.iter().map(|s| (s.at, &s.action)).collect();
+    let actions: Vec<(Duration, &Action, bool)> = (anchored.steps.iter())
+        .map(|s| (s.step.at, &s.step.action, s.ended_by_heal))
+        .collect();
     assert_eq!(
         actions,
         [
-            (Duration::ZERO, &Action::Pause { node: 0 }),
-            (Duration::from_secs(4), &Action::Resume { node: 0 }),
+            (Duration::ZERO, &Action::Pause { node: 0 }, false),
+            (Duration::from_secs(4), &Action::Resume { node: 0 }, true),
         ]
     );
     assert!(plan.settings.fencing);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{infra, Interrupts, Lab, RunError};
-use crate::plan::{Action, Cause, Step};
+use crate::plan::{AnchoredStep, Cause, Step};
 use crate::report::Applied;
 
 /// A step due: one of the plan's, or an anchored fault's put in place when
@@ -53,18 +53,19 @@ impl Lab<'_> {
                 if let Some(outcome) = self.anchors.get_mut(&anchored.fault) {
                     outcome.fired = Some(since_start);
                 }
-                // No fault begins after the heal (as in the simulator).
-                if heal_at.is_some_and(|heal| since_start >= heal) {
+                // The simulator's rules: no fault begins at or after the
+                // heal, and an end due then is the heal's.
+                let Some(begins) = anchored.anchor.begins(since_start, heal_at) else {
                     continue;
-                }
-                let begins = since_start + anchored.anchor.delay;
-                for step in &anchored.steps {
+                };
+                for AnchoredStep {
+                    step,
+                    ended_by_heal,
+                } in &anchored.steps
+                {
                     let at = begins + step.at;
-                    // An end the heal makes is the heal's.
-                    let ended_by_heal = step.at > Duration::ZERO
-                        && !matches!(step.action, Action::Restart { .. })
-                        && heal_at.is_some_and(|heal| at >= heal);
-                    if ended_by_heal || at >= plan.end {
+                    let superseded = *ended_by_heal && heal_at.is_some_and(|heal| at >= heal);
+                    if superseded || at >= plan.end {
                         continue;
                     }
                     let place = due.partition_point(|d| d.step.at <= at);

@@ -447,3 +447,46 @@ fn explore_draws_anchored_pauses_that_replay_exactly() {
     assert!(drawn >= 5, "{drawn} seeds drew anchored pauses");
     assert!(fired >= 2, "{fired} anchored pauses began");
 }
+
+/// The one heal rule, as the simulator and the lab both apply it
+/// (`ResolvedAnchor::begins`): an event before the heal whose delay runs
+/// to or past it begins nothing, as an event after it does not.
+#[test]
+fn a_delay_that_reaches_the_heal_begins_nothing() {
+    let anchor = fenced_sim::ResolvedAnchor {
+        event: AnchorEvent::WorkStarted,
+        node: None,
+        token: None,
+        not_before: Duration::ZERO,
+        delay: secs(5),
+    };
+    let heal = Some(secs(20));
+    assert_eq!(anchor.begins(secs(10), heal), Some(secs(15)));
+    assert_eq!(
+        anchor.begins(secs(15), heal),
+        None,
+        "15 s + 5 s is the heal's instant"
+    );
+    assert_eq!(anchor.begins(secs(25), heal), None);
+    assert_eq!(anchor.begins(secs(25), None), Some(secs(30)));
+    // In a run: node-a's first unit after 18 s begins about 18 s; its pause
+    // would begin 5 s later, after the heal at 20 s.
+    let mut s = trio("anchored-delay-past-heal", secs(60));
+    s.heal_at = Some(secs(20));
+    s.faults.push(
+        FaultSpec::Pause {
+            host: "node-a".into(),
+            at: secs(18),
+            duration: secs(5),
+        }
+        .anchored(
+            Anchor::on(AnchorEvent::WorkStarted)
+                .of_node("node-a")
+                .with_delay(secs(5)),
+        ),
+    );
+    let report = run_seed(&s, 1);
+    let fired = report.anchors[0].fired_at_ms.expect("node-a works at 18 s");
+    assert!(fired < 20_000.0, "{fired}");
+    assert_eq!(report.anchors[0].began_at_ms, None);
+}

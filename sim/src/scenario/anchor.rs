@@ -187,6 +187,15 @@ pub struct ResolvedAnchor {
 }
 
 impl ResolvedAnchor {
+    /// When a fault whose event happened at `fired` begins: `delay` later,
+    /// or never when that is at or after `heal_at` (the heal is scheduled
+    /// before the run, so at its instant it goes first, and after it no
+    /// fault begins). One rule for the simulator and the lab.
+    pub fn begins(&self, fired: Duration, heal_at: Option<Duration>) -> Option<Duration> {
+        let begins = fired.saturating_add(self.delay);
+        heal_at.is_none_or(|heal| begins < heal).then_some(begins)
+    }
+
     /// Whether `event` of node `node` carrying `token` (if it has one) at
     /// `at` fires this anchor.
     pub fn matches(&self, event: AnchorEvent, node: u32, token: Option<u64>, at: Duration) -> bool {

@@ -242,6 +242,16 @@ pub struct WallStep {
 }
 
 impl FaultAction {
+    /// Whether the heal supersedes this follow-up when it falls due at or
+    /// after `heal_at`: a fault's end (resume, reconnect, uncut, the end of
+    /// a partition, a server back up) is the heal's then, and left out; a
+    /// node's restart is not (it starts a process only for a node that has
+    /// none then). The rule of [`ValidScenario::fault_plan`], and of the
+    /// lab's anchored faults, whose follow-ups are placed as the run goes.
+    pub fn ended_by_heal(&self) -> bool {
+        !matches!(self, FaultAction::Restart { .. })
+    }
+
     /// The wall-clock steps this action makes when it starts at `at`, in a
     /// run healed at `heal_at`: a `clock-jump` its one step; a
     /// `clock-strobe` its flips — `+by` at `at`, `-by` a `period` later,
@@ -753,8 +763,7 @@ impl ValidScenario {
             push(fault.at, Rank::Initial(rank), cause, fault.start.clone());
             if let Some(follow) = &fault.follow_up {
                 let at = fault.at.saturating_add(follow.after);
-                let ended_by_heal = !matches!(follow.action, FaultAction::Restart { .. });
-                if !(ended_by_heal && at >= heal_at) {
+                if !(follow.action.ended_by_heal() && at >= heal_at) {
                     let rank = Rank::FollowUp(fault.at, rank);
                     push(at, rank, cause, follow.action.clone());
                 }

@@ -35,8 +35,8 @@ pub(crate) struct AnchorWatch {
     /// The lives (slot, incarnation) that believe they lead, for
     /// `renewal-sent`.
     leading: BTreeSet<(u32, u32)>,
-    /// Fired and not yet taken by the run: (fault index, when).
-    fired: Vec<(u32, SimTime)>,
+    /// Fired and not yet taken by the run: (fault index, its anchor, when).
+    fired: Vec<(u32, ResolvedAnchor, SimTime)>,
     /// Every anchored fault's outcome so far, in the order armed.
     outcomes: Vec<Outcome>,
 }
@@ -48,7 +48,7 @@ impl AnchorWatch {
     }
 
     /// The anchors that fired since the last call, in the order they did.
-    pub(crate) fn take_fired(&mut self) -> Vec<(u32, SimTime)> {
+    pub(crate) fn take_fired(&mut self) -> Vec<(u32, ResolvedAnchor, SimTime)> {
         std::mem::take(&mut self.fired)
     }
 
@@ -67,7 +67,7 @@ impl AnchorWatch {
         self.armed.retain(|armed| {
             let hit = armed.anchor.matches(event, node, token, since_start);
             if hit {
-                fired.push((armed.fault, at));
+                fired.push((armed.fault, armed.anchor, at));
             }
             !hit
         });
@@ -154,30 +154,26 @@ impl<H: SimHosts> Core<H> {
         watch.outcomes.iter_mut().find(|o| o.fault == fault)
     }
 
-    /// Acts on the anchors that fired: each fault begins `delay` after its
-    /// event — at once for no delay (right after the event that fired it,
-    /// before anything else at that instant), else when its start comes up
-    /// in the queue. No fault begins after the heal.
+    /// Acts on the anchors that fired: each fault begins when
+    /// [`ResolvedAnchor::begins`] says — at once for no delay (right after
+    /// the event that fired it, before anything else at that instant), else
+    /// when its start comes up in the queue; never at or after the heal.
     pub(super) fn anchors_fired(&mut self) {
         let Some(watch) = self.engine.observers.anchors.as_mut() else {
             return;
         };
-        for (fault, at) in watch.take_fired() {
+        let heal_at = self.scenario.heal_at;
+        for (fault, anchor, at) in watch.take_fired() {
             if let Some(outcome) = self.outcome_mut(fault) {
                 outcome.fired = Some(at);
             }
-            if self.faults.healed {
-                continue;
-            }
-            let delay = match self.scenario.faults[fault as usize].anchor() {
-                Some(anchor) => anchor.delay,
-                None => continue,
-            };
-            if delay.is_zero() {
-                self.start_fault(fault as usize);
-            } else {
-                self.engine
-                    .schedule(self.engine.now + delay, Control::FaultStart(fault));
+            match anchor.begins(at.since_start(), heal_at) {
+                Some(begins) if begins == at.since_start() => self.start_fault(fault as usize),
+                Some(begins) => {
+                    let start = SimTime::from_duration(begins);
+                    self.engine.schedule(start, Control::FaultStart(fault));
+                }
+                None => {}
             }
         }
     }
