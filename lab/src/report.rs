@@ -104,38 +104,6 @@ pub struct RunReport {
     pub notes: Vec<String>,
     /// Where the logs were kept, if they were.
     pub logs: Option<PathBuf>,
-    /// What each anchored fault did (in `--json`, the judged report's
-    /// `anchors`, with the simulator's keys).
-    pub anchors: Vec<AnchorOutcome>,
-}
-
-impl AnchorOutcome {
-    /// The outcome in the simulator's report's terms.
-    pub fn as_report(&self) -> fenced_sim::AnchoredFault {
-        let ms = |d: Duration| d.as_micros() as f64 / 1000.0;
-        fenced_sim::AnchoredFault {
-            fault: self.fault,
-            kind: self.kind.clone(),
-            anchor: self.text.clone(),
-            fired_at_ms: self.fired.map(ms),
-            began_at_ms: self.began.map(ms),
-        }
-    }
-}
-
-/// What became of one anchored fault in a real run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AnchorOutcome {
-    /// The scenario's fault index.
-    pub fault: usize,
-    /// Its anchor, as the scenario writes it.
-    pub text: String,
-    /// Its kind.
-    pub kind: String,
-    /// When its event appeared in a history (run time), if it did.
-    pub fired: Option<Duration>,
-    /// When its first action was applied, if it was.
-    pub began: Option<Duration>,
 }
 
 impl RunReport {
@@ -189,7 +157,6 @@ impl RunReport {
             downstream,
             notes: plan.notes.clone(),
             logs,
-            anchors: Vec::new(),
         }
     }
 
@@ -253,22 +220,6 @@ impl fmt::Display for RunReport {
         }
         for note in &self.notes {
             writeln!(f, "  note: {note}")?;
-        }
-        for a in &self.anchors {
-            let when = |at: Option<Duration>| {
-                at.map_or_else(
-                    || "never".to_string(),
-                    |d| format!("{:.3}s", d.as_secs_f64()),
-                )
-            };
-            writeln!(
-                f,
-                "  anchor of fault[{}] ({}): event at {}, began {}",
-                a.fault,
-                a.text,
-                when(a.fired),
-                when(a.began)
-            )?;
         }
         writeln!(f, "processes:")?;
         for life in &self.lives {

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use clap::Args;
 use fenced::postgres::{PostgresOptions, PostgresStore};
-use fenced_sim::mix64;
+use fenced_sim::{mix64, AnchoredFault};
 use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::time::{sleep_until, Instant};
 
@@ -35,7 +35,7 @@ use crate::plan::{
     self, Action, Cause, ClockTarget, Direction, LabPlan, Link, PlanOptions, Server, TimeScale,
 };
 use crate::proxy::{DirectionRules, Proxy};
-use crate::report::{AnchorOutcome, Applied, RunReport};
+use crate::report::{Applied, RunReport};
 use crate::schema::{RunSchema, PLAIN_TABLE};
 use crate::store_clock::{search_path_option, StoreClock};
 use crate::supervisor::{Launch, ProcessIndex, Signal, Supervisor};
@@ -273,16 +273,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         anchors: plan
             .anchored
             .iter()
-            .map(|a| {
-                let outcome = AnchorOutcome {
-                    fault: a.fault,
-                    text: a.text.clone(),
-                    kind: a.kind.clone(),
-                    fired: None,
-                    began: None,
-                };
-                (a.fault, outcome)
-            })
+            .map(|a| (a.fault, AnchoredFault::waiting(a.fault, &a.kind, &a.text)))
             .collect(),
     };
     let outcome = lab.drive(&mut interrupts).await;
@@ -305,25 +296,15 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let mut judged =
         crate::judge::judge_histories(&log_dir, &scaled, lab.ended_ns, args.svg.is_some())
             .map_err(infra)?;
-    let anchors: Vec<AnchorOutcome> = std::mem::take(&mut lab.anchors).into_values().collect();
-    // An anchored fault that never began leaves the real run's expectations
-    // unmet, as the simulator's (the same sentence).
-    judged.report.anchors = anchors.iter().map(AnchorOutcome::as_report).collect();
-    let required = scaled.expect.anchors_begin.unwrap_or(true);
-    let unmet: Vec<String> = (judged.report.anchors.iter())
-        .filter(|_| required)
-        .filter_map(|a| a.unmet_sentence())
-        .collect();
-    for sentence in unmet {
-        judged.report.expect.met = false;
-        judged.report.expect.unmet.push(sentence);
-    }
+    // What the anchored faults did, judged as the simulator's are.
+    let anchors = std::mem::take(&mut lab.anchors).into_values().collect();
+    judged.report.record_anchors(anchors, &scaled.expect);
     let simulated = crate::judge::simulate(&scaled);
     let comparison = simulated
         .as_ref()
         .ok()
         .map(|sim| crate::compare::Comparison::new(&scaled, &judged.report, sim));
-    let mut report = RunReport::new(
+    let report = RunReport::new(
         &plan,
         &options.faketime,
         lab.schema_name,
@@ -332,7 +313,6 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         downstream,
         args.keep.clone(),
     );
-    report.anchors = anchors;
     Ok(RunOutcome {
         lab: report,
         scenario: scaled,
@@ -409,7 +389,7 @@ struct Lab<'a> {
     /// Every process's history, read as it grows while an anchor is armed.
     tails: HistoryTails,
     /// What each anchored fault did, by scenario fault index.
-    anchors: BTreeMap<usize, AnchorOutcome>,
+    anchors: BTreeMap<usize, AnchoredFault>,
 }
 
 impl Lab<'_> {

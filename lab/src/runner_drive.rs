@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{infra, Interrupts, Lab, RunError};
+use fenced_sim::AnchoredFault;
+
 use crate::plan::{AnchoredStep, Cause, Step};
 use crate::report::Applied;
 
@@ -51,7 +53,7 @@ impl Lab<'_> {
                 };
                 let anchored = &plan.anchored[armed.remove(position)];
                 if let Some(outcome) = self.anchors.get_mut(&anchored.fault) {
-                    outcome.fired = Some(since_start);
+                    outcome.fired_at_ms = Some(AnchoredFault::ms(since_start));
                 }
                 // The simulator's rules: no fault begins at or after the
                 // heal, and an end due then is the heal's.
@@ -91,7 +93,7 @@ impl Lab<'_> {
             let real = start.elapsed();
             if let (true, Cause::Fault(index)) = (anchored, step.cause) {
                 if let Some(outcome) = self.anchors.get_mut(&index) {
-                    outcome.began.get_or_insert(real);
+                    outcome.began_at_ms.get_or_insert(AnchoredFault::ms(real));
                 }
             }
             let applied = Applied {

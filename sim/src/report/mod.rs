@@ -9,6 +9,7 @@
 //! report is built from a checker's verdict by
 //! `checker::assemble`; this layer holds results and imports no checker.
 
+use crate::scenario::Expectations;
 use serde::{Deserialize, Serialize};
 
 pub(crate) mod expect;
@@ -136,7 +137,46 @@ pub struct AnchoredFault {
     pub began_at_ms: Option<f64>,
 }
 
+impl Report {
+    /// Records what became of the run's anchored faults and, unless
+    /// `expect` says anchors need not begin (`anchors_begin = false`), makes
+    /// each one that never began an unmet expectation. The simulator and
+    /// the lab's judged real run both report anchors through this.
+    pub fn record_anchors(&mut self, anchors: Vec<AnchoredFault>, expect: &Expectations) {
+        self.anchors = anchors;
+        if expect.anchors_begin == Some(false) {
+            return;
+        }
+        for sentence in self
+            .anchors
+            .iter()
+            .filter_map(AnchoredFault::unmet_sentence)
+        {
+            self.expect.met = false;
+            self.expect.unmet.push(sentence);
+        }
+    }
+}
+
 impl AnchoredFault {
+    /// The fault `fault` of kind `kind`, anchored on `anchor` (its
+    /// [`Display`](std::fmt::Display) text): not fired yet.
+    pub fn waiting(fault: usize, kind: &str, anchor: &str) -> Self {
+        AnchoredFault {
+            fault,
+            kind: kind.to_string(),
+            anchor: anchor.to_string(),
+            fired_at_ms: None,
+            began_at_ms: None,
+        }
+    }
+
+    /// `at` from the run's start in the report's unit: milliseconds, to the
+    /// microsecond.
+    pub fn ms(at: std::time::Duration) -> f64 {
+        at.as_micros() as f64 / 1000.0
+    }
+
     /// The sentence of the unmet expectation a fault that never began
     /// makes, beginning with the key `anchors`.
     pub fn unmet_sentence(&self) -> Option<String> {

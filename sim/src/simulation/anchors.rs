@@ -186,20 +186,14 @@ impl<H: SimHosts> Core<H> {
         watch
             .outcomes
             .iter()
-            .map(|o| AnchoredFault {
-                fault: o.fault as usize,
-                kind: self.scenario.faults[o.fault as usize]
-                    .kind_name()
-                    .to_string(),
-                anchor: o.text.clone(),
-                fired_at_ms: o.fired.map(ms_of),
-                began_at_ms: o.began.map(ms_of),
+            .map(|o| {
+                let kind = self.scenario.faults[o.fault as usize].kind_name();
+                AnchoredFault {
+                    fired_at_ms: o.fired.map(|at| AnchoredFault::ms(at.since_start())),
+                    began_at_ms: o.began.map(|at| AnchoredFault::ms(at.since_start())),
+                    ..AnchoredFault::waiting(o.fault as usize, kind, &o.text)
+                }
             })
             .collect()
     }
-}
-
-/// `at` in milliseconds from the start, to the microsecond.
-fn ms_of(at: SimTime) -> f64 {
-    (at.since_start().as_micros() as f64) / 1000.0
 }

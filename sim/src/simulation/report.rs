@@ -37,13 +37,7 @@ impl<H: SimHosts> Core<H> {
         };
         let mut report = assemble(figures, verdict, &self.expect);
         report.halted = self.engine.halted().map(Halted::from);
-        report.anchors = self.anchored_faults();
-        let required = self.expect.anchors_begin.unwrap_or(true);
-        let unmet = report.anchors.iter().filter(|_| required);
-        for sentence in unmet.filter_map(|a| a.unmet_sentence()) {
-            report.expect.met = false;
-            report.expect.unmet.push(sentence);
-        }
+        report.record_anchors(self.anchored_faults(), &self.expect);
         report
     }
 
