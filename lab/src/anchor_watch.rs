@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,7 +31,9 @@ struct Tail {
     node: u32,
     owner: String,
     path: PathBuf,
-    offset: u64,
+    /// Open once the file exists; each read goes on from where the last
+    /// stopped (the process appends, one `write` per line).
+    file: Option<File>,
     /// A line begun and not yet ended.
     partial: Vec<u8>,
 }
@@ -66,7 +68,7 @@ impl HistoryTails {
             node,
             owner,
             path,
-            offset: 0,
+            file: None,
             partial: Vec::new(),
         });
     }
@@ -77,18 +79,15 @@ impl HistoryTails {
     pub fn poll(&mut self) -> Vec<Seen> {
         let mut seen = Vec::new();
         for tail in &mut self.tails {
-            let Ok(mut file) = File::open(&tail.path) else {
-                continue;
-            };
-            if file.seek(SeekFrom::Start(tail.offset)).is_err() {
-                continue;
+            if tail.file.is_none() {
+                tail.file = File::open(&tail.path).ok();
             }
-            let mut fresh = Vec::new();
-            let Ok(read) = file.read_to_end(&mut fresh) else {
+            let Some(file) = tail.file.as_mut() else {
                 continue;
             };
-            tail.offset += read as u64;
-            tail.partial.extend_from_slice(&fresh);
+            // What was read before an error stays in `partial`; the next
+            // poll reads on from there.
+            let _ = file.read_to_end(&mut tail.partial);
             while let Some(end) = tail.partial.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = tail.partial.drain(..=end).collect();
                 let Ok(line) = serde_json::from_slice::<Line>(&line) else {
