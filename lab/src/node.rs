@@ -41,7 +41,6 @@ use std::time::Duration;
 
 use clap::Args;
 use fenced::history::{Event, Header, Recorder, Settings};
-use fenced::postgres::tokio_postgres::{self, Client, NoTls};
 use fenced::postgres::{Namespace, PostgresFencedTable, PostgresOptions, PostgresStore};
 use fenced::tokio::{
     CancellationToken, Clock, ElectorOptions, HeartbeatTask, LeadershipHandle, LeaseLeaderElector,
@@ -56,8 +55,11 @@ use crate::schema::PLAIN_TABLE;
 
 #[path = "node_errors.rs"]
 mod errors;
+#[path = "node_plain.rs"]
+mod plain;
 pub use errors::NodeError;
-use errors::{bad, infra, DurationFlagError, WriteError};
+use errors::{bad, infra, DurationFlagError};
+use plain::PlainTable;
 
 /// The environment variable of `--lease-url`.
 pub const LEASE_URL_VAR: &str = "FENCED_LAB_LEASE_URL";
@@ -382,53 +384,6 @@ enum Downstream {
     Plain(Box<PlainTable>),
 }
 
-/// The unfenced downstream: an append-only table that accepts every write.
-struct PlainTable {
-    url: String,
-    insert: String,
-    timeout: Duration,
-    client: Mutex<Option<Client>>,
-}
-
-impl PlainTable {
-    async fn write(
-        &self,
-        resource: &ResourceId,
-        token: FencingToken,
-        writer: &OwnerId,
-        payload: &[u8],
-    ) -> Result<(), WriteError> {
-        let token = i64::try_from(token.get()).map_err(|_| WriteError::TokenTooBig)?;
-        let mut client = self.client.lock().await;
-        if client.as_ref().is_none_or(Client::is_closed) {
-            let connecting = tokio_postgres::connect(&self.url, NoTls);
-            let (fresh, connection) = tokio::time::timeout(self.timeout, connecting)
-                .await
-                .map_err(|_| WriteError::ConnectTimedOut)?
-                .map_err(WriteError::Connect)?;
-            tokio::spawn(connection);
-            *client = Some(fresh);
-        }
-        let Some(connected) = client.as_ref() else {
-            return Err(WriteError::NoConnection);
-        };
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&resource.as_str(), &token, &writer.as_str(), &payload];
-        let result = tokio::time::timeout(self.timeout, connected.execute(&self.insert, &params));
-        match result.await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => {
-                *client = None;
-                Err(WriteError::Insert(error))
-            }
-            Err(_) => {
-                *client = None;
-                Err(WriteError::InsertTimedOut)
-            }
-        }
-    }
-}
-
 /// What the work of every term shares.
 struct WorkContext {
     owner: OwnerId,
@@ -447,6 +402,33 @@ struct WorkContext {
     leadership: LeadershipHandle,
     /// Units started and not yet sent: `(token, unit)`.
     in_flight: std::sync::Mutex<std::collections::BTreeSet<(FencingToken, u64)>>,
+    /// A starved writer, for the lab's own tests: each answer is recorded
+    /// this long after it came ([`HOLD_WRITE_RECORDS_VAR`]).
+    #[cfg(feature = "planted-bugs")]
+    hold_write_records: Option<Duration>,
+}
+
+/// `node-a=300ms`: node `node-a` records each downstream answer 300 ms
+/// after it came, as a starved writer would — the failure mode that
+/// numbered decisions exist to defuse (lab tests only, `planted-bugs`
+/// builds only; other nodes ignore it).
+#[cfg(feature = "planted-bugs")]
+pub const HOLD_WRITE_RECORDS_VAR: &str = "FENCED_LAB_HOLD_WRITE_RECORDS";
+
+/// The hold [`HOLD_WRITE_RECORDS_VAR`] sets for `node`.
+#[cfg(feature = "planted-bugs")]
+fn hold_write_records(node: &NodeId) -> Result<Option<Duration>, NodeError> {
+    let Ok(value) = std::env::var(HOLD_WRITE_RECORDS_VAR) else {
+        return Ok(None);
+    };
+    let bad = || {
+        bad(format!(
+            "{HOLD_WRITE_RECORDS_VAR}={value:?}: expected NODE=DURATION"
+        ))
+    };
+    let (who, hold) = value.split_once('=').ok_or_else(bad)?;
+    let hold = humantime::parse_duration(hold).map_err(|_| bad())?;
+    Ok((who == node.as_str()).then_some(hold))
 }
 
 impl WorkContext {
@@ -512,6 +494,9 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
         .registry(config.liveness_ttl)
         .map_err(infra)?;
     let downstream = if config.fencing {
+        // The unit records the table's answers itself (`run_unit`), with
+        // the unit it knows and the table's decision number.
+        let options = options.with_recorder(Recorder::off());
         let store = PostgresStore::new(&config.downstream_url, options).map_err(infra)?;
         Downstream::Fenced(store.fenced_table())
     } else {
@@ -519,7 +504,7 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
             url: config.downstream_url.clone(),
             insert: format!(
                 "INSERT INTO \"{}\".{PLAIN_TABLE} (resource, token, writer, payload) \
-                 VALUES ($1, $2, $3, $4)",
+                 VALUES ($1, $2, $3, $4) RETURNING id",
                 config.namespace.schema()
             ),
             timeout: config.query_timeout,
@@ -552,6 +537,8 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
         clock: elector.clock(),
         leadership: elector.handle(),
         in_flight: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+        #[cfg(feature = "planted-bugs")]
+        hold_write_records: hold_write_records(&config.node)?,
     });
     let shutdown = CancellationToken::new();
     let mut terminate = signal(SignalKind::terminate()).map_err(infra)?;
@@ -640,43 +627,50 @@ async fn run_unit(unit: u64, token: FencingToken, context: Arc<WorkContext>) {
     context.set_in_flight(token, unit, false);
     context.recorder.record(|| Event::WriteSent { token, unit });
     let payload = format!("{owner} unit {unit}");
-    let outcome = match &context.downstream {
+    let answer = match &context.downstream {
         Downstream::Fenced(table) => table
-            .write(&context.resource, token, owner, payload.as_bytes())
+            .write_decided(&context.resource, token, owner, payload.as_bytes())
             .await
-            .map(|outcome| match outcome {
-                WriteOutcome::Accepted => "outcome=accepted".to_string(),
-                WriteOutcome::RejectedStale { highest, .. } => {
-                    format!("outcome=rejected-stale highest={highest}")
-                }
-                WriteOutcome::RejectedWrongWriter { bound_to, .. } => {
-                    format!("outcome=rejected-wrong-writer bound_to={bound_to}")
-                }
-            })
+            .map(|decided| (decided.outcome, decided.number))
             .map_err(|e| e.to_string()),
+        // The plain table judges nothing: every write it stores is
+        // accepted, and this process is the only one that knows.
         Downstream::Plain(table) => table
             .write(&context.resource, token, owner, payload.as_bytes())
             .await
-            .map(|()| {
-                // The plain table judges nothing: every write it stores is
-                // accepted, and this process is the only one that knows.
-                context.recorder.record(|| {
-                    Event::write_handled(owner, token, Some(unit), &WriteOutcome::Accepted)
-                });
-                "outcome=accepted".to_string()
-            })
+            .map(|id| (WriteOutcome::Accepted, id))
             .map_err(|e| e.to_string()),
     };
-    match outcome {
-        Ok(outcome) => say(
-            owner,
-            format_args!("write unit={unit} token={token} {outcome}"),
-        ),
-        Err(error) => say(
-            owner,
-            format_args!("write unit={unit} token={token} outcome=failed error={error:?}"),
-        ),
+    let (outcome, decision) = match answer {
+        Ok(answer) => answer,
+        Err(error) => {
+            say(
+                owner,
+                format_args!("write unit={unit} token={token} outcome=failed error={error:?}"),
+            );
+            return;
+        }
+    };
+    #[cfg(feature = "planted-bugs")]
+    if let Some(hold) = context.hold_write_records {
+        tokio::time::sleep(hold).await;
     }
+    context.recorder.record(|| {
+        Event::write_handled(owner, token, Some(unit), &outcome).with_decision(decision)
+    });
+    let outcome = match outcome {
+        WriteOutcome::Accepted => "outcome=accepted".to_string(),
+        WriteOutcome::RejectedStale { highest, .. } => {
+            format!("outcome=rejected-stale highest={highest}")
+        }
+        WriteOutcome::RejectedWrongWriter { bound_to, .. } => {
+            format!("outcome=rejected-wrong-writer bound_to={bound_to}")
+        }
+    };
+    say(
+        owner,
+        format_args!("write unit={unit} token={token} {outcome} decision={decision}"),
+    );
 }
 
 /// `fenced-lab node`: validates, sets up logging and a runtime, runs.

@@ -71,6 +71,8 @@ pub(super) enum WriteError {
     Insert(tokio_postgres::Error),
     /// The insert took longer than the timeout.
     InsertTimedOut,
+    /// The insert's answer carried no row id.
+    NoId,
 }
 
 impl fmt::Display for WriteError {
@@ -82,6 +84,7 @@ impl fmt::Display for WriteError {
             WriteError::NoConnection => f.write_str("no connection"),
             WriteError::Insert(e) => write!(f, "insert: {e}"),
             WriteError::InsertTimedOut => f.write_str("insert timed out"),
+            WriteError::NoId => f.write_str("the insert returned no row id"),
         }
     }
 }
@@ -93,7 +96,8 @@ impl std::error::Error for WriteError {
             WriteError::TokenTooBig
             | WriteError::ConnectTimedOut
             | WriteError::NoConnection
-            | WriteError::InsertTimedOut => None,
+            | WriteError::InsertTimedOut
+            | WriteError::NoId => None,
         }
     }
 }

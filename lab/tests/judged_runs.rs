@@ -6,12 +6,14 @@
 //! Each run is a real `fenced-lab run --json` against the PostgreSQL in
 //! `FENCED_POSTGRES_URL` (a failure, not a skip, with
 //! `FENCED_REQUIRE_POSTGRES=1`), at a time scale that makes it last 6–8 s.
+//! The runs go in parallel (as many as the test harness runs at once): a
+//! starved writer that records its answer late no longer reorders the
+//! downstream's decisions (`write-handled`'s `decision`, see
+//! `decision_order.rs`).
 
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -29,42 +31,10 @@ fn lab_scenario(name: &str) -> PathBuf {
         .join(format!("{name}.toml"))
 }
 
-/// One real run at a time: each starts several processes on a 2-core
-/// machine, and runs in parallel starve each other's schedulers — a history
-/// records a write's outcome when its answer is handled, so a starved
-/// writer can record an accepted old-token write after the new term's (a
-/// split-brain that the database never allowed). Seen once in CI.
-static ONE_REAL_RUN_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Runs `scenario` for real at `scale`, with `extra` flags; returns the exit
 /// code and the JSON report.
 async fn run(url: &str, scenario: &Path, scale: &str, extra: &[&str]) -> (i32, Value) {
-    let _alone = ONE_REAL_RUN_AT_A_TIME.lock().await;
-    let started = tokio::time::Instant::now();
-    let child = tokio::process::Command::new(support::program())
-        .args(["run", "--postgres", url, "--json", "--time-scale", scale])
-        .args(extra)
-        .arg(scenario)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs");
-    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("the run ends within a minute")
-        .expect("output");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let code = output.status.code().expect("exited");
-    assert!(code == 0 || code == 1, "exit {code}: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stderr}"));
-    eprintln!(
-        "{}: exit {code} in {:.1} s",
-        scenario.display(),
-        started.elapsed().as_secs_f64()
-    );
-    (code, report)
+    support::run_json(url, scenario, scale, extra, &[]).await
 }
 
 /// The comparison agrees, and says so on each figure that must agree.

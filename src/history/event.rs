@@ -395,6 +395,15 @@ pub enum Event {
         /// The writer the token is bound to (wrong writer).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bound_to: Option<OwnerId>,
+        /// The downstream's own number for this decision, if it gives one:
+        /// decisions of one downstream are numbered in the order it made
+        /// them (the PostgreSQL tables draw it from a sequence in the same
+        /// statement as the write). A writer records its answer some time
+        /// after the decision — later still if it is starved — so the
+        /// recording order of two writers' answers is not the downstream's;
+        /// `check-history` orders numbered decisions by this number.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<u64>,
     },
     /// A lab's fault on `host` began (`start`) or ended.
     Fault {
@@ -494,7 +503,18 @@ impl Event {
             outcome,
             highest,
             bound_to,
+            decision: None,
         }
+    }
+
+    /// This event with the downstream's decision number `number` (see
+    /// [`Event::WriteHandled`]'s `decision`); any other event unchanged.
+    #[must_use]
+    pub fn with_decision(mut self, number: u64) -> Event {
+        if let Event::WriteHandled { decision, .. } = &mut self {
+            *decision = Some(number);
+        }
+        self
     }
 }
 

@@ -27,6 +27,19 @@ pub struct FencedRecord {
     pub last_write_at: Instant,
 }
 
+/// A fenced write's outcome and the database's number for the decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Accepted or rejected.
+    pub outcome: WriteOutcome,
+    /// The decision's number: on one resource, a later decision has a
+    /// larger number (drawn from a sequence under the row's lock, in the
+    /// write's own statement); numbers skip (a rolled-back write uses one)
+    /// and order decisions of different resources only as some valid
+    /// serial order.
+    pub number: u64,
+}
+
 /// The fenced downstream store on PostgreSQL: one row per resource, written
 /// only by the holder of the highest token, with the contract of
 /// [`FencedStore::write`](crate::FencedStore::write) (fencing enforced).
@@ -65,6 +78,25 @@ impl PostgresFencedTable {
         writer: &OwnerId,
         payload: &[u8],
     ) -> Result<WriteOutcome, PostgresError> {
+        let decided = self.write_decided(resource, token, writer, payload).await?;
+        Ok(decided.outcome)
+    }
+
+    /// [`write`](Self::write), with the database's number for the decision
+    /// (see [`Decision`]). A recorder, if the store has one, records the
+    /// number with the answer (`write-handled`'s `decision`), so that
+    /// `check-history` orders the decisions as the database made them even
+    /// when writers record their answers in another order.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    pub async fn write_decided(
+        &self,
+        resource: &ResourceId,
+        token: FencingToken,
+        writer: &OwnerId,
+        payload: &[u8],
+    ) -> Result<Decision, PostgresError> {
         let token_value = token_to_database(token)?;
         let now = self.store.now_parameter();
         let row = self
@@ -84,6 +116,10 @@ impl PostgresFencedTable {
         let outcome: &str = column(&row, 0)?;
         let highest = token_from_database(column(&row, 1)?, "highest")?;
         let bound_to: &str = column(&row, 2)?;
+        let number: i64 = column(&row, 3)?;
+        let number = u64::try_from(number).map_err(|_| PostgresError::Corrupt {
+            detail: format!("fenced_write_ordered numbered a decision {number}"),
+        })?;
         let outcome = match outcome {
             "accepted" => WriteOutcome::Accepted,
             "stale" => {
@@ -109,8 +145,8 @@ impl PostgresFencedTable {
         self.store
             .options()
             .recorder()
-            .record(|| Event::write_handled(writer, token, None, &outcome));
-        Ok(outcome)
+            .record(|| Event::write_handled(writer, token, None, &outcome).with_decision(number));
+        Ok(Decision { outcome, number })
     }
 
     /// What the table holds for `resource`, or `None` before its first write.

@@ -96,7 +96,7 @@ use std::time::Duration;
 
 pub use clock::{instant_from_database, ManualClock, TimeSource};
 pub use connection::PostgresTls;
-pub use fenced::{FencedRecord, PostgresFencedTable};
+pub use fenced::{Decision, FencedRecord, PostgresFencedTable};
 pub use namespace::{Namespace, NamespaceError};
 pub use registry::PostgresRegistry;
 pub use store::PostgresStore;

@@ -1,4 +1,4 @@
-//! The schema (version 1) and every SQL statement the crate sends.
+//! The schema (version 2) and every SQL statement the crate sends.
 //!
 //! All SQL text is built here, once per store, from templates whose only
 //! substitutions are the validated, quoted names of a [`Namespace`]. Values
@@ -18,7 +18,14 @@
 use super::namespace::Namespace;
 
 /// The schema version this crate creates and understands.
-pub(crate) const SCHEMA_VERSION: i32 = 1;
+/// Version 1 made the tables and functions; version 2 numbers the fenced
+/// table's decisions (the `fenced_decisions` sequence and
+/// `fenced_write_ordered`), so a history can put them in the database's
+/// order. A version-1 schema is migrated in place: its objects are left as
+/// they are (re-running the idempotent version-1 script changes nothing) and
+/// `fenced_write` keeps its signature and answers, so a version-1 client
+/// still works on it.
+pub(crate) const SCHEMA_VERSION: i32 = 2;
 
 /// Key of the advisory lock that serializes migrations (of any namespace) in
 /// one database. An arbitrary constant; another application taking the same
@@ -41,6 +48,8 @@ const OBJECT_SUFFIXES: &[&str] = &[
     "release",
     "heartbeat",
     "fenced_write",
+    "fenced_write_ordered",
+    "fenced_decisions",
     "lease_tokens_guard",
     "lease_tokens_no_delete",
     "lease_tokens_no_truncate",
@@ -271,13 +280,30 @@ BEGIN
 END
 $fn$;
 
--- The pure FencedStore::write (fencing enforced). The fence is the upsert's
--- WHERE: the token comparison and the write are one statement, so no
--- concurrent writer can slip between them. A rejected upsert still locks the
--- row, so the report below reads the very row it was compared with.
-CREATE OR REPLACE FUNCTION {fenced_write}(
+-- fenced_write (the fenced table's fence): see version 2.
+"#;
+
+/// The migration from version 1 to 2 (run after the version-1 script, in
+/// the same transaction): the fence's function with a decision number, and
+/// `fenced_write`, with version 1's signature and answers, calling it.
+const MIGRATION_V2: &str = r#"
+-- The fenced table's decisions, numbered in the order the database made
+-- them. A sequence is not transactional (a rolled-back write leaves a gap):
+-- the numbers order decisions, they do not count them.
+CREATE SEQUENCE IF NOT EXISTS {fenced_decisions} AS bigint;
+
+-- The pure FencedStore::write (fencing enforced), and the decision's
+-- number. The fence is the upsert's WHERE: the token comparison and the
+-- write are one statement, so no concurrent writer can slip between them. A
+-- rejected upsert still locks the row, so the report below reads the very
+-- row it was compared with. The number is drawn after the
+-- upsert, while the transaction holds the resource row's lock (an accepted
+-- and a rejected upsert both lock it, and a first insert holds the key):
+-- the next decision on the resource waits for this transaction to end, so
+-- on each resource the numbers follow the order of the decisions.
+CREATE OR REPLACE FUNCTION {fenced_write_ordered}(
     p_resource text, p_token bigint, p_writer text, p_payload bytea, p_now timestamptz,
-    OUT o_outcome text, OUT o_highest bigint, OUT o_writer text)
+    OUT o_outcome text, OUT o_highest bigint, OUT o_writer text, OUT o_decision bigint)
 LANGUAGE plpgsql AS $fn$
 BEGIN
     PERFORM {require_read_committed}();
@@ -295,13 +321,24 @@ BEGIN
         o_outcome := 'accepted';
         o_highest := p_token;
         o_writer := p_writer;
-        RETURN;
+    ELSE
+        SELECT CASE WHEN p_token < f.highest THEN 'stale' ELSE 'wrong_writer' END,
+               f.highest, f.writer
+            INTO o_outcome, o_highest, o_writer
+            FROM {fenced_resources} f WHERE f.resource = p_resource;
     END IF;
-    SELECT CASE WHEN p_token < f.highest THEN 'stale' ELSE 'wrong_writer' END,
-           f.highest, f.writer
-        INTO o_outcome, o_highest, o_writer
-        FROM {fenced_resources} f WHERE f.resource = p_resource;
+    o_decision := nextval('{fenced_decisions}');
 END
+$fn$;
+
+-- Version 1's entry point, for version-1 clients: the same fence, without
+-- the number (same signature and answers, so CREATE OR REPLACE keeps it).
+CREATE OR REPLACE FUNCTION {fenced_write}(
+    p_resource text, p_token bigint, p_writer text, p_payload bytea, p_now timestamptz,
+    OUT o_outcome text, OUT o_highest bigint, OUT o_writer text)
+LANGUAGE sql AS $fn$
+    SELECT w.o_outcome, w.o_highest, w.o_writer
+        FROM {fenced_write_ordered}(p_resource, p_token, p_writer, p_payload, p_now) w
 $fn$;
 "#;
 
@@ -324,15 +361,17 @@ const HEARTBEAT: &str = "SELECT {heartbeat}($1, $2, $3)";
 const LIVE_NODES: &str =
     "WITH c AS MATERIALIZED (SELECT coalesce($1::timestamptz, clock_timestamp()) AS now) \
      SELECT n.node FROM {nodes} n CROSS JOIN c WHERE c.now < n.expires_at ORDER BY n.node";
-const FENCED_WRITE: &str = "SELECT w.o_outcome, w.o_highest, w.o_writer \
-     FROM {fenced_write}($1, $2, $3, $4, $5) w";
+const FENCED_WRITE: &str = "SELECT w.o_outcome, w.o_highest, w.o_writer, w.o_decision \
+     FROM {fenced_write_ordered}($1, $2, $3, $4, $5) w";
 const FENCED_READ: &str = "SELECT f.highest, f.writer, f.payload, f.accepted, f.last_write_at \
      FROM {fenced_resources} f WHERE f.resource = $1";
 
 /// The SQL text of one namespace.
 #[derive(Clone, Debug)]
 pub(crate) struct Sql {
-    /// The version-1 migration script (no parameters).
+    /// The migration to this version: the version-1 script, then version
+    /// 2's (no parameters; idempotent, so it also completes a version-1
+    /// schema).
     pub(crate) migration: String,
     /// The version table's qualified name, as a `to_regclass` argument.
     pub(crate) version_table: String,
@@ -381,7 +420,7 @@ fn render(template: &str, namespace: &Namespace) -> String {
 impl Sql {
     pub(crate) fn new(namespace: &Namespace) -> Sql {
         Sql {
-            migration: render(MIGRATION_V1, namespace),
+            migration: render(&format!("{MIGRATION_V1}{MIGRATION_V2}"), namespace),
             version_table: namespace.table("schema_version"),
             read_version: render(READ_VERSION, namespace),
             write_version: render(WRITE_VERSION, namespace),
@@ -409,6 +448,7 @@ mod tests {
         assert!(OBJECT_SUFFIXES.contains(&LONGEST_SUFFIX));
         let all = [
             MIGRATION_V1,
+            MIGRATION_V2,
             READ_VERSION,
             WRITE_VERSION,
             ACQUIRE_OR_RENEW,

@@ -2,6 +2,7 @@
 //! elector of the process.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{lock, Clock, SharedStateError};
@@ -19,6 +20,10 @@ const FENCED_STORE: &str = "fenced store";
 /// Writes are stamped with the [`Clock`]'s now.
 pub struct SharedFencedStore<V> {
     store: Arc<Mutex<FencedStore<V>>>,
+    /// The number of the last decision, counted while the store's lock is
+    /// held, so the numbers follow the store's order (`write-handled`'s
+    /// `decision`).
+    decisions: Arc<AtomicU64>,
     clock: Clock,
     recorder: Recorder,
 }
@@ -27,6 +32,7 @@ impl<V> Clone for SharedFencedStore<V> {
     fn clone(&self) -> Self {
         SharedFencedStore {
             store: Arc::clone(&self.store),
+            decisions: Arc::clone(&self.decisions),
             clock: self.clock,
             recorder: self.recorder.clone(),
         }
@@ -47,13 +53,14 @@ impl<V> SharedFencedStore<V> {
     pub fn new(fencing: Fencing, clock: Clock) -> Self {
         SharedFencedStore {
             store: Arc::new(Mutex::new(FencedStore::new(fencing))),
+            decisions: Arc::new(AtomicU64::new(0)),
             clock,
             recorder: Recorder::off(),
         }
     }
 
-    /// Records each write's outcome (`write-handled`, naming the writer)
-    /// into `recorder`. Off by default. Clones made before this call keep
+    /// Records each write's outcome (`write-handled`, naming the writer, with
+    /// the store's number for the decision) into `recorder`. Off by default. Clones made before this call keep
     /// their own recorder.
     pub fn with_recorder(mut self, recorder: Recorder) -> Self {
         self.recorder = recorder;
@@ -75,9 +82,13 @@ impl<V> SharedFencedStore<V> {
         payload: V,
     ) -> Result<WriteOutcome, SharedStateError> {
         let now = self.clock.now();
-        let outcome = lock(&self.store, FENCED_STORE)?.write(resource, token, writer, payload, now);
+        let (outcome, decision) = {
+            let mut store = lock(&self.store, FENCED_STORE)?;
+            let outcome = store.write(resource, token, writer, payload, now);
+            (outcome, self.decisions.fetch_add(1, Ordering::Relaxed) + 1)
+        };
         self.recorder
-            .record(|| Event::write_handled(writer, token, None, &outcome));
+            .record(|| Event::write_handled(writer, token, None, &outcome).with_decision(decision));
         if let WriteOutcome::RejectedStale { stale, highest } = &outcome {
             tracing::warn!(%resource, %writer, stale = stale.get(), highest = highest.get(),
                 "write rejected: stale fencing token");

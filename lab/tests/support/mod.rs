@@ -3,7 +3,10 @@
 #![allow(dead_code)] // Each test file uses a different part of it.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
+
+use serde_json::Value;
 
 #[path = "../../../tests/postgres_support/url.rs"]
 mod url;
@@ -47,4 +50,42 @@ pub async fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     condition()
+}
+
+/// Runs `scenario` for real at `scale`, with `extra` flags and `env` set
+/// for the runner (and so its nodes); returns the exit code and the JSON
+/// report. Panics on anything but exit 0 or 1 and a JSON report.
+pub async fn run_json(
+    url: &str,
+    scenario: &Path,
+    scale: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, Value) {
+    let started = tokio::time::Instant::now();
+    let child = tokio::process::Command::new(program())
+        .args(["run", "--postgres", url, "--json", "--time-scale", scale])
+        .args(extra)
+        .arg(scenario)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the run ends within a minute")
+        .expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code().expect("exited");
+    assert!(code == 0 || code == 1, "exit {code}: {stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stderr}"));
+    eprintln!(
+        "{}: exit {code} in {:.1} s",
+        scenario.display(),
+        started.elapsed().as_secs_f64()
+    );
+    (code, report)
 }

@@ -115,7 +115,7 @@ impl<'a> Feed<'a> {
         }
     }
 
-    fn problem(&mut self, origin: &Origin<'_>, error: bool, detail: String) {
+    pub(super) fn problem(&mut self, origin: &Origin<'_>, error: bool, detail: String) {
         if error {
             self.errors += 1;
         }
@@ -236,6 +236,8 @@ impl<'a> Feed<'a> {
                 outcome,
                 highest,
                 bound_to,
+                // Used by the merge (`order`), before the feed sees it.
+                decision: _,
             } => {
                 let Some(pid) = self.by_owner(writer) else {
                     let detail =

@@ -26,7 +26,11 @@
 //!    decision, so `lease-exclusive` compares the store's own instants.
 //!    Membership reports are deduplicated (several processes may report one
 //!    change). A `write-handled` without a unit takes its writer's oldest
-//!    unit sent with that token.
+//!    unit sent with that token. Downstream decisions that carry the
+//!    downstream's own number (`decision`) are judged in number order, not
+//!    in the order their answers were recorded ([`order`]): a starved
+//!    writer's late record cannot make a split-brain the downstream never
+//!    allowed.
 //! 6. **Report** through the same path as a simulated run; `seed` is 0,
 //!    `virtual_ms` the real span, `events` the event lines merged,
 //!    `trace_hash` the FNV-1a hash of the merged history as `--trace`
@@ -39,6 +43,7 @@
 //! `renewal_lost` coverage counts only answers the elector could not use.
 
 mod feed;
+mod order;
 pub mod read;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -508,7 +513,13 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
         of_file,
     } = identify(&files)?;
     let (mut scenario, settings) = setting(&files, &nodes, idents.len(), options.scenario)?;
-    let merged = until(merge(&files, &of_file, &idents), options.until_ns);
+    let mut merged = merge(&files, &of_file, &idents);
+    let repeated = order::in_decision_order(&mut merged).err().map(|r| {
+        let m = &merged[r.index];
+        let origin = (files[m.file].path.clone(), m.line);
+        (origin, r.number)
+    });
+    let merged = until(merged, options.until_ns);
     let (Some(first), Some(last)) = (merged.first(), merged.last()) else {
         return Err(HistoryError::NoEvents);
     };
@@ -539,6 +550,14 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
         timeline,
         settings.lease_ttl_ns,
     );
+    if let Some(((path, line), number)) = repeated {
+        let origin = Origin { path: &path, line };
+        let detail = format!(
+            "decision number {number} repeats (histories of more than one downstream?): \
+             downstream decisions are judged in the order they were recorded"
+        );
+        feed.problem(&origin, false, detail);
+    }
     let unanswered = unanswered_releases(&merged);
     let mut trace = String::new();
     let mut events = 0_u64;
