@@ -14,7 +14,15 @@
 //!    and moves it earlier (halving its start), except for liveness failures;
 //!
 //! repeating 1–4 until a round changes nothing, then
-//! 5. cuts the run short after the first violation (unless the invariant is
+//! 5. ties each remaining fault on a node to that node's own event where the
+//!    run still fails so: a pause, an isolation, a crash, a stop or a clock
+//!    jump at an instant becomes one anchored on the node's next
+//!    `work-started`, `write-sent` or (fenced protocol) `renewal-sent` from
+//!    one period (the write or renew interval) before that instant — the
+//!    instant was where one schedule put the event, the anchor is the event
+//!    on every schedule, so the failure's story survives another seed's
+//!    latencies and a real run ([`anchor_faults`](Shrinker::anchor_faults));
+//! 6. cuts the run short after the first violation (unless the invariant is
 //!    `liveness`, which needs its whole phase).
 //!
 //! The result is a standalone scenario: no recurring (seed-drawn) faults, so
@@ -24,7 +32,7 @@
 use std::time::Duration;
 
 use crate::report::{Invariant, Violation};
-use crate::scenario::{FaultSpec, Scenario};
+use crate::scenario::{Anchor, AnchorEvent, FaultSpec, Scenario};
 use crate::{Recording, RunOptions, Simulation};
 
 /// What shrinking produced.
@@ -260,6 +268,32 @@ impl Shrinker<'_> {
         }
     }
 
+    /// Step 5 of the module's list: each fault of a node at an instant,
+    /// tried anchored on the node's own events in turn; the first that
+    /// still fails is kept. An anchor the fault's kind or the protocol does
+    /// not allow is invalid, so never kept.
+    fn anchor_faults(&mut self, scenario: &mut Scenario) {
+        let candidates = [
+            (AnchorEvent::WorkStarted, scenario.work.write_interval),
+            (AnchorEvent::WriteSent, scenario.work.write_interval),
+            (AnchorEvent::RenewalSent, scenario.election.renew_interval),
+        ];
+        for i in 0..scenario.faults.len() {
+            let Some((node, at)) = anchorable(&scenario.faults[i], scenario) else {
+                continue;
+            };
+            for (event, period) in candidates {
+                let mut fault = scenario.faults[i].clone();
+                set_at(&mut fault, at.saturating_sub(period));
+                let mut candidate = scenario.clone();
+                candidate.faults[i] = fault.anchored(Anchor::on(event).of_node(node.clone()));
+                if self.keep_if_fails(scenario, candidate) {
+                    break;
+                }
+            }
+        }
+    }
+
     fn cut_short(&mut self, scenario: &mut Scenario) {
         if self.invariant == Invariant::Liveness.name() {
             return;
@@ -275,6 +309,35 @@ impl Shrinker<'_> {
             .faults
             .retain(|f| f.window().is_none_or(|(at, _)| at < end));
         self.keep_if_fails(scenario, candidate);
+    }
+}
+
+/// The node and instant of a fault that [`Shrinker::anchor_faults`] may
+/// tie to the node's events: not anchored yet, of one node.
+fn anchorable(fault: &FaultSpec, scenario: &Scenario) -> Option<(String, Duration)> {
+    let (node, at) = match fault {
+        FaultSpec::Pause { host, at, .. }
+        | FaultSpec::Isolate { host, at, .. }
+        | FaultSpec::ClockJump { host, at, .. } => (host, *at),
+        FaultSpec::Crash { node, at, .. } | FaultSpec::Stop { node, at, .. } => (node, *at),
+        _ => return None,
+    };
+    scenario
+        .nodes
+        .iter()
+        .any(|n| n.id == *node)
+        .then(|| (node.clone(), at))
+}
+
+/// Sets the instant of a fault [`anchorable`] accepted.
+fn set_at(fault: &mut FaultSpec, to: Duration) {
+    if let FaultSpec::Pause { at, .. }
+    | FaultSpec::Isolate { at, .. }
+    | FaultSpec::ClockJump { at, .. }
+    | FaultSpec::Crash { at, .. }
+    | FaultSpec::Stop { at, .. } = fault
+    {
+        *at = to;
     }
 }
 
@@ -379,6 +442,7 @@ pub fn shrink(
             break;
         }
     }
+    shrinker.anchor_faults(&mut current);
     shrinker.cut_short(&mut current);
     let budget_exhausted = shrinker.spent();
     current.name = format!("{}-shrunk", scenario.name);
