@@ -13,11 +13,20 @@
 //!   before the chunk ahead of it (a TCP stream stays in order).
 //! * **loss**: TCP never loses a byte the application can see; a lost
 //!   segment is *retransmitted* after a retransmission timeout, and everything
-//!   behind it waits (head-of-line blocking). So a "lost" chunk (with the
-//!   model's probability) is held back for the model's `retransmit_timeout`
-//!   (Linux's 200 ms minimum RTO, scaled) on top of its latency. The
-//!   application sees a late answer — possibly later than its own timeout,
-//!   which then gives the request up — never a missing one.
+//!   behind it waits (head-of-line blocking). A retransmission crosses the same
+//!   lossy link, so it is lost with the same probability, and each further
+//!   timeout is twice the last (RFC 6298 §5.5, "back off the timer"; Linux's
+//!   `tcp_retransmit_timer`: `icsk_rto = min(icsk_rto << 1, TCP_RTO_MAX)`,
+//!   from `TCP_RTO_MIN` = 200 ms, `TCP_RTO_MAX` = 120 s in
+//!   `include/net/tcp.h`). So a chunk lost `k` times in a row (each with the
+//!   model's probability) is held back `rto · (2^k − 1)` on top of its
+//!   latency, each doubling capped at [`RTO_MAX_FACTOR`] × `rto`, at most
+//!   [`MAX_RETRANSMISSIONS`] times (Linux's `tcp_retries2`), `rto` being the
+//!   model's `retransmit_timeout` (200 ms, scaled). The application sees a
+//!   late answer — possibly later than its own timeout, which then gives the
+//!   request up — never a missing one. (Until this doubling, one loss cost one
+//!   timeout whatever followed: a 30 % loss never delayed an answer by more
+//!   than two timeouts, where real TCP delays one in eleven by three or more.)
 //! * **blocked** (a cut, an isolation, a partition, a paused server): that
 //!   direction stops forwarding. What was read waits in a bounded buffer
 //!   ([`BUFFER_CHUNKS`] chunks of at most [`CHUNK_BYTES`]); when it is full
@@ -56,14 +65,22 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// How long connecting to the target may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// `TCP_RTO_MAX / TCP_RTO_MIN` (120 s / 200 ms): the longest retransmission
+/// timeout, as a multiple of the first.
+pub const RTO_MAX_FACTOR: u32 = 600;
+/// The most retransmissions of one chunk: Linux's `tcp_retries2` default
+/// (after which it would reset the connection; the proxy delivers).
+pub const MAX_RETRANSMISSIONS: u32 = 15;
+
 /// What one direction does to the bytes it forwards.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DirectionRules {
     /// One-way latency, uniform in `[min, max]`.
     pub latency: (Duration, Duration),
-    /// Probability that a chunk is held back for `retransmit_timeout`.
+    /// Probability that a chunk (and each of its retransmissions) is
+    /// lost: held back one more, doubled, retransmission timeout.
     pub loss: f64,
-    /// What a loss costs.
+    /// The first retransmission timeout.
     pub retransmit_timeout: Duration,
     /// Whether the direction forwards nothing.
     pub blocked: bool,
@@ -340,12 +357,27 @@ fn draw_delay(rules: &DirectionRules, rng: &SharedRng) -> Duration {
         let extra = u128::from(rng.next_u64()) % (span + 1);
         low + Duration::from_nanos(u64::try_from(extra).unwrap_or(u64::MAX))
     };
-    let lost = rules.loss > 0.0 && unit(&mut rng) < rules.loss;
-    if lost {
-        latency + rules.retransmit_timeout
-    } else {
-        latency
+    let penalty = loss_penalty(rules, || rules.loss > 0.0 && unit(&mut rng) < rules.loss);
+    latency + penalty
+}
+
+/// How long a chunk waits for its retransmissions: while `lost()` says the
+/// last transmission was lost, one more timeout, doubled each time (see the
+/// module's **loss**).
+fn loss_penalty(rules: &DirectionRules, mut lost: impl FnMut() -> bool) -> Duration {
+    let (first, mut rto, mut penalty) = (
+        rules.retransmit_timeout,
+        rules.retransmit_timeout,
+        Duration::ZERO,
+    );
+    for _ in 0..MAX_RETRANSMISSIONS {
+        if !lost() {
+            break;
+        }
+        penalty += rto;
+        rto = (rto * 2).min(first * RTO_MAX_FACTOR);
     }
+    penalty
 }
 
 /// A uniform float in `[0, 1)`.

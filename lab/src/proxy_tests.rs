@@ -82,10 +82,34 @@ async fn latency_delays_each_direction() {
     assert!(took < Duration::from_secs(1), "round trip took {took:?}");
 }
 
+#[test]
+fn a_chunk_lost_k_times_waits_k_doubling_timeouts() {
+    // Each retransmission is lost again with the link's probability and
+    // waits twice as long (RFC 6298 5.5): k losses in a row cost
+    // rto * (2^k - 1); the doubling stops at 600 rto, the retransmissions
+    // at 15.
+    let rules = rules(0, 0.5, 200);
+    let ms = Duration::from_millis;
+    for (losses, expected) in [(0_u32, 0), (1, 200), (2, 600), (3, 1_400), (4, 3_000)] {
+        let mut left = losses;
+        let penalty = loss_penalty(&rules, || {
+            let lost = left > 0;
+            left = left.saturating_sub(1);
+            lost
+        });
+        assert_eq!(penalty, ms(expected), "{losses} losses");
+    }
+    // Always lost: ten doublings (200 ms .. 102.4 s), then five at the cap
+    // of 120 s, then the proxy delivers.
+    let capped = loss_penalty(&rules, || true);
+    assert_eq!(capped, ms(200 * 1023) + ms(120_000) * 5);
+}
+
 #[tokio::test]
-async fn a_lost_chunk_arrives_one_retransmission_timeout_late() {
+async fn a_lost_chunk_arrives_late_after_its_retransmissions() {
     // Loss over TCP is delay, never a missing byte: with loss 1 every chunk
-    // waits the retransmission timeout on top of its latency.
+    // waits out all its retransmissions (0.1 ms doubling to the 60 ms cap:
+    // 402.3 ms) on top of its latency, and still arrives.
     let server = greeting_echo_server().await;
     let proxy = Proxy::start(server, [DirectionRules::PASS; 2], 2)
         .await
@@ -93,13 +117,13 @@ async fn a_lost_chunk_arrives_one_retransmission_timeout_late() {
     let mut stream = connect(&proxy).await;
     proxy.set_loss(1.0);
     proxy.rules.send_modify(|r| {
-        r.to_server.retransmit_timeout = Duration::from_millis(100);
-        r.to_node.retransmit_timeout = Duration::from_millis(100);
+        r.to_server.retransmit_timeout = Duration::from_micros(100);
+        r.to_node.retransmit_timeout = Duration::from_micros(100);
     });
     let start = Instant::now();
-    let answer = echo(&mut stream, b"data", Duration::from_secs(2)).await;
+    let answer = echo(&mut stream, b"data", Duration::from_secs(3)).await;
     assert_eq!(answer.as_deref(), Some(&b"data"[..]));
-    assert!(start.elapsed() >= Duration::from_millis(200));
+    assert!(start.elapsed() >= Duration::from_micros(2 * 402_300));
 }
 
 #[tokio::test]
