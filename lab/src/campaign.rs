@@ -98,7 +98,7 @@ impl Tally {
                 .iter()
                 .map(|e| format!("[expect] {}", e.key)),
         );
-        for figure in figures {
+        for figure in figures.filter(|f| !comparison.not_compared.contains(&f.as_str())) {
             let agreed = u32::from(!disagreements.contains(&figure));
             match self.figures.iter_mut().find(|(name, ..)| *name == figure) {
                 Some((_, count, of)) => {
@@ -260,6 +260,7 @@ mod tests {
                 real_unmet: None,
                 simulated_unmet: None,
             }],
+            not_compared: Vec::new(),
         }
     }
 
@@ -284,7 +285,7 @@ mod tests {
             Some(&comparison(&["[expect] min_rejected_writes"])),
         );
         tally.add(4, true, None);
-        let count = |name: &str| {
+        let count = |tally: &Tally, name: &str| {
             let (_, agreed, of) = tally
                 .figures
                 .iter()
@@ -292,13 +293,19 @@ mod tests {
                 .unwrap_or_else(|| panic!("{name} counted"));
             (*agreed, *of)
         };
-        assert_eq!(count("failover gaps"), (2, 3));
-        assert_eq!(count("terms"), (2, 3));
-        assert_eq!(count("violations"), (3, 3));
-        assert_eq!(count("[expect] min_rejected_writes"), (2, 3));
+        assert_eq!(count(&tally, "failover gaps"), (2, 3));
+        assert_eq!(count(&tally, "terms"), (2, 3));
+        assert_eq!(count(&tally, "violations"), (3, 3));
+        assert_eq!(count(&tally, "[expect] min_rejected_writes"), (2, 3));
         assert_eq!(tally.figures.len(), FIGURES.len() + 1);
         assert_eq!(tally.runs[1].disagreements, ["failover gaps", "terms"]);
         assert_eq!(tally.agreed(), (1, 3));
         assert_eq!(tally.passed(), 3);
+        // A run under random loss compares no counts: they are not counted.
+        let mut sampled = comparison(&[]);
+        sampled.not_compared = crate::compare::SAMPLED_FIGURES.to_vec();
+        tally.add(5, true, Some(&sampled));
+        assert_eq!(count(&tally, "terms"), (2, 3));
+        assert_eq!(count(&tally, "violations"), (4, 4));
     }
 }
