@@ -57,6 +57,12 @@ impl LabHistory {
         })
     }
 
+    /// The recorder, for others that write into the lab's history (the
+    /// membership watcher).
+    pub fn recorder(&self) -> Recorder {
+        self.recorder.clone()
+    }
+
     /// A history that records nothing (tests of the runner's plumbing).
     pub fn off() -> LabHistory {
         LabHistory {

@@ -37,6 +37,7 @@ pub mod compare;
 pub mod faketime;
 pub mod judge;
 pub mod lab_history;
+pub mod membership_watch;
 pub mod node;
 pub mod output;
 pub mod plan;

@@ -276,7 +276,22 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
             .map(|a| (a.fault, AnchoredFault::waiting(a.fault, &a.kind, &a.text)))
             .collect(),
     };
+    // The live set as the registry has it (crate::membership_watch), read
+    // straight from PostgreSQL — on the store's clock when the run moves it.
+    let mut watch_url = lab.target.through(lab.target.address);
+    if plan.store_clock {
+        watch_url.push_str(&format!(" options='{}'", search_path_option(schema.name())));
+    }
+    let watch = crate::membership_watch::MembershipWatch::start(
+        &watch_url,
+        schema.namespace().clone(),
+        scaled.membership.liveness_ttl,
+        crate::membership_watch::poll_interval(scaled.membership.heartbeat_interval),
+        lab.history.recorder(),
+    )
+    .map_err(infra)?;
     let outcome = lab.drive(&mut interrupts).await;
+    watch.stop().await;
     // Tear down in every case: processes, proxies, then the schema.
     lab.supervisor.shutdown().await;
     lab.proxies.clear();
