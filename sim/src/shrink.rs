@@ -21,7 +21,7 @@
 //!    one period (the write or renew interval) before that instant — the
 //!    instant was where one schedule put the event, the anchor is the event
 //!    on every schedule, so the failure's story survives another seed's
-//!    latencies and a real run ([`anchor_faults`](Shrinker::anchor_faults));
+//!    latencies and a real run (`Shrinker::anchor_faults`);
 //! 6. cuts the run short after the first violation (unless the invariant is
 //!    `liveness`, which needs its whole phase).
 //!

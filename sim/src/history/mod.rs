@@ -28,7 +28,7 @@
 //!    change). A `write-handled` without a unit takes its writer's oldest
 //!    unit sent with that token. Downstream decisions that carry the
 //!    downstream's own number (`decision`) are judged in number order, not
-//!    in the order their answers were recorded ([`order`]): a starved
+//!    in the order their answers were recorded (`history/order.rs`): a starved
 //!    writer's late record cannot make a split-brain the downstream never
 //!    allowed.
 //! 6. **Report** through the same path as a simulated run; `seed` is 0,
