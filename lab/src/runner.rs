@@ -289,7 +289,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         crate::membership_watch::poll_interval(scaled.membership.heartbeat_interval),
         lab.history.recorder(),
     )
-    .map_err(infra)?;
+    .map_err(|e| infra(format!("cannot watch the registry's live set: {e}")))?;
     let outcome = lab.drive(&mut interrupts).await;
     watch.stop().await;
     // Tear down in every case: processes, proxies, then the schema.

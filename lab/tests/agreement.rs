@@ -6,14 +6,15 @@
 
 mod support;
 
-use serde_json::Value;
-
-/// `fenced-lab run SCENARIO --runs 3 --time-scale 0.1 --json`.
-async fn campaign(url: &str, name: &str) -> (i32, Value) {
-    support::run_json(url, &support::scenario(name), "0.1", &["--runs", "3"], &[]).await
-}
-
-fn assert_all_agree(name: &str, code: i32, tally: &Value) {
+/// `fenced-lab run SCENARIO --runs 3 --time-scale 0.1 --json` of the
+/// shipped scenario `name`: every run meets `[expect]` and agrees with its
+/// simulation on every compared figure.
+async fn agrees_in_every_run(test: &str, name: &str) {
+    let Some(url) = support::database_url(test) else {
+        return;
+    };
+    let (code, tally) =
+        support::run_json(&url, &support::scenario(name), "0.1", &["--runs", "3"], &[]).await;
     assert_eq!(code, 0, "{name}: {tally:#}");
     assert_eq!(tally["runs"], 3, "{name}");
     assert_eq!(tally["passed"], 3, "{name}: {:#}", tally["per_run"]);
@@ -26,20 +27,12 @@ fn assert_all_agree(name: &str, code: i32, tally: &Value) {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_crashed_leader_agrees_in_every_run() {
-    let Some(url) = support::database_url("agreement_leader_crash") else {
-        return;
-    };
-    let (code, tally) = campaign(&url, "leader-crash").await;
-    assert_all_agree("leader-crash", code, &tally);
+    agrees_in_every_run("agreement_leader_crash", "leader-crash").await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_unfenced_gc_pause_splits_brain_and_agrees_in_every_run() {
-    let Some(url) = support::database_url("agreement_gc_pause_unfenced") else {
-        return;
-    };
-    let (code, tally) = campaign(&url, "gc-pause-unfenced").await;
-    assert_all_agree("gc-pause-unfenced", code, &tally);
+    agrees_in_every_run("agreement_gc_pause_unfenced", "gc-pause-unfenced").await;
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -48,9 +41,5 @@ async fn a_membership_flap_is_seen_for_real_and_agrees_in_every_run() {
     // drops it and takes it back. No process is told of the leave (and the
     // rejoin's answer may never reach node-c), so the runner's membership
     // watcher is what sees the flap that `min_membership_flaps` expects.
-    let Some(url) = support::database_url("agreement_membership_flap") else {
-        return;
-    };
-    let (code, tally) = campaign(&url, "membership-heartbeat-loss").await;
-    assert_all_agree("membership-heartbeat-loss", code, &tally);
+    agrees_in_every_run("agreement_membership_flap", "membership-heartbeat-loss").await;
 }

@@ -12,39 +12,36 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fenced::history::{Event, Line};
 use fenced_sim::history::{check_paths, CheckOptions};
 use serde_json::Value;
 
-/// Every `(at_ns, event)` of the histories in `dir`, header lines skipped.
-fn events(dir: &Path) -> Vec<(String, Line)> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("the kept directory") {
-        let path = entry.expect("an entry").path();
-        if path.extension().is_none_or(|e| e != "jsonl") {
-            continue;
-        }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let text = std::fs::read_to_string(&path).expect("a history");
-        for line in text.lines().skip(1) {
-            if let Ok(parsed) = serde_json::from_str::<Line>(line) {
-                all.push((name.clone().unwrap_or_default(), parsed));
-            }
-        }
-    }
-    all
+/// The run's history files (`*.jsonl`), as the lab judges them.
+fn histories(dir: &Path) -> Vec<PathBuf> {
+    fenced_lab::judge::history_files(dir).expect("the kept directory lists")
+}
+
+/// Every event line of the histories in `dir` (headers skipped, and a
+/// killed process's cut-short last line).
+fn events(dir: &Path) -> Vec<Line> {
+    histories(dir)
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).expect("a history");
+            text.lines()
+                .skip(1)
+                .filter_map(|line| serde_json::from_str::<Line>(line).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The histories of `from`, copied to `to` without any `decision` field.
 fn strip_decisions(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("creates");
-    for entry in std::fs::read_dir(from).expect("lists") {
-        let path = entry.expect("an entry").path();
-        if path.extension().is_none_or(|e| e != "jsonl") {
-            continue;
-        }
+    for path in histories(from) {
         let text = std::fs::read_to_string(&path).expect("reads");
         let mut out = String::new();
         for (n, line) in text.lines().enumerate() {
@@ -62,14 +59,10 @@ fn strip_decisions(from: &Path, to: &Path) {
     }
 }
 
+/// Whether `check-history` (no scenario: the headers' settings) finds
+/// split-brain in the histories of `dir`.
 fn split_brain(dir: &Path) -> bool {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("lists")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    let judged = check_paths(&files, CheckOptions::default()).expect("a verdict");
+    let judged = check_paths(&histories(dir), CheckOptions::default()).expect("a verdict");
     judged.report.split_brain
 }
 
@@ -97,7 +90,7 @@ async fn a_starved_writers_late_records_are_judged_in_the_databases_order() {
     let accepted = |token: u64| {
         lines
             .iter()
-            .filter_map(|(_, line)| match &line.event {
+            .filter_map(|line| match &line.event {
                 Event::WriteHandled {
                     writer: w,
                     token: t,

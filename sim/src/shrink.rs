@@ -279,14 +279,18 @@ impl Shrinker<'_> {
             (AnchorEvent::RenewalSent, scenario.election.renew_interval),
         ];
         for i in 0..scenario.faults.len() {
-            let Some((node, at)) = anchorable(&scenario.faults[i], scenario) else {
-                continue;
-            };
             for (event, period) in candidates {
                 let mut fault = scenario.faults[i].clone();
-                set_at(&mut fault, at.saturating_sub(period));
+                let Some((node, at)) = node_instant(&mut fault) else {
+                    break;
+                };
+                if !scenario.nodes.iter().any(|n| n.id == node) {
+                    break;
+                }
+                let anchor = Anchor::on(event).of_node(node);
+                *at = at.saturating_sub(period);
                 let mut candidate = scenario.clone();
-                candidate.faults[i] = fault.anchored(Anchor::on(event).of_node(node.clone()));
+                candidate.faults[i] = fault.anchored(anchor);
                 if self.keep_if_fails(scenario, candidate) {
                     break;
                 }
@@ -313,31 +317,16 @@ impl Shrinker<'_> {
 }
 
 /// The node and instant of a fault that [`Shrinker::anchor_faults`] may
-/// tie to the node's events: not anchored yet, of one node.
-fn anchorable(fault: &FaultSpec, scenario: &Scenario) -> Option<(String, Duration)> {
-    let (node, at) = match fault {
+/// tie to the node's events (not anchored yet, of one host), the instant
+/// mutable. Whether the host is a node is the caller's question.
+fn node_instant(fault: &mut FaultSpec) -> Option<(&str, &mut Duration)> {
+    match fault {
         FaultSpec::Pause { host, at, .. }
         | FaultSpec::Isolate { host, at, .. }
-        | FaultSpec::ClockJump { host, at, .. } => (host, *at),
-        FaultSpec::Crash { node, at, .. } | FaultSpec::Stop { node, at, .. } => (node, *at),
-        _ => return None,
-    };
-    scenario
-        .nodes
-        .iter()
-        .any(|n| n.id == *node)
-        .then(|| (node.clone(), at))
-}
-
-/// Sets the instant of a fault [`anchorable`] accepted.
-fn set_at(fault: &mut FaultSpec, to: Duration) {
-    if let FaultSpec::Pause { at, .. }
-    | FaultSpec::Isolate { at, .. }
-    | FaultSpec::ClockJump { at, .. }
-    | FaultSpec::Crash { at, .. }
-    | FaultSpec::Stop { at, .. } = fault
-    {
-        *at = to;
+        | FaultSpec::ClockJump { host, at, .. }
+        | FaultSpec::Crash { node: host, at, .. }
+        | FaultSpec::Stop { node: host, at, .. } => Some((host, at)),
+        _ => None,
     }
 }
 
