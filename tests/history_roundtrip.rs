@@ -207,10 +207,123 @@ async fn the_in_process_driver_records_a_history_that_check_history_passes() {
     paths.push(downstream_path);
     let judged = check_paths(&paths, CheckOptions::default()).expect("valid histories");
     assert_clean_handover(&judged);
+    // The graceful stop's release is dated on the store's clock.
+    let dated_release = paths.iter().any(|path| {
+        std::fs::read_to_string(path).is_ok_and(|text| {
+            text.lines().any(|line| {
+                line.contains("\"release-handled\"") && line.contains("\"store_now_ns\"")
+            })
+        })
+    });
+    assert!(
+        dated_release,
+        "the release's answer carries the store's time"
+    );
     // `FENCED_HISTORY_KEEP=1` keeps the files, to look at them.
     if std::env::var_os("FENCED_HISTORY_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// The in-process store behind a slow link: it decides at once, and every
+/// lease answer comes back `delay` later.
+#[derive(Clone)]
+struct SlowAnswers {
+    inner: InProcessLeaseBackend,
+    delay: Duration,
+}
+
+impl LeaseBackend for SlowAnswers {
+    async fn acquire_or_renew(
+        &self,
+        role: &Role,
+        owner: &OwnerId,
+        ttl: Duration,
+    ) -> Result<fenced::LeaseResult, fenced::tokio::BackendError> {
+        let answer = self.inner.acquire_or_renew(role, owner, ttl).await;
+        tokio::time::sleep(self.delay).await;
+        answer
+    }
+
+    async fn release(
+        &self,
+        role: &Role,
+        owner: &OwnerId,
+        token: fenced::FencingToken,
+    ) -> Result<fenced::ReleaseResult, fenced::tokio::BackendError> {
+        self.inner.release(role, owner, token).await
+    }
+
+    async fn release_dated(
+        &self,
+        role: &Role,
+        owner: &OwnerId,
+        token: fenced::FencingToken,
+    ) -> Result<(fenced::ReleaseResult, Option<fenced::Instant>), fenced::tokio::BackendError> {
+        self.inner.release_dated(role, owner, token).await
+    }
+}
+
+// Proves: with a history on, an answer that comes after the driver's TTL
+// bound (the request already failed, `lease-failed`) is still recorded as
+// `lease-handled` — the store made that decision, and a history that
+// missed it would judge the next renewal a renewal of a lapsed lease. Every
+// answer here takes
+// 800 ms against a 600 ms TTL, so each request fails first and is recorded
+// later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_answers_are_recorded() {
+    let dir = tempfile_dir("late");
+    let clock = Clock::new();
+    let backend = SlowAnswers {
+        inner: InProcessLeaseBackend::new(LeaseStore::default(), clock),
+        delay: Duration::from_millis(800),
+    };
+    let (owner, recorder, path) = node_recorder(&dir, "node-a");
+    let stop = CancellationToken::new();
+    let stopper = stop.clone();
+    let elector = tokio::spawn(async move {
+        let options = ElectorOptions::new(owner)
+            .with_timings(timings())
+            .with_clock(clock)
+            .with_recorder(recorder.clone());
+        let elector = LeaseLeaderElector::new(backend, options);
+        let role = Role::new("reports").expect("valid role");
+        let run = elector
+            .run(role, |_token, _cancel| async {}, stopper.cancelled_owned())
+            .await;
+        recorder.process_stopped();
+        run
+    });
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    stop.cancel();
+    assert!(elector.await.expect("the elector task").is_ok());
+    let text = std::fs::read_to_string(&path).expect("the history");
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    let is = |event: &serde_json::Value, kind: &str| event["event"] == kind;
+    let failed_then_handled = events.iter().enumerate().any(|(i, event)| {
+        is(event, "lease-failed")
+            && events[i + 1..].iter().any(|later| {
+                is(later, "lease-handled")
+                    && later["request"] == event["request"]
+                    && later["store_now_ns"].is_u64()
+            })
+    });
+    assert!(
+        failed_then_handled,
+        "a failed request's late answer is recorded:\n{text}"
+    );
+    let judged = check_paths(&[path], CheckOptions::default()).expect("a valid history");
+    assert!(
+        judged.report.violations.is_empty(),
+        "{:?}",
+        judged.report.violations
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[cfg(feature = "postgres")]

@@ -1,6 +1,7 @@
 #![cfg(feature = "postgres")]
 //! The fenced table numbers its decisions in the order it makes them
-//! (schema version 2), and a version-1 schema migrates in place.
+//! (schema version 2), a release answers with the database clock at its
+//! decision (version 3), and a version-1 schema migrates in place.
 //!
 //! Needs `FENCED_POSTGRES_URL`; without it the test prints `SKIPPED` and
 //! passes, unless `FENCED_REQUIRE_POSTGRES=1`.
@@ -9,8 +10,14 @@ mod postgres_support;
 
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
 use fenced::postgres::{Decision, Namespace, PostgresOptions, PostgresStore};
-use fenced::{FencedStore, Fencing, FencingToken, Instant, OwnerId, ResourceId, WriteOutcome};
+use fenced::tokio::LeaseBackend;
+use fenced::{
+    FencedStore, Fencing, FencingToken, Instant, LeaseResult, OwnerId, ReleaseResult, ResourceId,
+    Role, WriteOutcome,
+};
 use postgres_support::{admin, database_url, drop_schema, fresh_store, schema_for};
 
 const WRITERS: u64 = 8;
@@ -113,10 +120,11 @@ async fn decision_numbers_follow_the_order_of_the_fence() {
 }
 
 // Proves: a schema a version-1 crate made (no sequence, no
-// `fenced_write_ordered`, version 1 recorded) is migrated to version 2 in
-// place: its data stays, the fence goes on from the highest token it
-// holds, decisions are numbered, and version 1's `fenced_write` (what a
-// version-1 client calls) still answers with its three columns.
+// `fenced_write_ordered`, no `release_dated`, version 1 recorded) is
+// migrated to this version in place: its data stays, the fence goes on from
+// the highest token it holds, decisions are numbered, and version 1's
+// `fenced_write` and `release` (what a version-1 client calls) still answer
+// as they did.
 #[tokio::test]
 async fn a_version_1_schema_migrates_in_place() {
     let Some(url) = database_url("a_version_1_schema_migrates_in_place") else {
@@ -145,6 +153,8 @@ async fn a_version_1_schema_migrates_in_place() {
             DROP FUNCTION "{schema}".fenced_write(text, bigint, text, bytea, timestamptz);
             DROP FUNCTION "{schema}".fenced_write_ordered(text, bigint, text, bytea, timestamptz);
             DROP SEQUENCE "{schema}".fenced_decisions;
+            DROP FUNCTION "{schema}".release(text, text, bigint, timestamptz);
+            DROP FUNCTION "{schema}".release_dated(text, text, bigint, timestamptz);
             CREATE FUNCTION "{schema}".fenced_write(
                 p_resource text, p_token bigint, p_writer text, p_payload bytea, p_now timestamptz,
                 OUT o_outcome text, OUT o_highest bigint, OUT o_writer text)
@@ -181,7 +191,7 @@ async fn a_version_1_schema_migrates_in_place() {
         PostgresOptions::default().with_namespace(Namespace::new(&schema, "").expect("valid")),
     )
     .expect("valid URL");
-    upgraded.migrate().await.expect("migrates version 1 to 2");
+    upgraded.migrate().await.expect("migrates version 1 to 3");
     let version: i32 = admin
         .query_one(
             &format!(r#"SELECT version FROM "{schema}".schema_version"#),
@@ -190,7 +200,16 @@ async fn a_version_1_schema_migrates_in_place() {
         .await
         .expect("reads the version")
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
+    let released: bool = admin
+        .query_one(
+            &format!(r#"SELECT "{schema}".release('nobody-holds-it', 'old', 1, NULL)"#),
+            &[],
+        )
+        .await
+        .expect("version 1's release still works")
+        .get(0);
+    assert!(!released);
     let table = upgraded.fenced_table();
     let new = OwnerId::new("new").expect("valid");
     let stale = table
@@ -230,4 +249,63 @@ async fn a_version_1_schema_migrates_in_place() {
     assert_eq!(record.payload, b"v2 data");
     assert_eq!(record.accepted, 2, "version 1's write and version 2's");
     drop_schema(&admin, &schema).await;
+}
+
+// Proves: a release answers with the database clock at its decision, on the
+// clock that dates grants and renewals (`expires_at − ttl`) and in their
+// order: a's grant, a's renewal, a's release, b's grant are dated in that
+// order, and a release that frees nothing is dated too.
+#[tokio::test]
+async fn a_release_is_dated_on_the_clock_of_grants() {
+    let Some(url) = database_url("a_release_is_dated_on_the_clock_of_grants") else {
+        return;
+    };
+    let store = fresh_store(&url, "release_dates", PostgresOptions::default()).await;
+    let role = Role::new("reports").expect("valid");
+    let (a, b) = (
+        OwnerId::new("a").expect("valid"),
+        OwnerId::new("b").expect("valid"),
+    );
+    let ttl = Duration::from_secs(30);
+    let decided = |result: &LeaseResult| match result {
+        LeaseResult::Granted { expires_at, .. } | LeaseResult::Renewed { expires_at, .. } => {
+            expires_at.as_nanos() - ttl.as_nanos() as u64
+        }
+        held => panic!("not a grant or renewal: {held:?}"),
+    };
+    let granted = store
+        .acquire_or_renew(&role, &a, ttl)
+        .await
+        .expect("answers");
+    let renewed = store
+        .acquire_or_renew(&role, &a, ttl)
+        .await
+        .expect("answers");
+    let (released, at) = store
+        .release_dated(&role, &a, token(1))
+        .await
+        .expect("answers");
+    assert_eq!(released, ReleaseResult::Released);
+    let at = at.expect("the database dates its releases").as_nanos();
+    let successor = store
+        .acquire_or_renew(&role, &b, ttl)
+        .await
+        .expect("answers");
+    let times = [
+        decided(&granted),
+        decided(&renewed),
+        at,
+        decided(&successor),
+    ];
+    assert!(
+        times.windows(2).all(|pair| pair[0] <= pair[1]),
+        "grant, renewal, release, grant in the store's order: {times:?}"
+    );
+    let (again, later) = store
+        .release_dated(&role, &a, token(1))
+        .await
+        .expect("answers");
+    assert_eq!(again, ReleaseResult::NotHeld);
+    assert!(later.expect("dated").as_nanos() >= times[3]);
+    drop_schema(&admin(&url).await, &schema_for("release_dates")).await;
 }

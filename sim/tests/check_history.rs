@@ -399,6 +399,172 @@ fn a_release_whose_answer_never_came_frees_the_lease_and_one_refused_does_not() 
     );
 }
 
+/// Process `node-a`'s answers to one renewal and one release, recorded
+/// together at 2.3 s after the store made them at 2.1 s and `release_at_ms`
+/// (store clock: history milliseconds + 1, as `leads` has it), with or
+/// without the release's date; `node-b` is granted token 2 at store time
+/// `grant_at_ms` + 1 and records it at once.
+fn release_behind_a_renewal(dated: bool, release_at_ms: u64, grant_at_ms: u64) -> Judged {
+    let store_ns = |ms: u64| (ms + 1) * 1_000_000;
+    let release_date = if dated {
+        format!(r#","store_now_ns":{}"#, store_ns(release_at_ms))
+    } else {
+        String::new()
+    };
+    let a = History::node("node-a", 1, true)
+        .started(0)
+        .leads(10, 1, 1, true)
+        .at(2_000, r#""event":"request-sent","request":2,"local_ns":2000000000"#)
+        .ends(2_050, 1, "local-deadline")
+        .at(2_050, r#""event":"release-sent","token":1"#)
+        .at(
+            2_300,
+            &format!(r#""event":"release-handled","token":1,"released":true{release_date}"#),
+        )
+        .at(
+            2_300,
+            &format!(
+                r#""event":"lease-handled","request":2,"answer":"renewed","token":1,"expires_at_ns":{},"store_now_ns":{}"#,
+                store_ns(2_100) + 3_000_000_000,
+                store_ns(2_100)
+            ),
+        )
+        .at(
+            2_300,
+            r#""event":"response-handled","request":2,"disposition":"stale","acquired":1,"renewal":true"#,
+        )
+        .stopped(9_000);
+    let b = History::node("node-b", 1, true)
+        .started(0)
+        .leads(grant_at_ms, 1, 2, true)
+        .stopped(9_000);
+    judge(&[a.file("a"), b.file("b")])
+}
+
+#[test]
+fn a_release_answered_behind_a_renewal_is_judged_in_the_store_order() {
+    // Proves lease decisions are judged in the store's order, not their
+    // answers': a's renewal (store 2.1 s) and release (2.15 s) come back
+    // together at 2.3 s, the release recorded first; b was granted at 2.2 s.
+    // In recorded order that reads as a renewal of a released lease and a
+    // renewed lease overlapping b's grant (the lab's renew-too-close-under-
+    // loss); in the store's order it is renew, release, grant — clean.
+    assert_eq!(
+        invariants(&release_behind_a_renewal(true, 2_150, 2_200)),
+        Vec::<&str>::new()
+    );
+    // Negative control: the same answers without the release's date (a
+    // store that does not date releases): judged at its answer, before the
+    // renewal, the false violations are back.
+    let undated = release_behind_a_renewal(false, 2_150, 2_200);
+    let found = invariants(&undated);
+    assert!(found.contains(&"lease-exclusive"), "{found:?}");
+    // And a real overlap is still caught in the store's order: b granted
+    // at 2.12 s, between the renewal and the release.
+    assert!(invariants(&release_behind_a_renewal(true, 2_150, 2_120)).contains(&"lease-exclusive"));
+}
+
+#[test]
+fn an_unanswered_release_counts_after_the_renewal_asked_before_it() {
+    // Proves the unanswered release is made no earlier than a renewal the
+    // process asked for before it: a asks to renew at 2 s, steps down and
+    // sends a release at 2.05 s whose answer never comes; the renewal
+    // (store 2.1 s) is answered at 2.4 s, after b's grant (2.2 s). The store
+    // renewed, then released, then granted — clean. Asked *after* the
+    // release, the same renewal would contradict it (a renewal of a freed
+    // lease), and the violations stand.
+    let store_ns = |ms: u64| (ms + 1) * 1_000_000;
+    let build = |renewal_sent_ms: u64| {
+        let asked = |a: History| {
+            a.at(
+                renewal_sent_ms,
+                &format!(
+                    r#""event":"request-sent","request":2,"local_ns":{}"#,
+                    renewal_sent_ms * 1_000_000
+                ),
+            )
+        };
+        let mut a = History::node("node-a", 1, true)
+            .started(0)
+            .leads(10, 1, 1, true);
+        if renewal_sent_ms < 2_050 {
+            a = asked(a);
+        }
+        a = a
+            .ends(2_050, 1, "local-deadline")
+            .at(2_050, r#""event":"release-sent","token":1"#);
+        if renewal_sent_ms >= 2_050 {
+            a = asked(a);
+        }
+        let a = a
+            .at(
+                2_400,
+                &format!(
+                    r#""event":"lease-handled","request":2,"answer":"renewed","token":1,"expires_at_ns":{},"store_now_ns":{}"#,
+                    store_ns(2_100) + 3_000_000_000,
+                    store_ns(2_100)
+                ),
+            )
+            .stopped(9_000);
+        let b = History::node("node-b", 1, true)
+            .started(0)
+            .leads(2_200, 1, 2, true)
+            .stopped(9_000);
+        judge(&[a.file("a"), b.file("b")])
+    };
+    assert_eq!(invariants(&build(2_000)), Vec::<&str>::new());
+    assert!(!invariants(&build(2_060)).is_empty());
+}
+
+#[test]
+fn a_renewal_answered_after_its_request_failed_still_counts() {
+    // Proves the late answer's record matters: a's request 2 fails at the
+    // TTL bound (5 s) but the store had renewed it at 2.9 s, and its answer
+    // is recorded at 5.1 s (the driver records late answers with a history
+    // on); request 3, renewed at 4.5 s on the strength of it, is then a
+    // renewal of a live lease. Without the late record it reads as a
+    // renewal of a lease lapsed at 3.011 s.
+    let store_ns = |ms: u64| (ms + 1) * 1_000_000;
+    let build = |late_record: bool| {
+        let mut a = History::node("node-a", 1, true)
+            .started(0)
+            .leads(10, 1, 1, true)
+            .at(2_000, r#""event":"request-sent","request":2,"local_ns":2000000000"#)
+            .ends(2_700, 1, "local-deadline")
+            .at(4_000, r#""event":"request-sent","request":3,"local_ns":4000000000"#)
+            .at(
+                4_500,
+                &format!(
+                    r#""event":"lease-handled","request":3,"answer":"renewed","token":1,"expires_at_ns":{},"store_now_ns":{}"#,
+                    store_ns(4_500) + 3_000_000_000,
+                    store_ns(4_500)
+                ),
+            )
+            .at(
+                4_500,
+                r#""event":"response-handled","request":3,"disposition":"applied","acquired":1,"renewal":true"#,
+            )
+            .at(4_500, r#""event":"term-started","token":1"#)
+            .at(
+                5_000,
+                r#""event":"lease-failed","request":2,"rejected":false,"error":"unanswered within the TTL""#,
+            );
+        if late_record {
+            a = a.at(
+                5_100,
+                &format!(
+                    r#""event":"lease-handled","request":2,"answer":"renewed","token":1,"expires_at_ns":{},"store_now_ns":{}"#,
+                    store_ns(2_900) + 3_000_000_000,
+                    store_ns(2_900)
+                ),
+            );
+        }
+        judge(&[a.stopped(9_000).file("a")])
+    };
+    assert_eq!(invariants(&build(true)), Vec::<&str>::new());
+    assert_eq!(invariants(&build(false)), vec!["token-monotonic"]);
+}
+
 #[test]
 fn a_repeated_grant_breaks_token_monotonicity() {
     // Proves token-monotonic: a later grant of the same token to another

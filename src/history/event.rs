@@ -336,6 +336,12 @@ pub enum Event {
         token: FencingToken,
         /// Whether it freed the lease.
         released: bool,
+        /// The store's clock when it decided, on the clock of grants' and
+        /// renewals' `store_now_ns`, if the store said
+        /// (`LeaseBackend::release_dated`, with the `tokio` feature):
+        /// `check-history` then orders the release among them by it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        store_now_ns: Option<u64>,
     },
     /// The registry answered a heartbeat of `node`.
     HeartbeatHandled {

@@ -1,4 +1,4 @@
-//! The schema (version 2) and every SQL statement the crate sends.
+//! The schema (version 3) and every SQL statement the crate sends.
 //!
 //! All SQL text is built here, once per store, from templates whose only
 //! substitutions are the validated, quoted names of a [`Namespace`]. Values
@@ -21,11 +21,13 @@ use super::namespace::Namespace;
 /// Version 1 made the tables and functions; version 2 numbers the fenced
 /// table's decisions (the `fenced_decisions` sequence and
 /// `fenced_write_ordered`), so a history can put them in the database's
-/// order. A version-1 schema is migrated in place: its objects are left as
-/// they are (re-running the idempotent version-1 script changes nothing) and
-/// `fenced_write` keeps its signature and answers, so a version-1 client
-/// still works on it.
-pub(crate) const SCHEMA_VERSION: i32 = 2;
+/// order; version 3 has a release answer with the database clock at its
+/// decision (`release_dated`), so a history can put releases among grants
+/// and renewals in the store's order. An older schema is migrated in place:
+/// its objects are left as they are (re-running the idempotent earlier
+/// scripts changes nothing), and `fenced_write` and `release` keep their
+/// signatures and answers, so an older client still works on it.
+pub(crate) const SCHEMA_VERSION: i32 = 3;
 
 /// Key of the advisory lock that serializes migrations (of any namespace) in
 /// one database. An arbitrary constant; another application taking the same
@@ -46,6 +48,7 @@ const OBJECT_SUFFIXES: &[&str] = &[
     "lock_role",
     "acquire_or_renew",
     "release",
+    "release_dated",
     "heartbeat",
     "fenced_write",
     "fenced_write_ordered",
@@ -342,13 +345,50 @@ LANGUAGE sql AS $fn$
 $fn$;
 "#;
 
+/// The migration from version 2 to 3 (run after the version-1 and -2
+/// scripts, in the same transaction): the release with the database clock at
+/// its decision, and `release`, with version 1's signature and answer,
+/// calling it.
+const MIGRATION_V3: &str = r#"
+-- The pure LeaseStore::release, and the role's clock at the decision (read
+-- behind the role's lock, never behind the role's latest decision: the same
+-- clock that dates grants and renewals, so a release takes its place among
+-- them in the store's own order).
+CREATE OR REPLACE FUNCTION {release_dated}(
+    p_role text, p_owner text, p_token bigint, p_now timestamptz,
+    OUT o_released boolean, OUT o_now timestamptz)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_latest timestamptz;
+BEGIN
+    SELECT r.o_latest_now INTO v_latest FROM {lock_role}(p_role) r;
+    o_now := greatest(coalesce(p_now, clock_timestamp()), v_latest);
+    DELETE FROM {leases} l
+        WHERE l.role = p_role AND l.owner = p_owner AND l.token = p_token
+          AND o_now < l.expires_at;
+    o_released := FOUND;
+    UPDATE {lease_tokens} t SET latest_now = o_now
+        WHERE t.role = p_role AND t.latest_now IS DISTINCT FROM o_now;
+END
+$fn$;
+
+-- Version 1's entry point, for older clients: the same release, without the
+-- clock (same signature and answer, so CREATE OR REPLACE keeps it).
+CREATE OR REPLACE FUNCTION {release}(
+    p_role text, p_owner text, p_token bigint, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql AS $fn$
+    SELECT r.o_released FROM {release_dated}(p_role, p_owner, p_token, p_now) r
+$fn$;
+"#;
+
 const READ_VERSION: &str = "SELECT v.version FROM {schema_version} v";
 const WRITE_VERSION: &str = "INSERT INTO {schema_version} AS v (singleton, version) \
      VALUES (true, $1) ON CONFLICT (singleton) DO UPDATE \
      SET version = EXCLUDED.version, migrated_at = clock_timestamp()";
 const ACQUIRE_OR_RENEW: &str = "SELECT a.o_outcome, a.o_holder, a.o_token, a.o_expires_at \
      FROM {acquire_or_renew}($1, $2, $3, $4) a";
-const RELEASE: &str = "SELECT {release}($1, $2, $3, $4)";
+const RELEASE: &str = "SELECT r.o_released, r.o_now FROM {release_dated}($1, $2, $3, $4) r";
 /// `holder` and `live_nodes` read the clock once, in a materialized CTE: a
 /// volatile call in a WHERE clause would be evaluated per row.
 const HOLDER: &str =
@@ -370,7 +410,7 @@ const FENCED_READ: &str = "SELECT f.highest, f.writer, f.payload, f.accepted, f.
 #[derive(Clone, Debug)]
 pub(crate) struct Sql {
     /// The migration to this version: the version-1 script, then version
-    /// 2's (no parameters; idempotent, so it also completes a version-1
+    /// 2's and 3's (no parameters; idempotent, so it also completes an older
     /// schema).
     pub(crate) migration: String,
     /// The version table's qualified name, as a `to_regclass` argument.
@@ -420,7 +460,10 @@ fn render(template: &str, namespace: &Namespace) -> String {
 impl Sql {
     pub(crate) fn new(namespace: &Namespace) -> Sql {
         Sql {
-            migration: render(&format!("{MIGRATION_V1}{MIGRATION_V2}"), namespace),
+            migration: render(
+                &format!("{MIGRATION_V1}{MIGRATION_V2}{MIGRATION_V3}"),
+                namespace,
+            ),
             version_table: namespace.table("schema_version"),
             read_version: render(READ_VERSION, namespace),
             write_version: render(WRITE_VERSION, namespace),
@@ -449,6 +492,7 @@ mod tests {
         let all = [
             MIGRATION_V1,
             MIGRATION_V2,
+            MIGRATION_V3,
             READ_VERSION,
             WRITE_VERSION,
             ACQUIRE_OR_RENEW,
@@ -489,7 +533,10 @@ mod tests {
             .contains("CREATE TRIGGER \"f_lease_tokens_no_delete\" BEFORE DELETE ON \"app\".\"f_lease_tokens\""));
         assert!(!sql.migration.contains('{'));
         assert!(!sql.acquire_or_renew.contains('{'));
-        assert_eq!(sql.release, "SELECT \"app\".\"f_release\"($1, $2, $3, $4)");
+        assert_eq!(
+            sql.release,
+            "SELECT r.o_released, r.o_now FROM \"app\".\"f_release_dated\"($1, $2, $3, $4) r"
+        );
         let code: String = sql
             .migration
             .lines()

@@ -20,6 +20,7 @@ use super::{
 use crate::id::{FencingToken, OwnerId, Role};
 use crate::lease::{Lease, LeaseError, LeaseResult, ReleaseResult};
 use crate::registry::RegistryError;
+use crate::time::Instant;
 use crate::tokio::{BackendError, LeaseBackend};
 
 struct Shared {
@@ -324,7 +325,7 @@ impl LeaseBackend for PostgresStore {
             .map_err(BackendError::Rejected)
     }
 
-    /// One call of the `release` SQL function: frees the lease only if
+    /// One call of the `release_dated` SQL function: frees the lease only if
     /// `owner` holds it live with `token`.
     async fn release(
         &self,
@@ -332,27 +333,37 @@ impl LeaseBackend for PostgresStore {
         owner: &OwnerId,
         token: FencingToken,
     ) -> Result<ReleaseResult, BackendError> {
+        Ok(self.release_dated(role, owner, token).await?.0)
+    }
+
+    /// [`release`](LeaseBackend::release), dated by the database clock the
+    /// function read behind the role's lock — the clock that dates grants
+    /// and renewals (`expires_at − ttl`).
+    async fn release_dated(
+        &self,
+        role: &Role,
+        owner: &OwnerId,
+        token: FencingToken,
+    ) -> Result<(ReleaseResult, Option<Instant>), BackendError> {
         let Ok(token) = token_to_database(token) else {
             // The store never issues such a token, so nobody holds it.
-            return Ok(ReleaseResult::NotHeld);
+            return Ok((ReleaseResult::NotHeld, None));
         };
         let now = self.now_parameter();
-        let released: bool = self
+        let (released, at): (bool, SystemTime) = self
             .call(|session| async move {
                 let statement = &session.statements.release;
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
                     [&role.as_str(), &owner.as_str(), &token, &now];
-                session
-                    .client
-                    .query_one(statement, &params)
-                    .await?
-                    .try_get(0)
+                let row = session.client.query_one(statement, &params).await?;
+                Ok((row.try_get(0)?, row.try_get(1)?))
             })
             .await?;
-        Ok(if released {
+        let result = if released {
             ReleaseResult::Released
         } else {
             ReleaseResult::NotHeld
-        })
+        };
+        Ok((result, Some(instant_from_database(at)?)))
     }
 }

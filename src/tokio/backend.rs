@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::{lock, Clock, SharedStateError};
 use crate::id::{FencingToken, OwnerId, Role};
 use crate::lease::{Lease, LeaseError, LeaseResult, LeaseStore, ReleaseResult};
+use crate::time::Instant;
 
 /// Why a backend call produced no answer.
 ///
@@ -103,6 +104,30 @@ pub trait LeaseBackend: Send + Sync + 'static {
         owner: &OwnerId,
         token: FencingToken,
     ) -> impl Future<Output = Result<ReleaseResult, BackendError>> + Send;
+
+    /// [`release`](Self::release), and the store's clock when it decided, if
+    /// the store says. Why: a grant or renewal answer dates its decision on
+    /// the store's clock (`expires_at − ttl`), a release answer does not, and
+    /// a history that cannot date a release judges it when its answer
+    /// arrives — after a successor's grant, if the answer was held up behind
+    /// a slow renewal on the same connection. With the date, `fenced-sim
+    /// check-history` puts the release among grants and renewals in the
+    /// store's own order.
+    ///
+    /// The default calls [`release`](Self::release) and knows no date; the
+    /// crate's backends override it. The date must be on the clock that
+    /// dates the store's grants and renewals.
+    ///
+    /// # Errors
+    /// As [`release`](Self::release).
+    fn release_dated(
+        &self,
+        role: &Role,
+        owner: &OwnerId,
+        token: FencingToken,
+    ) -> impl Future<Output = Result<(ReleaseResult, Option<Instant>), BackendError>> + Send {
+        async move { Ok((self.release(role, owner, token).await?, None)) }
+    }
 }
 
 /// A [`LeaseBackend`] over one [`LeaseStore`] shared by every elector of the
@@ -170,7 +195,20 @@ impl LeaseBackend for InProcessLeaseBackend {
         owner: &OwnerId,
         token: FencingToken,
     ) -> Result<ReleaseResult, BackendError> {
+        Ok(self.release_dated(role, owner, token).await?.0)
+    }
+
+    async fn release_dated(
+        &self,
+        role: &Role,
+        owner: &OwnerId,
+        token: FencingToken,
+    ) -> Result<(ReleaseResult, Option<Instant>), BackendError> {
         let now = self.clock.now();
-        Ok(lock(&self.store, LEASE_STORE)?.release(role, owner, token, now))
+        let mut store = lock(&self.store, LEASE_STORE)?;
+        let result = store.release(role, owner, token, now);
+        // The store's own time of the decision: `now`, unless it had seen a
+        // later one (its time never runs backwards).
+        Ok((result, Some(store.now())))
     }
 }

@@ -300,6 +300,7 @@ impl<B: LeaseBackend> LeaseLeaderElector<B> {
             work,
             stop_timeout: options.stop_timeout,
             requests: JoinSet::new(),
+            late_calls: JoinSet::new(),
             request_ids: BTreeMap::new(),
             releases: JoinSet::new(),
             work_tasks: JoinSet::new(),
@@ -316,8 +317,25 @@ impl<B: LeaseBackend> LeaseLeaderElector<B> {
 
 /// A request's fate: the backend's answer or error, or the TTL bound elapsed.
 type RequestOutcome = Result<Result<LeaseResult, BackendError>, Elapsed>;
-type RequestDone = Result<(TaskId, (RequestId, RequestOutcome)), JoinError>;
+/// A request task's output: its id, its fate, and (a history on, the TTL
+/// elapsed) the call still running, whose answer the history still wants.
+type RequestLanded = (RequestId, RequestOutcome, Option<LateCall<LeaseResult>>);
+type RequestDone = Result<(TaskId, RequestLanded), JoinError>;
+
+/// A backend call running as its own task, aborted when dropped (so a
+/// request abandoned at shutdown does not run on, detached).
+struct LateCall<T>(::tokio::task::JoinHandle<Result<T, BackendError>>);
+
+impl<T> Drop for LateCall<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 type TaskDone = Result<(TaskId, ()), JoinError>;
+/// A release task's output: (a history on, its bound elapsed) the release
+/// still running, whose answer the history still wants.
+type ReleaseLanded = Option<(FencingToken, LateCall<(ReleaseResult, Option<Instant>)>)>;
+type ReleaseDone = Result<(TaskId, ReleaseLanded), JoinError>;
 
 /// The live term's work: dropping it cancels the work's token.
 struct Term {
@@ -330,7 +348,7 @@ enum Wake {
     Shutdown,
     Request(RequestDone),
     Work(TaskDone),
-    Release(TaskDone),
+    Release(ReleaseDone),
     Timer,
 }
 
@@ -344,11 +362,16 @@ struct Driver<B, W> {
     stop_timeout: Duration,
     /// Lease requests in flight, re-sent ones included. Each is bounded
     /// by the TTL, so there are at most `lease_ttl / retry_interval + 1`.
-    requests: JoinSet<(RequestId, RequestOutcome)>,
+    requests: JoinSet<RequestLanded>,
+    /// Calls whose request the TTL bound ended, awaited (one more TTL at
+    /// most) only to record their answers: the store decided them, and a
+    /// history that missed a renewal would judge the next one a renewal of
+    /// a lapsed lease. Only with a history on; reaped as new ones come.
+    late_calls: JoinSet<()>,
     /// The request id of each request task, to fail it if the task panics.
     request_ids: BTreeMap<TaskId, RequestId>,
     /// Releases in flight (each bounded by the retry interval).
-    releases: JoinSet<()>,
+    releases: JoinSet<ReleaseLanded>,
     /// The work of the live term and of ended terms still finishing.
     work_tasks: JoinSet<()>,
     work_terms: BTreeMap<TaskId, FencingToken>,
@@ -377,7 +400,7 @@ where
                 Wake::Shutdown => break,
                 Wake::Request(done) => self.on_request_done(done),
                 Wake::Work(done) => self.on_work_done(done),
-                Wake::Release(done) => log_task_failure("release", done),
+                Wake::Release(done) => self.on_release_done(done),
                 Wake::Timer => {
                     let now = self.now();
                     self.elector.handle_timeout(now);
@@ -452,10 +475,24 @@ where
         let backend = Arc::clone(&self.backend);
         let role = self.elector.config().role().clone();
         let owner = self.elector.config().owner().clone();
+        let recording = self.recorder.is_on();
         let request = async move {
             // An answer later than the TTL could only be too late to lead on.
-            let outcome = timeout(ttl, backend.acquire_or_renew(&role, &owner, ttl)).await;
-            (id, outcome)
+            if !recording {
+                let outcome = timeout(ttl, backend.acquire_or_renew(&role, &owner, ttl)).await;
+                return (id, outcome, None);
+            }
+            // With a history, the call runs as its own task, so that at the
+            // bound it can go on to its answer (see `late_calls`).
+            let call = ::tokio::spawn(
+                async move { backend.acquire_or_renew(&role, &owner, ttl).await }.in_current_span(),
+            );
+            let mut call = LateCall(call);
+            match timeout(ttl, &mut call.0).await {
+                Ok(Ok(answer)) => (id, Ok(answer), None),
+                Ok(Err(failed)) => (id, Ok(Err(BackendError::unavailable(failed))), None),
+                Err(elapsed) => (id, Err(elapsed), Some(call)),
+            }
         };
         let task = self.requests.spawn(request.in_current_span());
         self.request_ids.insert(task.id(), id);
@@ -470,9 +507,12 @@ where
     fn on_request_done(&mut self, done: RequestDone) {
         let now = self.now();
         let (id, outcome) = match done {
-            Ok((task, answer)) => {
+            Ok((task, (id, outcome, late))) => {
                 self.request_ids.remove(&task);
-                answer
+                if let Some(late) = late {
+                    self.await_late_answer(id, late);
+                }
+                (id, outcome)
             }
             Err(error) => {
                 if let Some(id) = self.request_ids.remove(&error.id()) {
@@ -497,6 +537,24 @@ where
                 self.elector.handle_request_failed(id, now);
             }
         }
+    }
+
+    /// Awaits `call`, whose request the TTL bound ended, for one more TTL,
+    /// and records its answer (`lease-handled`, without `response-handled`:
+    /// the elector never sees it, as in the simulator, where the store's
+    /// decision is observed whether or not its answer is used).
+    fn await_late_answer(&mut self, id: RequestId, call: LateCall<LeaseResult>) {
+        while self.late_calls.try_join_next().is_some() {}
+        let ttl = self.elector.config().lease_ttl();
+        let recorder = self.recorder.clone();
+        let late = async move {
+            let mut call = call;
+            if let Ok(Ok(Ok(result))) = timeout(ttl, &mut call.0).await {
+                recorder.record(|| Event::lease_handled(id.0, &result, ttl));
+                tracing::debug!(request = %id, "late answer recorded");
+            }
+        };
+        self.late_calls.spawn(late.in_current_span());
     }
 
     fn record_failure(&self, id: RequestId, rejected: bool, error: impl FnOnce() -> String) {
@@ -600,8 +658,29 @@ where
         let bound = config.retry_interval();
         let recorder = self.recorder.clone();
         let release =
-            async move { release_lease(&*backend, &role, &owner, token, bound, &recorder).await };
+            async move { release_lease(backend, role, owner, token, bound, &recorder).await };
         self.releases.spawn(release.in_current_span());
+    }
+
+    /// A release task ended: one whose bound elapsed (a history on) goes on
+    /// to its answer in `late_calls`.
+    fn on_release_done(&mut self, done: ReleaseDone) {
+        match done {
+            Ok((_, Some((token, call)))) => {
+                while self.late_calls.try_join_next().is_some() {}
+                let bound = self.elector.config().retry_interval();
+                let recorder = self.recorder.clone();
+                let late = async move {
+                    let mut call = call;
+                    if let Ok(Ok(Ok((result, at)))) = timeout(bound, &mut call.0).await {
+                        record_release(&recorder, token, result, at);
+                        tracing::debug!(token = token.get(), "late release answer recorded");
+                    }
+                };
+                self.late_calls.spawn(late.in_current_span());
+            }
+            done => log_task_failure("release", done),
+        }
     }
 
     fn on_work_done(&mut self, done: TaskDone) {
@@ -647,7 +726,7 @@ where
         let mut releases = releases;
         let settled = timeout(bound, async {
             while let Some(done) = self.requests.join_next().await {
-                if let Ok((id, Ok(Ok(result)))) = done {
+                if let Ok((id, Ok(Ok(result)), _)) = done {
                     let now = self.now();
                     let disposition = self.handle_answer(id, result, now);
                     tracing::debug!(request = %id, ?disposition, "answer after shutdown");
@@ -675,8 +754,12 @@ where
         }
 
         // 3. Release, and let earlier releases finish.
+        // (A release still unanswered at its bound is not awaited further:
+        // the process is stopping, and its lease lapses at its expiry.)
         for token in releases {
-            release_lease(&*self.backend, &role, &owner, token, bound, &self.recorder).await;
+            let backend = Arc::clone(&self.backend);
+            let (role, owner) = (role.clone(), owner.clone());
+            let _late = release_lease(backend, role, owner, token, bound, &self.recorder).await;
         }
         while let Some(done) = self.releases.join_next_with_id().await {
             log_task_failure("release", done);
@@ -686,22 +769,37 @@ where
     }
 }
 
-/// Sends one release and logs what came of it; never takes longer than `bound`.
+/// Sends one release and logs what came of it; never takes longer than
+/// `bound`. With a history on, a release unanswered at the bound is handed
+/// back still running, for its answer to be recorded when it comes (see
+/// `Driver::late_calls`).
 async fn release_lease<B: LeaseBackend>(
-    backend: &B,
-    role: &Role,
-    owner: &OwnerId,
+    backend: Arc<B>,
+    role: Role,
+    owner: OwnerId,
     token: FencingToken,
     bound: Duration,
     recorder: &Recorder,
-) {
+) -> ReleaseLanded {
     recorder.record(|| Event::ReleaseSent { token });
-    let answer = timeout(bound, backend.release(role, owner, token)).await;
-    if let Ok(Ok(result)) = &answer {
-        let released = *result == ReleaseResult::Released;
-        recorder.record(|| Event::ReleaseHandled { token, released });
+    let (answer, late) = if recorder.is_on() {
+        let call = ::tokio::spawn(
+            async move { backend.release_dated(&role, &owner, token).await }.in_current_span(),
+        );
+        let mut call = LateCall(call);
+        match timeout(bound, &mut call.0).await {
+            Ok(Ok(answer)) => (Ok(answer), None),
+            Ok(Err(failed)) => (Ok(Err(BackendError::unavailable(failed))), None),
+            Err(elapsed) => (Err(elapsed), Some((token, call))),
+        }
+    } else {
+        let answer = timeout(bound, backend.release_dated(&role, &owner, token)).await;
+        (answer, None)
+    };
+    if let Ok(Ok((result, at))) = &answer {
+        record_release(recorder, token, *result, *at);
     }
-    match answer {
+    match answer.map(|done| done.map(|(result, _)| result)) {
         Ok(Ok(ReleaseResult::Released)) => tracing::info!(token = token.get(), "lease released"),
         Ok(Ok(ReleaseResult::NotHeld)) => {
             tracing::debug!(
@@ -717,9 +815,24 @@ async fn release_lease<B: LeaseBackend>(
             "release unanswered; the lease lapses at its expiry"
         ),
     }
+    late
 }
 
-fn log_task_failure(what: &'static str, done: TaskDone) {
+/// Records the store's answer to a release of `token`.
+fn record_release(
+    recorder: &Recorder,
+    token: FencingToken,
+    result: ReleaseResult,
+    at: Option<Instant>,
+) {
+    recorder.record(|| Event::ReleaseHandled {
+        token,
+        released: result == ReleaseResult::Released,
+        store_now_ns: at.map(Instant::as_nanos),
+    });
+}
+
+fn log_task_failure<T>(what: &'static str, done: Result<(TaskId, T), JoinError>) {
     if let Err(error) = done {
         if error.is_panic() {
             tracing::error!(task = what, %error, "task panicked");

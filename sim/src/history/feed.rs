@@ -391,7 +391,9 @@ impl<'a> Feed<'a> {
             }
             // Judged with its answer, or (unanswered) by `unanswered_release`.
             Event::ReleaseSent { .. } => {}
-            Event::ReleaseHandled { token, released } => self.emit(
+            Event::ReleaseHandled {
+                token, released, ..
+            } => self.emit(
                 at,
                 &Observation::ReleaseHandled {
                     from: p,

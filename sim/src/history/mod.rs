@@ -27,20 +27,24 @@
 //!    Membership reports are deduplicated (several processes may report one
 //!    change). A `write-handled` without a unit takes its writer's oldest
 //!    unit sent with that token. Downstream decisions that carry the
-//!    downstream's own number (`decision`) are judged in number order, not
-//!    in the order their answers were recorded (`history/order.rs`): a starved
-//!    writer's late record cannot make a split-brain the downstream never
-//!    allowed.
+//!    downstream's own number (`decision`) are judged in number order, and
+//!    grants, renewals and dated releases in the order of the store's clock
+//!    (`store_now_ns`), not in the order their answers were recorded
+//!    (`history/order.rs`): a starved writer's late record cannot make a
+//!    split-brain the downstream never allowed, nor a release answered
+//!    behind a renewal a lease overlap the store never made.
 //! 6. **Report** through the same path as a simulated run; `seed` is 0,
 //!    `virtual_ms` the real span, `events` the event lines merged,
 //!    `trace_hash` the FNV-1a hash of the merged history as `--trace`
 //!    writes it, and `history` says which files were read and what was
 //!    wrong with them.
 //!
-//! What a real run cannot say is not made up: lease answers are ordered by
-//! their arrival (a store decision is dated by its answer's arrival on the
-//! history clock), and nothing is known of messages lost on the way, so the
-//! `renewal_lost` coverage counts only answers the elector could not use.
+//! What a real run cannot say is not made up: a lease decision is dated on
+//! the history clock no later than its answer's arrival (the latest time the
+//! store's order allows), an undated answer (a refusal, a release from a
+//! store that does not date it) at its arrival, and nothing is known of
+//! messages lost on the way, so the `renewal_lost` coverage counts only
+//! answers the elector could not use.
 
 mod feed;
 mod order;
@@ -519,6 +523,7 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
         let origin = (files[m.file].path.clone(), m.line);
         (origin, r.number)
     });
+    order::in_store_order(&mut merged);
     let merged = until(merged, options.until_ns);
     let (Some(first), Some(last)) = (merged.first(), merged.last()) else {
         return Err(HistoryError::NoEvents);
@@ -559,6 +564,7 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
         feed.problem(&origin, false, detail);
     }
     let unanswered = unanswered_releases(&merged);
+    let deferred = order::unanswered_release_points(&merged, &unanswered);
     let mut trace = String::new();
     let mut events = 0_u64;
     for (index, m) in merged.iter().enumerate() {
@@ -579,7 +585,13 @@ fn judge(files: Vec<File>, options: CheckOptions<'_>) -> Result<Judged, HistoryE
         };
         feed.line(at, own, event, &origin);
         if let (Event::ReleaseSent { token }, Some(pid)) = (event, own) {
-            if unanswered.contains(&index) {
+            if unanswered.contains(&index) && !deferred.releases.contains(&index) {
+                feed.unanswered_release(at, pid, *token);
+            }
+        }
+        for &release in deferred.after.get(&index).into_iter().flatten() {
+            let r = &merged[release];
+            if let (Some(Event::ReleaseSent { token }), Some(pid)) = (r.event, of_file[r.file]) {
                 feed.unanswered_release(at, pid, *token);
             }
         }
@@ -669,7 +681,8 @@ fn merge<'f>(files: &'f [File], of_file: &[Option<usize>], idents: &[Ident]) -> 
 
 /// The indices in `merged` of the `release-sent` lines that no
 /// `release-handled` of the same token follows in the same file (within the
-/// judged window).
+/// judged window). Each counts as made when sent, or later
+/// ([`order::unanswered_release_points`]).
 fn unanswered_releases(merged: &[Merged<'_>]) -> BTreeSet<usize> {
     let mut pending: BTreeMap<(usize, u64), usize> = BTreeMap::new();
     let mut unanswered = BTreeSet::new();

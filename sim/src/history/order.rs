@@ -1,28 +1,49 @@
-//! Downstream decisions in the downstream's own order.
+//! Store decisions in the stores' own order.
 //!
-//! A writer records a `write-handled` when its answer arrives, some time
-//! after the downstream decided — much later if the writer is starved (a
-//! paused process, a busy scheduler). Merged by their recording times, two
-//! writers' answers can then appear in the opposite order of the decisions:
-//! an older token's write accepted *before* a newer one's, but recorded
-//! after it, reads as split-brain the downstream never allowed.
+//! A process records a store's answer when it arrives, some time after the
+//! store decided — much later if the process is starved (a paused process, a
+//! busy scheduler) or the answer waits behind a slow one on the same
+//! connection. Merged by their recording times, two answers can then appear
+//! in the opposite order of the decisions, and the checker judges a history
+//! the store never made:
 //!
-//! A downstream that numbers its decisions (`decision`: the PostgreSQL
-//! tables draw it from a sequence in the write's own statement) removes the
-//! doubt. Numbered decisions are put in number order, each at the latest
-//! time that order allows: `t_k = min(recorded_j : j ≥ k in number order)`.
-//! That time is never after the decision's own answer was recorded, and
-//! never before the decision was made (every later decision, hence this
-//! one, was made before the later answer was recorded) — so a decision stays
-//! between its write going out and its answer coming back, as the checker
-//! expects. Every other line keeps its place; at equal times the earlier
-//! line of the recorded merge goes first.
+//! * **Downstream decisions.** An older token's write accepted *before* a
+//!   newer one's, but recorded after it, reads as split-brain the downstream
+//!   never allowed. A downstream that numbers its decisions (`decision`: the
+//!   PostgreSQL tables draw it from a sequence in the write's own statement)
+//!   removes the doubt ([`in_decision_order`]).
+//! * **Lease decisions.** A release answered behind a renewal sent just
+//!   before it (one connection: the answers come back in order, and the
+//!   elector's tasks record them in either order) reads as a renewal of a
+//!   released lease (`token-monotonic`), and the renewal then overlaps the
+//!   successor's grant (`lease-exclusive`). Every grant, renewal and dated
+//!   release carries the store's clock at its decision (`store_now_ns`); the
+//!   PostgreSQL store reads it behind the role's lock and never lets it run
+//!   backwards, so on one store it orders the decisions ([`in_store_order`]).
+//!   Refusals (`held`) and undated releases keep their recorded place. A
+//!   release with no answer at all counts as made when sent, but never
+//!   before a renewal of the same term the process asked for before it
+//!   ([`unanswered_release_points`]).
 //!
-//! The numbers of one set of histories must come from one downstream (the
-//! lab's runs have one). A number that repeats says they do not: the
-//! decisions are then left in the order they were recorded, with a warning.
+//! Either way the ordered lines are put in that order, each at the latest
+//! time the order allows: `t_k = min(recorded_j : j ≥ k in that order)`.
+//! That time is never after the line's own recording, and never before the
+//! decision was made (every later decision, hence this one, was made before
+//! the later answer was recorded) — so a decision stays between its request
+//! going out and its answer coming back, as the checker expects. Every other
+//! line keeps its place; at equal times the earlier line of the recorded
+//! merge goes first.
+//!
+//! The numbers (and the store times) of one set of histories must come from
+//! one downstream (and one lease store): the lab's runs have one of each. A
+//! decision number that repeats says they do not: the decisions are then
+//! left in the order they were recorded, with a warning. Store times may tie
+//! (the clock's resolution, or a clock stepped back and held at the role's
+//! latest time): ties keep their recorded order.
 
-use fenced::history::Event;
+use std::collections::{BTreeMap, BTreeSet};
+
+use fenced::history::{Event, LeaseAnswer};
 
 use super::Merged;
 
@@ -41,6 +62,16 @@ fn number(m: &Merged<'_>) -> Option<u64> {
     }
 }
 
+/// The store's clock at a lease decision the checker judges (a grant, a
+/// renewal, a dated release).
+fn store_time(m: &Merged<'_>) -> Option<u64> {
+    match m.event {
+        Some(Event::LeaseHandled { store_now_ns, .. })
+        | Some(Event::ReleaseHandled { store_now_ns, .. }) => *store_now_ns,
+        _ => None,
+    }
+}
+
 /// Puts the numbered decisions of `merged` (sorted by time, then file and
 /// line) in number order, as the module explains; `Err` (and `merged`
 /// unchanged) if a number repeats.
@@ -50,9 +81,6 @@ pub(super) fn in_decision_order(merged: &mut Vec<Merged<'_>>) -> Result<(), Repe
         .enumerate()
         .filter_map(|(index, m)| number(m).map(|n| (n, index)))
         .collect();
-    if numbered.len() < 2 {
-        return Ok(());
-    }
     numbered.sort_unstable();
     if let Some(pair) = numbered.windows(2).find(|pair| pair[0].0 == pair[1].0) {
         return Err(Repeated {
@@ -60,21 +88,115 @@ pub(super) fn in_decision_order(merged: &mut Vec<Merged<'_>>) -> Result<(), Repe
             number: pair[0].0,
         });
     }
-    // `rank[index]`: the place of line `index` among the numbered ones.
+    reorder(merged, &numbered);
+    Ok(())
+}
+
+/// Puts the dated lease decisions of `merged` (sorted by time, then file
+/// and line) in the order of the store's clock, ties in recorded order, as
+/// the module explains.
+pub(super) fn in_store_order(merged: &mut Vec<Merged<'_>>) {
+    let mut dated: Vec<(u64, usize)> = merged
+        .iter()
+        .enumerate()
+        .filter_map(|(index, m)| store_time(m).map(|t| (t, index)))
+        .collect();
+    // Unique keys (the index breaks ties), so unstable is stable here.
+    dated.sort_unstable();
+    reorder(merged, &dated);
+}
+
+/// Where the unanswered releases that cannot count as made when sent do
+/// count: `after[i]` lists the releases (indices of `release-sent` lines)
+/// made just after line `i`; `releases` is the set of them.
+#[derive(Debug, Default)]
+pub(super) struct DeferredReleases {
+    pub(super) after: BTreeMap<usize, Vec<usize>>,
+    pub(super) releases: BTreeSet<usize>,
+}
+
+/// An unanswered release (`unanswered`: indices of `release-sent` lines no
+/// answer follows) counts as made when sent — the store may have freed the
+/// lease at any moment from then — but never before a `renewed` answer of
+/// the same process and token to a request it sent *before* the release:
+/// a renewal finds the lease live, so the store made it before the release
+/// freed it (whatever the order of their answers, or their absence). Such a
+/// release is made just after the latest of those renewals in `merged`.
+pub(super) fn unanswered_release_points(
+    merged: &[Merged<'_>],
+    unanswered: &BTreeSet<usize>,
+) -> DeferredReleases {
+    let mut deferred = DeferredReleases::default();
+    if unanswered.is_empty() {
+        return deferred;
+    }
+    // (file, request) → the line number of its `request-sent`.
+    let mut sent_on_line: BTreeMap<(usize, u64), u64> = BTreeMap::new();
+    // (file, token) → (line of the request, index in merged) of renewals.
+    let mut renewals: BTreeMap<(usize, u64), Vec<(u64, usize)>> = BTreeMap::new();
+    for (index, m) in merged.iter().enumerate() {
+        match m.event {
+            Some(Event::RequestSent { request, .. }) => {
+                sent_on_line.insert((m.file, *request), m.line);
+            }
+            Some(Event::LeaseHandled {
+                request,
+                answer: LeaseAnswer::Renewed,
+                token,
+                ..
+            }) => {
+                if let Some(&line) = sent_on_line.get(&(m.file, *request)) {
+                    renewals
+                        .entry((m.file, token.get()))
+                        .or_default()
+                        .push((line, index));
+                }
+            }
+            _ => {}
+        }
+    }
+    for &release in unanswered {
+        let m = &merged[release];
+        let Some(Event::ReleaseSent { token }) = m.event else {
+            continue;
+        };
+        let latest = renewals
+            .get(&(m.file, token.get()))
+            .into_iter()
+            .flatten()
+            .filter(|&&(line, _)| line < m.line)
+            .map(|&(_, index)| index)
+            .max();
+        if let Some(after) = latest.filter(|&after| after > release) {
+            deferred.after.entry(after).or_default().push(release);
+            deferred.releases.insert(release);
+        }
+    }
+    deferred
+}
+
+/// Moves the lines `order` names (`(key, index in merged)`, in the order
+/// they must take) into that order, each at the latest time it allows; the
+/// other lines keep their places.
+fn reorder(merged: &mut Vec<Merged<'_>>, order: &[(u64, usize)]) {
+    if order.len() < 2 || order.windows(2).all(|pair| pair[0].1 < pair[1].1) {
+        return;
+    }
+    // `rank[index]`: the place of line `index` in the order.
     let mut rank = vec![usize::MAX; merged.len()];
-    for (place, &(_, index)) in numbered.iter().enumerate() {
+    for (place, &(_, index)) in order.iter().enumerate() {
         rank[index] = place;
     }
-    // The latest time the number order allows each decision.
-    let mut times = vec![0_u64; numbered.len()];
+    // The latest time the order allows each line.
+    let mut times = vec![0_u64; order.len()];
     let mut latest = u64::MAX;
-    for place in (0..numbered.len()).rev() {
-        latest = latest.min(merged[numbered[place].1].at_ns);
+    for place in (0..order.len()).rev() {
+        latest = latest.min(merged[order[place].1].at_ns);
         times[place] = latest;
     }
     let mut moved: Vec<Option<(usize, Merged<'_>)>> = Vec::new();
-    moved.resize_with(numbered.len(), || None);
-    let mut rest = Vec::with_capacity(merged.len() - numbered.len());
+    moved.resize_with(order.len(), || None);
+    let mut rest = Vec::with_capacity(merged.len() - order.len());
     for (index, mut m) in merged.drain(..).enumerate() {
         match rank[index] {
             usize::MAX => rest.push((index, m)),
@@ -103,7 +225,6 @@ pub(super) fn in_decision_order(merged: &mut Vec<Merged<'_>>) -> Result<(), Repe
         }
     }
     debug_assert!(merged.windows(2).all(|w| w[0].at_ns <= w[1].at_ns));
-    Ok(())
 }
 
 #[cfg(test)]
