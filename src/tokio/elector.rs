@@ -15,14 +15,16 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use super::options::ElectorOptions;
+use super::release::record_release;
+use super::release::{release_lease, LateCall, ReleaseLanded};
 use super::{BackendError, Clock, LeaseBackend};
 use crate::elector::{
     ConfigError, Elector, ElectorConfig, ElectorOutput, ObservedLeader, Phase, RequestId,
     ResponseDisposition, StepDownReason,
 };
 use crate::history::{Event, Recorder};
-use crate::id::{FencingToken, OwnerId, Role};
-use crate::lease::{LeaseResult, ReleaseResult};
+use crate::id::{FencingToken, Role};
+use crate::lease::LeaseResult;
 use crate::time::Instant;
 
 /// Why [`LeaseLeaderElector::run`] did not run.
@@ -322,19 +324,7 @@ type RequestOutcome = Result<Result<LeaseResult, BackendError>, Elapsed>;
 type RequestLanded = (RequestId, RequestOutcome, Option<LateCall<LeaseResult>>);
 type RequestDone = Result<(TaskId, RequestLanded), JoinError>;
 
-/// A backend call running as its own task, aborted when dropped (so a
-/// request abandoned at shutdown does not run on, detached).
-struct LateCall<T>(::tokio::task::JoinHandle<Result<T, BackendError>>);
-
-impl<T> Drop for LateCall<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 type TaskDone = Result<(TaskId, ()), JoinError>;
-/// A release task's output: (a history on, its bound elapsed) the release
-/// still running, whose answer the history still wants.
-type ReleaseLanded = Option<(FencingToken, LateCall<(ReleaseResult, Option<Instant>)>)>;
 type ReleaseDone = Result<(TaskId, ReleaseLanded), JoinError>;
 
 /// The live term's work: dropping it cancels the work's token.
@@ -767,69 +757,6 @@ where
         self.publish();
         tracing::info!("elector stopped");
     }
-}
-
-/// Sends one release and logs what came of it; never takes longer than
-/// `bound`. With a history on, a release unanswered at the bound is handed
-/// back still running, for its answer to be recorded when it comes (see
-/// `Driver::late_calls`).
-async fn release_lease<B: LeaseBackend>(
-    backend: Arc<B>,
-    role: Role,
-    owner: OwnerId,
-    token: FencingToken,
-    bound: Duration,
-    recorder: &Recorder,
-) -> ReleaseLanded {
-    recorder.record(|| Event::ReleaseSent { token });
-    let (answer, late) = if recorder.is_on() {
-        let call = ::tokio::spawn(
-            async move { backend.release_dated(&role, &owner, token).await }.in_current_span(),
-        );
-        let mut call = LateCall(call);
-        match timeout(bound, &mut call.0).await {
-            Ok(Ok(answer)) => (Ok(answer), None),
-            Ok(Err(failed)) => (Ok(Err(BackendError::unavailable(failed))), None),
-            Err(elapsed) => (Err(elapsed), Some((token, call))),
-        }
-    } else {
-        let answer = timeout(bound, backend.release_dated(&role, &owner, token)).await;
-        (answer, None)
-    };
-    if let Ok(Ok((result, at))) = &answer {
-        record_release(recorder, token, *result, *at);
-    }
-    match answer.map(|done| done.map(|(result, _)| result)) {
-        Ok(Ok(ReleaseResult::Released)) => tracing::info!(token = token.get(), "lease released"),
-        Ok(Ok(ReleaseResult::NotHeld)) => {
-            tracing::debug!(
-                token = token.get(),
-                "release: lease no longer held with this token"
-            );
-        }
-        Ok(Err(error)) => {
-            tracing::warn!(token = token.get(), %error, "release failed; the lease lapses at its expiry");
-        }
-        Err(_) => tracing::warn!(
-            token = token.get(),
-            "release unanswered; the lease lapses at its expiry"
-        ),
-    }
-    late
-}
-
-/// Records the store's answer to a release of `token`.
-fn record_release(
-    recorder: &Recorder,
-    token: FencingToken,
-    result: ReleaseResult,
-    at: Option<Instant>,
-) {
-    recorder.record(|| Event::ReleaseHandled {
-        token,
-        released: result == ReleaseResult::Released,
-        store_now_ns: at.map(Instant::as_nanos),
-    });
 }
 
 fn log_task_failure<T>(what: &'static str, done: Result<(TaskId, T), JoinError>) {

@@ -67,6 +67,7 @@ mod clock;
 mod elector;
 mod heartbeat;
 mod options;
+mod release;
 mod store;
 
 use std::fmt;
