@@ -19,7 +19,7 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect, TlsStream};
 use tokio_postgres::{Client, Config, Socket, Statement};
 
 use super::schema::Sql;
-use super::{PostgresError, PostgresOptions};
+use super::PostgresError;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -154,6 +154,7 @@ impl Connection {
         tls: T,
         connect_timeout: Duration,
         query_timeout: Duration,
+        grace: Duration,
     ) -> Connection {
         if config.get_application_name().is_none() {
             config.application_name("fenced");
@@ -165,7 +166,9 @@ impl Connection {
             connect_timeout,
             // The server cancels at the query timeout; the client waits a
             // little longer for that answer before it gives up on the socket.
-            query_timeout: query_timeout.saturating_add(PostgresOptions::QUERY_TIMEOUT_GRACE),
+            // (`super::PostgresOptions::QUERY_TIMEOUT_GRACE` unless the options
+            // say otherwise.)
+            query_timeout: query_timeout.saturating_add(grace),
         }
     }
 

@@ -115,6 +115,7 @@ pub struct PostgresOptions {
     lease_config: LeaseStoreConfig,
     connect_timeout: Duration,
     query_timeout: Duration,
+    query_timeout_grace: Duration,
     time_source: TimeSource,
     recorder: crate::history::Recorder,
 }
@@ -126,6 +127,7 @@ impl Default for PostgresOptions {
             lease_config: LeaseStoreConfig::default(),
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             query_timeout: Self::DEFAULT_QUERY_TIMEOUT,
+            query_timeout_grace: Self::QUERY_TIMEOUT_GRACE,
             time_source: TimeSource::Database,
             recorder: crate::history::Recorder::off(),
         }
@@ -139,7 +141,9 @@ impl PostgresOptions {
     /// `statement_timeout`).
     pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
     /// How much longer than the query timeout the client waits for an
-    /// answer (the server's cancellation) before it gives the connection up.
+    /// answer (the server's cancellation) before it gives the connection up,
+    /// unless [`with_query_timeout_grace`](Self::with_query_timeout_grace)
+    /// says otherwise.
     pub const QUERY_TIMEOUT_GRACE: Duration = Duration::from_secs(1);
 
     /// Tables in `namespace` instead of schema `fenced`.
@@ -168,6 +172,18 @@ impl PostgresOptions {
     /// replaced. Keep it well below the elector's lease TTL.
     pub fn with_query_timeout(mut self, query_timeout: Duration) -> Self {
         self.query_timeout = query_timeout;
+        self
+    }
+
+    /// How much longer than the query timeout the client waits for the
+    /// server's cancellation before it gives the connection up (default
+    /// [`QUERY_TIMEOUT_GRACE`](Self::QUERY_TIMEOUT_GRACE)). A client's whole
+    /// bound on one call is `query_timeout + grace`; a run whose timings are
+    /// all scaled down (`fenced-lab --time-scale`) scales this too, so that
+    /// the bound keeps its place among the elector's timings. Zero is
+    /// allowed: the client then gives up when the server should cancel.
+    pub fn with_query_timeout_grace(mut self, grace: Duration) -> Self {
+        self.query_timeout_grace = grace;
         self
     }
 
@@ -212,6 +228,11 @@ impl PostgresOptions {
     /// See [`with_query_timeout`](Self::with_query_timeout).
     pub fn query_timeout(&self) -> Duration {
         self.query_timeout
+    }
+
+    /// See [`with_query_timeout_grace`](Self::with_query_timeout_grace).
+    pub fn query_timeout_grace(&self) -> Duration {
+        self.query_timeout_grace
     }
 
     /// Whose clock decides `now`.
@@ -265,6 +286,26 @@ pub enum PostgresError {
     /// A fencing token above `i64::MAX`, which PostgreSQL's `bigint` cannot
     /// hold (the store never issues one).
     TokenOutOfRange(FencingToken),
+}
+
+impl PostgresError {
+    /// Whether the call failed because its connection was lost or could not
+    /// be opened — a connection error, not a timeout nor a server's refusal:
+    /// [`Connect`](Self::Connect), [`ConnectTimeout`](Self::ConnectTimeout),
+    /// or a [`Query`](Self::Query) on a connection found closed (reset by a
+    /// server restart). The call did not run, or ran and its answer was lost
+    /// with the connection; an application may send it again on the fresh
+    /// connection the next call opens (a fenced write may: the fence judges
+    /// the repeat as it judged the first). After a
+    /// [`QueryTimeout`](Self::QueryTimeout) the statement may still be
+    /// running at the server.
+    pub fn connection_lost(&self) -> bool {
+        match self {
+            PostgresError::Connect(_) | PostgresError::ConnectTimeout(_) => true,
+            PostgresError::Query(error) => error.is_closed(),
+            _ => false,
+        }
+    }
 }
 
 /// A driver error with its causes (`tokio_postgres::Error`'s own `Display`

@@ -93,6 +93,7 @@ impl PostgresStore {
             tls,
             options.connect_timeout(),
             options.query_timeout(),
+            options.query_timeout_grace(),
         );
         Ok(PostgresStore {
             shared: Arc::new(Shared {
