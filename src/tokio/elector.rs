@@ -354,9 +354,12 @@ struct Driver<B, W> {
     /// by the TTL, so there are at most `lease_ttl / retry_interval + 1`.
     requests: JoinSet<RequestLanded>,
     /// Calls whose request the TTL bound ended, awaited (one more TTL at
-    /// most) only to record their answers: the store decided them, and a
-    /// history that missed a renewal would judge the next one a renewal of
-    /// a lapsed lease. Only with a history on; reaped as new ones come.
+    /// most): to record their answers (the store decided them, and a history
+    /// that missed a renewal would judge the next one a renewal of a lapsed
+    /// lease), and so that the backend's own bounds end them — a driver
+    /// behaves the same whether a history is on or off (the simulator's
+    /// sessions model exactly this, `sim/src/hosts/session.rs`). Reaped as
+    /// new ones come.
     late_calls: JoinSet<()>,
     /// The request id of each request task, to fail it if the task panics.
     request_ids: BTreeMap<TaskId, RequestId>,
@@ -465,15 +468,13 @@ where
         let backend = Arc::clone(&self.backend);
         let role = self.elector.config().role().clone();
         let owner = self.elector.config().owner().clone();
-        let recording = self.recorder.is_on();
         let request = async move {
-            // An answer later than the TTL could only be too late to lead on.
-            if !recording {
-                let outcome = timeout(ttl, backend.acquire_or_renew(&role, &owner, ttl)).await;
-                return (id, outcome, None);
-            }
-            // With a history, the call runs as its own task, so that at the
-            // bound it can go on to its answer (see `late_calls`).
+            // An answer later than the TTL could only be too late to lead on;
+            // but the call runs as its own task, so that at the bound it goes
+            // on to its answer (see `late_calls`) — whether or not a history
+            // records it: the backend's own bounds then end it (a PostgreSQL
+            // connection whose query outlives its timeout is retired), the
+            // same with a recorder on or off.
             let call = ::tokio::spawn(
                 async move { backend.acquire_or_renew(&role, &owner, ttl).await }.in_current_span(),
             );
@@ -652,8 +653,8 @@ where
         self.releases.spawn(release.in_current_span());
     }
 
-    /// A release task ended: one whose bound elapsed (a history on) goes on
-    /// to its answer in `late_calls`.
+    /// A release task ended: one whose bound elapsed goes on to its answer
+    /// in `late_calls`.
     fn on_release_done(&mut self, done: ReleaseDone) {
         match done {
             Ok((_, Some((token, call)))) => {

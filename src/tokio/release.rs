@@ -1,11 +1,14 @@
 //! A release's I/O, and backend calls awaited past their bound.
 //!
-//! Why apart from the driver: with a history on, a lease call or a release
-//! that outlives the driver's bound is not simply dropped — the store may
-//! still decide it, and a history that misses the decision judges the next
-//! one wrongly (`sim/src/history/order.rs`). The call runs as its own task
+//! Why apart from the driver: a lease call or a release that outlives the
+//! driver's bound is not simply dropped — the store may still decide it, and
+//! a history that misses the decision judges the next one wrongly
+//! (`sim/src/history/order.rs`); and a call dropped mid-way would escape its
+//! backend's own bounds (a connection whose query times out is retired, one
+//! whose call is dropped is not). The call runs as its own task
 //! ([`LateCall`], aborted when dropped) so the driver can report the failure
-//! at the bound and still record the answer when it comes.
+//! at the bound and still await (and record) the answer when it comes, the
+//! same with a history on or off.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,13 +32,13 @@ impl<T> Drop for LateCall<T> {
     }
 }
 
-/// A release task's output: (a history on, its bound elapsed) the release
-/// still running, whose answer the history still wants.
+/// A release task's output: (its bound elapsed) the release still running,
+/// awaited one bound more for its answer.
 pub(super) type ReleaseLanded = Option<(FencingToken, LateCall<(ReleaseResult, Option<Instant>)>)>;
 
 /// Sends one release and logs what came of it; never takes longer than
-/// `bound`. With a history on, a release unanswered at the bound is handed
-/// back still running, for its answer to be recorded when it comes (see
+/// `bound`. A release unanswered at the bound is handed back still running,
+/// for its answer to be awaited (and recorded) when it comes (see
 /// `Driver::late_calls`).
 pub(super) async fn release_lease<B: LeaseBackend>(
     backend: Arc<B>,
@@ -46,19 +49,14 @@ pub(super) async fn release_lease<B: LeaseBackend>(
     recorder: &Recorder,
 ) -> ReleaseLanded {
     recorder.record(|| Event::ReleaseSent { token });
-    let (answer, late) = if recorder.is_on() {
-        let call = ::tokio::spawn(
-            async move { backend.release_dated(&role, &owner, token).await }.in_current_span(),
-        );
-        let mut call = LateCall(call);
-        match timeout(bound, &mut call.0).await {
-            Ok(Ok(answer)) => (Ok(answer), None),
-            Ok(Err(failed)) => (Ok(Err(BackendError::unavailable(failed))), None),
-            Err(elapsed) => (Err(elapsed), Some((token, call))),
-        }
-    } else {
-        let answer = timeout(bound, backend.release_dated(&role, &owner, token)).await;
-        (answer, None)
+    let call = ::tokio::spawn(
+        async move { backend.release_dated(&role, &owner, token).await }.in_current_span(),
+    );
+    let mut call = LateCall(call);
+    let (answer, late) = match timeout(bound, &mut call.0).await {
+        Ok(Ok(answer)) => (Ok(answer), None),
+        Ok(Err(failed)) => (Ok(Err(BackendError::unavailable(failed))), None),
+        Err(elapsed) => (Err(elapsed), Some((token, call))),
     };
     if let Ok(Ok((result, at))) = &answer {
         record_release(recorder, token, *result, *at);
