@@ -48,6 +48,13 @@ mod trace;
 pub mod units;
 mod zoo;
 
+/// What a lost segment costs a TCP stream: the retransmission model the
+/// simulator's sessions and `fenced-lab`'s proxy share, so that a lossy link
+/// means the same in both (`engine/network.rs`).
+pub mod tcp {
+    pub use crate::engine::network::{retransmission_penalty, MAX_RETRANSMISSIONS, RTO_MAX_FACTOR};
+}
+
 // The public face of the bounds of two layers: the engine's (`engine/limits.rs`)
 // and the event estimate checked against the budget (`scenario/budget.rs`).
 pub mod limits {
@@ -82,9 +89,9 @@ pub use report::{summary, AnchoredFault, HaltReason, Halted, Report};
 pub use rng::mix64;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
-    Anchor, AnchorEvent, ClockOffset, Durability, DurationRange, Election, Expectations, FaultSpec,
-    Membership, Network, NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError,
-    StoreClock, ValidScenario, Work, DOWNSTREAM, LEASE_STORE,
+    Anchor, AnchorEvent, Client, ClockOffset, Durability, DurationRange, Election, Expectations,
+    FaultSpec, Membership, Network, NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError,
+    StoreClock, Transport, ValidScenario, Work, DOWNSTREAM, LEASE_STORE,
 };
 pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,

@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::scenario::{
-    Anchor, Election, FaultSpec, Membership, Network, ProtocolSpec, Scenario, StoreClock, Work,
+    Anchor, Client, Election, FaultSpec, Membership, Network, ProtocolSpec, Scenario, StoreClock,
+    Work,
 };
 use crate::units::human;
 
@@ -52,6 +53,7 @@ pub fn to_toml(s: &Scenario) -> String {
     write_membership(o, &s.membership);
     write_work(o, &s.work);
     write_network(o, &s.network);
+    write_client(o, &s.client);
     if !s.fencing || s.durability.downstream.is_some() {
         let _ = writeln!(o, "\n[downstream]\nfencing = {}", s.fencing);
         if let Some(durable) = s.durability.downstream {
@@ -155,6 +157,23 @@ fn write_work(o: &mut String, w: &Work) {
     if let Some(resource) = &w.resource {
         let _ = writeln!(o, "resource = {}", quoted(resource));
     }
+    if w.write_retries != Work::default().write_retries {
+        let _ = writeln!(o, "write_retries = {}", w.write_retries);
+    }
+}
+
+fn write_client(o: &mut String, c: &Client) {
+    if *c == Client::default() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n[client]\ntransport = {}\nconnect_timeout = {}\nquery_timeout = {}\nquery_grace = {}",
+        quoted(c.transport.name()),
+        dur(c.connect_timeout),
+        dur(c.query_timeout),
+        dur(c.query_grace)
+    );
 }
 
 fn write_network(o: &mut String, n: &Network) {
@@ -169,6 +188,9 @@ fn write_network(o: &mut String, n: &Network) {
         float(n.loss),
         float(n.duplicate)
     );
+    if n.retransmit_timeout != Network::default().retransmit_timeout {
+        let _ = writeln!(o, "retransmit_timeout = {}", dur(n.retransmit_timeout));
+    }
 }
 
 fn write_fault(o: &mut String, fault: &FaultSpec) {

@@ -56,38 +56,91 @@ fn an_isolated_leader_steps_down_before_its_successor_starts() {
         at: secs(15),
         duration: secs(60),
     });
-    let report = run_seed(&scenario, 2);
+    let (report, trace) = run_traced(&scenario, 2);
     assert_eq!(report.violations, vec![]);
     assert_eq!(report.terms.len(), 2);
     let (old, new) = (&report.terms[0], &report.terms[1]);
     assert_eq!(old.end_reason, "local-deadline");
     assert!(old.end_ms < new.start_ms, "{old:?} then {new:?}");
     assert_eq!(report.overlap_ms, 0);
-    assert_eq!(report.writes.rejected_stale, 0);
+    // The writes it sent while isolated, until its deadline, wait in the
+    // network — its session is a TCP stream, which holds what a down link
+    // cannot carry — and reach the downstream at the heal (75 s), where
+    // fencing rejects every one: the network-delayed write, fenced.
+    let rejected = lines(&trace, "downstream", "REJECTED");
+    assert!(!rejected.is_empty());
+    assert_eq!(rejected.len() as u64, report.writes.rejected_stale);
+    for line in &rejected {
+        assert!(line.contains("from node-a#1 with token 1"), "{line}");
+        assert!(time_of(line) >= 75.0, "{line}");
+    }
 }
 
-#[test]
-fn an_asymmetric_cut_is_survived_by_the_rejoin_policy() {
-    // Proves that when the leader's requests reach the store but the answers do not, it steps down on its deadline, releases, stays quiet, and a follower takes over.
-    let scenario = trio("cut", secs(180)).with_fault(FaultSpec::Cut {
+fn asymmetric_cut() -> Scenario {
+    trio("cut", secs(180)).with_fault(FaultSpec::Cut {
         from: "lease-store".into(),
         to: "node-a".into(),
         at: secs(15),
         duration: secs(150),
-    });
+    })
+}
+
+#[test]
+fn an_asymmetric_cut_is_survived_by_the_rejoin_policy() {
+    // Proves that when the leader's requests reach the store but the answers do not, a client that keeps its connection (a query timeout longer than the cut) lets it step down on its deadline, release, stay quiet, and a follower take over.
+    let mut scenario = asymmetric_cut();
+    scenario.client.query_timeout = secs(600);
     let (report, trace) = run_traced(&scenario, 3);
     assert_eq!(report.violations, vec![]);
     assert_eq!(report.terms[0].end_reason, "local-deadline");
     assert_eq!(report.terms.len(), 2);
     assert_ne!(report.terms[1].owner, "node-a#1");
-    assert!(!lines(
+    let released = lines(
         &trace,
         "lease-store",
-        "release of token 1 from node-a#1: released"
+        "release of token 1 from node-a#1: released",
+    );
+    assert_eq!(released.len(), 1);
+    // Within a retry or two of the release.
+    let (step_down, successor) = (released[0], &report.terms[1]);
+    assert!(successor.start_ms as f64 / 1000.0 - time_of(step_down) < 5.0);
+    // Answers to node-a were held by the cut (its session is a TCP
+    // stream), never dropped; requests from it went through.
+    assert!(lines(&trace, "lease-store", "to node-a#1 dropped").is_empty());
+}
+
+#[test]
+fn an_asymmetric_cut_retires_the_default_clients_session_and_the_lease_lapses() {
+    // Proves fenced::postgres's defaults under the same cut: the first unanswered renewal retires the session after the query bound (5 s + 1 s), a new one cannot open (its answers are cut), so neither renewals nor the release reach the store and the successor waits for the lease to lapse, 30 s after the last renewal that got through.
+    let (report, trace) = run_traced(&asymmetric_cut(), 3);
+    assert_eq!(report.violations, vec![]);
+    assert_eq!(report.terms[0].end_reason, "local-deadline");
+    assert_eq!(report.terms.len(), 2);
+    let retired = lines(
+        &trace,
+        "node-a#1",
+        "lease session closed: retired after a call timed out",
+    );
+    assert_eq!(retired.len(), 1, "one session, retired once");
+    assert!(!lines(
+        &trace,
+        "node-a#1",
+        "lease session closed: its open timed out"
     )
     .is_empty());
-    // Answers to node-a were dropped by the cut; requests from it were not.
-    assert!(!lines(&trace, "lease-store", "to node-a#1 dropped: link down").is_empty());
+    assert!(lines(&trace, "lease-store", "release of token 1 from node-a#1").is_empty());
+    let renewals = lines(&trace, "lease-store", "from node-a#1: renewed token 1");
+    let last_renewal = time_of(renewals.last().expect("renewals before the cut"));
+    assert!(
+        last_renewal < time_of(retired[0]),
+        "none after the retirement"
+    );
+    let successor = report.terms[1].start_ms as f64 / 1000.0;
+    assert!(
+        (last_renewal + 30.0..last_renewal + 33.0).contains(&successor),
+        "the lease lapsed at {} + 30 s; the successor led at {successor}",
+        last_renewal
+    );
 }
 
 #[test]
@@ -295,8 +348,9 @@ fn a_store_slower_than_retry_interval_still_elects_a_leader() {
     assert_eq!(report.violations, vec![]);
     assert_eq!(report.terms.len(), 2, "{:?}", report.terms);
     assert_eq!(report.terms[0].owner, "node-a#1");
-    // The first answer arrives one round trip after the first request.
-    assert!((2_200..2_300).contains(&report.terms[0].start_ms));
+    // The first answer arrives one round trip after the session opened, in
+    // five round trips (its connect, two, within the 5 s connect timeout).
+    assert!((13_200..13_300).contains(&report.terms[0].start_ms));
     assert_eq!(report.failovers.len(), 1);
     assert!(report.writes.accepted > 100);
 }
@@ -310,10 +364,11 @@ fn a_run_nobody_led_is_leaderless_throughout() {
     let report = run_seed(&scenario, 1);
     assert!(report.terms.is_empty());
     assert_eq!(report.leaderless_ms, 60_000);
-    // And with a leader, the initial election counts too (a few milliseconds).
+    // And with a leader, the initial election counts too (the session's
+    // open and a round trip: a few tens of milliseconds).
     let report = run_seed(&trio("leads", secs(60)), 1);
     assert!(
-        (1..20).contains(&report.leaderless_ms),
+        (6..70).contains(&report.leaderless_ms),
         "{}",
         report.leaderless_ms
     );

@@ -135,6 +135,10 @@ fn build(case: &Case) -> Scenario {
     s.election.renew_interval = (validity * t.renew_permille as u32 / 1000).max(ms(1));
     s.election.retry_interval = ms(t.retry_ms);
     s.network.latency = (ms(1), ms(t.latency_max_ms));
+    // The client is configured for its network, as a user would: a slow
+    // network needs longer connect and query bounds than the defaults (the
+    // property is the protocol's, not a configuration's).
+    s.client = fenced_sim::explore::client_for_latency(&s.client, s.network.latency.1);
     s.network.loss = case.loss_percent as f64 / 100.0;
     s.network.duplicate = case.duplicate_percent as f64 / 100.0;
     for (node, (offset, drift)) in s.nodes.iter_mut().zip(&case.drifts) {

@@ -161,7 +161,7 @@ fn the_split_brain_marker_appears_without_fencing_only() {
         text.contains("split-brain write: token 1 accepted after token 2"),
         "{text}"
     );
-    assert!(text.contains("two leaders · 11s"), "{text}");
+    assert!(text.contains("two leaders · 11.03s"), "{text}");
 
     let fenced = picture("gc-pause-fenced", Window::auto());
     let doc = parse(&fenced);

@@ -364,6 +364,11 @@ impl Observer for Checker {
             | Observation::HeartbeatHandled { .. }
             | Observation::LiveMembers(_)
             | Observation::RequestFailed { .. }
+            // The client's sessions: what they cause (a request failed, a
+            // write never reaching the downstream) is judged where it shows.
+            | Observation::SessionOpened { .. }
+            | Observation::SessionClosed { .. }
+            | Observation::CallFailed { .. }
             | Observation::WriteSent { .. }
             | Observation::FaultBegan { .. }
             | Observation::FaultEnded { .. }

@@ -16,6 +16,10 @@ pub const MAX_SPAN: Duration = Duration::from_secs(365 * 24 * 3600);
 /// (`work_duration / write_interval`): each is a pending event.
 pub const MAX_UNITS_IN_PROGRESS: u128 = 10_000;
 
+/// The most times a unit's write may be retried (`[work] write_retries`):
+/// each retry opens a session, so the bound keeps a unit's cost bounded.
+pub const MAX_WRITE_RETRIES: u32 = 10;
+
 /// The most events the engine holds at once (messages in flight, timers,
 /// units of work, faults). A 500-node fleet holds about two thousand; a
 /// scenario that needs millions is halted with [`Halt::TooManyPending`].

@@ -18,6 +18,7 @@ mod outbox;
 mod prefetch;
 mod queue;
 pub(crate) mod slew;
+pub(crate) mod streams;
 
 use std::fmt::Debug;
 
@@ -32,6 +33,8 @@ use crate::time::SimTime;
 pub(crate) use lives::{server_endpoint, server_index, HostClocks, Lives};
 pub(crate) use outbox::Outbox;
 pub(crate) use prefetch::prefetch_lines;
+use streams::Streams;
+pub(crate) use streams::{stream_key, StreamKey};
 
 /// Where a message or a timer goes: a server host (by endpoint) or one life
 /// of a node.
@@ -61,6 +64,16 @@ pub(crate) trait Envelope: Clone + Debug {
     /// keepalive probe): it is handled even while the process is paused.
     fn answered_while_paused(&self) -> bool {
         false
+    }
+
+    /// The TCP stream it travels on when addressed to `to`, if a session
+    /// carries it (see [`streams`]): then it is never lost nor duplicated,
+    /// arrives in its stream's order, and a down link holds it back. `None`
+    /// (the default): a datagram.
+    #[inline(always)]
+    fn stream(&self, to: Address) -> Option<StreamKey> {
+        let _ = to;
+        None
     }
 }
 
@@ -222,6 +235,8 @@ pub(crate) struct Engine<H: Hosts, O: Observer> {
     pub(crate) lives: Lives<HostEvent<H>>,
     /// Per server endpoint (every endpoint below the first node's).
     servers: Vec<Pausable<HostEvent<H>>>,
+    /// Sessions' streams: their order, and what down links hold.
+    streams: Streams<HostEvent<H>>,
     pub(crate) hosts: H,
     pub(crate) observers: O,
 }
@@ -251,6 +266,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             net,
             lives,
             servers,
+            streams: Streams::new(),
             hosts,
             observers,
         }
@@ -280,7 +296,9 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             .iter()
             .flat_map(|s| s.deferred.iter().map(|e| (e, true)));
         let procs = self.lives.deferred().map(|e| (e, true));
-        queued.chain(servers).chain(procs)
+        // Held back by a down link: in flight still.
+        let held = self.streams.held().map(|e| (e, false));
+        queued.chain(servers).chain(procs).chain(held)
     }
 
     /// Schedules `control` at `at` (not before now).
@@ -362,10 +380,20 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         if self.is_stale(&event) {
             return None;
         }
-        // A message whose link went down while it was in flight is lost.
+        // A message whose link went down while it was in flight is lost —
+        // or, on a session, held back until the link is up again.
         if let Event::Deliver { from, to, ref msg } = event {
             if !self.net.link_up(from, self.target_endpoint(to)) {
-                self.dropped(from, to, msg, DropReason::LinkDown);
+                match msg.stream(to) {
+                    Some(stream) => {
+                        if let Some(Event::Deliver { from, to, msg }) =
+                            self.streams.hold(stream, event)
+                        {
+                            self.dropped(from, to, &msg, DropReason::QueueFull);
+                        }
+                    }
+                    None => self.dropped(from, to, msg, DropReason::LinkDown),
+                }
                 return None;
             }
         }
@@ -458,6 +486,19 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         pids.len()
     }
 
+    /// Schedules `timer` for process `pid` at `at`, if it is alive: an
+    /// input from outside (a connection reset by a server's restart) that
+    /// honours pauses, as [`signal_node`](Self::signal_node)'s do.
+    pub(crate) fn signal_process(&mut self, pid: u32, at: SimTime, timer: H::Timer) {
+        let incarnation = self.lives.incarnation_of(pid);
+        if !self.lives.is_alive(pid, incarnation) {
+            return;
+        }
+        let to = Address::Process { pid, incarnation };
+        self.queue
+            .push(at.max(self.now), Event::Timer { to, timer });
+    }
+
     /// The hosts, and an outbox for effects of host `me`.
     #[inline(always)]
     fn outbox(&mut self, me: Address) -> (&mut H, Outbox<'_, H, O>) {
@@ -478,6 +519,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                 names: &self.lives,
                 queue: &mut self.queue,
                 net: &mut self.net,
+                streams: &mut self.streams,
                 observers: &mut self.observers,
                 from,
                 me,
@@ -640,6 +682,29 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let host = self.lives.endpoint_ref(endpoint);
         self.observers
             .observe(self.now, &Observation::Isolated { host, start });
+        self.release_held();
+    }
+
+    /// A link may have come back: what it held goes on, in order, each
+    /// after a latency (and its losses' retransmissions) from now — as the
+    /// lab's proxy delivers on heal.
+    fn release_held(&mut self) {
+        if !self.streams.holds_any() {
+            return;
+        }
+        for (stream, event) in self.streams.take_held() {
+            let Event::Deliver { from, to, .. } = event else {
+                continue;
+            };
+            if self.net.link_up(from, self.target_endpoint(to)) {
+                let at = self.net.stream_transit(self.now);
+                let at = self.streams.in_order(stream, at);
+                self.queue.push_soon(at, event);
+            } else if let Some(Event::Deliver { from, to, msg }) = self.streams.hold(stream, event)
+            {
+                self.dropped(from, to, &msg, DropReason::QueueFull);
+            }
+        }
     }
 
     /// `from`'s messages stop (`start`) or start again reaching `to`.
@@ -648,6 +713,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let (from, to) = (self.lives.endpoint_ref(from), self.lives.endpoint_ref(to));
         self.observers
             .observe(self.now, &Observation::Cut { from, to, start });
+        self.release_held();
     }
 
     /// A partition with `group_of` (group per endpoint) begins, or (`None`)
@@ -665,6 +731,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                 members: &members,
             },
         );
+        self.release_held();
     }
 
     /// Observes fault `slot` beginning on `spans` (a host and a label each),

@@ -26,6 +26,35 @@ pub(crate) const FIRST_NODE_ENDPOINT: u16 = 2;
 /// group (a bridge), like a host on both sides of a split.
 pub(crate) const BRIDGE: u16 = u16::MAX;
 
+/// `TCP_RTO_MAX / TCP_RTO_MIN` (120 s / 200 ms, `include/net/tcp.h`): the
+/// longest retransmission timeout, as a multiple of the first.
+pub const RTO_MAX_FACTOR: u32 = 600;
+/// The most retransmissions of one segment: Linux's `tcp_retries2` default.
+/// After them a real connection is reset; the model delivers (a session's
+/// own timeouts have long given the call up by then).
+pub const MAX_RETRANSMISSIONS: u32 = 15;
+
+/// How long a segment of a TCP stream waits for its retransmissions: while
+/// `lost()` says the last transmission was lost, one more retransmission
+/// timeout, each twice the last (RFC 6298 §5.5, "back off the timer";
+/// Linux's `tcp_retransmit_timer`: `icsk_rto = min(icsk_rto << 1,
+/// TCP_RTO_MAX)`), from `rto`, each capped at [`RTO_MAX_FACTOR`] × `rto`, at
+/// most [`MAX_RETRANSMISSIONS`] times. So `k` losses in a row cost
+/// `rto · (2^k − 1)`. TCP never loses what the application sees: a loss is
+/// a delay. The simulator's sessions and `fenced-lab`'s proxy both use this,
+/// so a lossy link means the same in both.
+pub fn retransmission_penalty(rto: Duration, mut lost: impl FnMut() -> bool) -> Duration {
+    let (mut next, mut penalty) = (rto, Duration::ZERO);
+    for _ in 0..MAX_RETRANSMISSIONS {
+        if !lost() {
+            break;
+        }
+        penalty += next;
+        next = (next * 2).min(rto * RTO_MAX_FACTOR);
+    }
+    penalty
+}
+
 /// What the network does with one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Transit {
@@ -43,6 +72,9 @@ pub(crate) struct Network {
     latency_max: u64,
     loss: f64,
     duplicate: f64,
+    /// A stream's first retransmission timeout (`[network]
+    /// retransmit_timeout`).
+    retransmit_timeout: Duration,
     rng: ChaCha8Rng,
     isolated: Vec<u16>,
     cuts: BTreeMap<(u16, u16), u16>,
@@ -59,6 +91,7 @@ impl Network {
         latency: (Duration, Duration),
         loss: f64,
         duplicate: f64,
+        retransmit_timeout: Duration,
         rng: ChaCha8Rng,
     ) -> Self {
         Network {
@@ -66,6 +99,7 @@ impl Network {
             latency_max: span_nanos(latency.1),
             loss,
             duplicate,
+            retransmit_timeout,
             rng,
             isolated: vec![0; endpoints],
             cuts: BTreeMap::new(),
@@ -113,6 +147,22 @@ impl Network {
             return Transit::Twice(first, now.saturating_add_nanos(self.latency_nanos()));
         }
         Transit::Once(first)
+    }
+
+    /// When a segment of a TCP stream sent at `now` arrives (a session's
+    /// message): after a drawn latency, plus the retransmission penalty of
+    /// its losses ([`retransmission_penalty`]). Never lost, never twice (a
+    /// receiver discards a duplicate segment).
+    pub(crate) fn stream_transit(&mut self, now: SimTime) -> SimTime {
+        let latency = self.latency_nanos();
+        let penalty = if self.loss > 0.0 {
+            let (loss, rng) = (self.loss, &mut self.rng);
+            retransmission_penalty(self.retransmit_timeout, || unit_f64(rng) < loss)
+        } else {
+            Duration::ZERO
+        };
+        now.saturating_add_nanos(latency)
+            .saturating_add_nanos(span_nanos(penalty))
     }
 
     /// A latency drawn from the configured range, in nanoseconds.
@@ -172,6 +222,7 @@ mod tests {
             (ns(1), ns(5)),
             0.0,
             0.0,
+            ns(200),
             SeedDeriver::new(1, "net").rng(),
         )
     }
@@ -220,7 +271,34 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        let mut lossy = Network::new(2, (ns(1), ns(1)), 1.0, 0.0, SeedDeriver::new(1, "n").rng());
+        let rng = SeedDeriver::new(1, "n").rng();
+        let mut lossy = Network::new(2, (ns(1), ns(1)), 1.0, 0.0, ns(200), rng);
         assert_eq!(lossy.transit(SimTime::ZERO), Transit::Lost);
+    }
+
+    #[test]
+    fn a_stream_turns_loss_into_doubling_retransmission_delays() {
+        // k losses cost rto * (2^k - 1).
+        for k in 0..6u32 {
+            let mut losses = k;
+            let penalty = retransmission_penalty(ns(200), || {
+                let lost = losses > 0;
+                losses = losses.saturating_sub(1);
+                lost
+            });
+            assert_eq!(penalty, ns(200 * (2u64.pow(k) - 1)), "{k} losses");
+        }
+        // Always lost: capped per step and in count, and still delivered.
+        let capped = retransmission_penalty(ns(1), || true);
+        let expected: u64 = (0..MAX_RETRANSMISSIONS)
+            .map(|i| (1u64 << i).min(u64::from(RTO_MAX_FACTOR)))
+            .sum();
+        assert_eq!(capped, ns(expected));
+        let rng = SeedDeriver::new(1, "n").rng();
+        let mut lossy = Network::new(2, (ns(1), ns(1)), 1.0, 0.0, ns(200), rng);
+        assert_eq!(
+            lossy.stream_transit(SimTime::ZERO),
+            SimTime::from_nanos(1 + expected * 200)
+        );
     }
 }

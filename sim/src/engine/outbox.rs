@@ -7,6 +7,7 @@ use super::{Address, Event, Hosts, Lives};
 use crate::engine::clock::{server_local_or, server_true_time_or, HostClock, SlewingClock};
 use crate::engine::network::{Network, Transit};
 use crate::engine::queue::EventQueue;
+use crate::engine::streams::Streams;
 use crate::observation::{DropReason, Observation, Observer, SimTime};
 
 /// The clock a host reads.
@@ -35,6 +36,7 @@ pub(crate) struct Outbox<'e, H: Hosts, O: Observer> {
     pub(crate) names: &'e Lives<Event<H::Message, H::Timer>>,
     pub(super) queue: &'e mut EventQueue<Event<H::Message, H::Timer>>,
     pub(super) net: &'e mut Network,
+    pub(super) streams: &'e mut Streams<Event<H::Message, H::Timer>>,
     pub(super) observers: &'e mut O,
     /// The acting host's endpoint.
     pub(super) from: u16,
@@ -105,6 +107,9 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
             Address::Process { pid, .. } => self.names.endpoint_of(pid),
         };
         let from = self.from;
+        if let Some(stream) = super::Envelope::stream(&msg, to) {
+            return self.send_on_stream(stream, from, to, to_endpoint, msg);
+        }
         if !self.net.link_up(from, to_endpoint) {
             self.dropped(to, &msg, DropReason::LinkDown);
             return;
@@ -128,6 +133,31 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
         }
     }
 
+    /// [`send`](Self::send) of a session's message: held back while its
+    /// link is down, else delivered in its stream's order, a loss costing
+    /// retransmissions (see `engine/streams.rs`). Out of line: a datagram
+    /// run never takes it.
+    #[inline(never)]
+    fn send_on_stream(
+        &mut self,
+        stream: super::StreamKey,
+        from: u16,
+        to: Address,
+        to_endpoint: u16,
+        msg: H::Message,
+    ) {
+        if !self.net.link_up(from, to_endpoint) {
+            let held = self.streams.hold(stream, Event::Deliver { from, to, msg });
+            if let Some(Event::Deliver { msg, .. }) = held {
+                self.dropped(to, &msg, DropReason::QueueFull);
+            }
+            return;
+        }
+        let at = self.net.stream_transit(self.now);
+        let at = self.streams.in_order(stream, at);
+        self.queue.push_soon(at, Event::Deliver { from, to, msg });
+    }
+
     fn dropped(&mut self, to: Address, msg: &H::Message, reason: DropReason) {
         use super::Envelope;
         let names = self.names;
@@ -138,6 +168,25 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
                 names.address_ref(to),
                 reason,
                 msg.sender().map(|pid| names.process_ref(pid)),
+            ),
+        );
+    }
+
+    /// The acting server received `msg` on a session its restart reset: it
+    /// never reads it (for real, the connection is gone). Observed as a
+    /// message dropped for [`DropReason::ConnectionReset`].
+    pub(crate) fn refused(&mut self, msg: &H::Message) {
+        use super::Envelope;
+        let names = self.names;
+        let sender = msg.sender();
+        let from = sender.map_or(self.from, |pid| names.endpoint_of(pid));
+        self.observers.observe(
+            self.now,
+            &msg.facts().dropped(
+                names.endpoint_ref(from),
+                names.address_ref(self.me),
+                DropReason::ConnectionReset,
+                sender.map(|pid| names.process_ref(pid)),
             ),
         );
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::scenario::{FaultSpec, ProtocolSpec, Scenario};
+use crate::scenario::{Client, FaultSpec, ProtocolSpec, Scenario};
 
 /// Why a base scenario cannot host generated schedules, though it is valid
 /// on its own.
@@ -58,6 +58,7 @@ pub fn check_base(base: &Scenario) -> Result<(), BaseError> {
         .mul_f64(1.5)
         .min(Duration::from_secs(3600));
     worst.network.latency.1 = worst.network.latency.1.max(slow);
+    worst.client = client_for_latency(&worst.client, worst.network.latency.1);
     worst.heal_at = Some(base.duration);
     let liveness = liveness_bound_checked(&worst);
     let total = liveness.and_then(|l| base.duration.checked_add(l));
@@ -133,6 +134,20 @@ fn largest_term(base: &Scenario) -> (&'static str, Duration) {
         })
 }
 
+/// `client`, with its bounds raised for a network whose one-way latency
+/// reaches `latency` (the `slow-network` mix), as a user configures a client
+/// for a slow store: a connect (two round trips) and each later phase of an
+/// open (up to two) within their bounds with room to spare — each bound at
+/// least three of the slowest round trips. Unchanged for a fast network.
+pub fn client_for_latency(client: &Client, latency: Duration) -> Client {
+    let three_round_trips = latency.saturating_mul(6);
+    Client {
+        connect_timeout: client.connect_timeout.max(three_round_trips),
+        query_timeout: client.query_timeout.max(three_round_trips),
+        ..*client
+    }
+}
+
 /// How long after healing one leader must hold with accepted writes.
 ///
 /// `max(lease_ttl, rejoin_delay)`: a lease held by a process that cannot use
@@ -177,6 +192,17 @@ fn liveness_bound_checked(s: &Scenario) -> Option<Duration> {
         sum.checked_add(Duration::from_nanos(back))
     })?;
     let base = base.checked_add(held_back)?;
+    // With sessions, a node may first wait out an open that began before
+    // the heal (its longest phase bound), then open again (five round
+    // trips) — the lease store's session and the downstream's: twenty
+    // one-way latencies more.
+    let base = if s.client.sessions() {
+        let open = s.client.connect_timeout.max(s.client.query_bound());
+        base.checked_add(open)?
+            .checked_add(latency.checked_mul(20)?)?
+    } else {
+        base
+    };
     let slowest = s.nodes.iter().map(|n| n.clock_drift).fold(0.0f64, f64::min);
     // `base.mul_f64(1.0 / (1.0 + slowest))`, without its panic on overflow.
     Duration::try_from_secs_f64((1.0 / (1.0 + slowest)) * base.as_secs_f64()).ok()

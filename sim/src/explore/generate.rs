@@ -376,6 +376,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         if low.saturating_mul(2) < validity {
             mix.slow_network = true;
             s.network.latency = (low, high.max(low));
+            s.client = super::base::client_for_latency(&s.client, high.max(low));
         }
     }
     // Jittered intervals reach the elector's jitter (off in every shipped

@@ -23,7 +23,7 @@ mod base;
 mod campaign;
 mod generate;
 
-pub use base::{check_base, for_protocol, liveness_bound, BaseError};
+pub use base::{check_base, client_for_latency, for_protocol, liveness_bound, BaseError};
 pub use campaign::{
     run_campaign, run_seed, stream_campaign, CampaignSummary, SeedOutcome, SeedRange,
     SeedRangeError, DETERMINISM_SAMPLE,

@@ -11,7 +11,9 @@ use super::raw::{RawElection, RawExpect, RawNode, RawScenario};
 use super::values::{
     count, duration, duration_range, opt_duration, probability, seed_value, signed_offset,
 };
-use crate::scenario::{Election, Expectations, Membership, Network, NodeSpec, Scenario, Work};
+use crate::scenario::{
+    Client, Election, Expectations, Membership, Network, NodeSpec, Scenario, Transport, Work,
+};
 
 /// A value the raw tree holds but a scenario cannot: the key, its span and
 /// what is wrong.
@@ -74,6 +76,14 @@ pub(super) fn convert(raw: RawScenario, spans: &mut Spans) -> Result<Scenario, C
             work_duration: opt_duration("work.work_duration", &w.work_duration, spans)?
                 .unwrap_or(d.work_duration),
             resource: w.resource.as_ref().map(|r| r.get_ref().clone()),
+            write_retries: match count("work.write_retries", &w.write_retries, spans)? {
+                None => d.write_retries,
+                Some(n) => u32::try_from(n).map_err(|_| ConvertError {
+                    key: "work.write_retries".to_string(),
+                    span: w.write_retries.as_ref().map(|v| v.span()),
+                    message: format!("{n} is too many retries"),
+                })?,
+            },
         };
     }
     if let Some(n) = &raw.network {
@@ -89,6 +99,28 @@ pub(super) fn convert(raw: RawScenario, spans: &mut Spans) -> Result<Scenario, C
             latency,
             loss: probability("network.loss", &n.loss, spans)?,
             duplicate: probability("network.duplicate", &n.duplicate, spans)?,
+            retransmit_timeout: opt_duration(
+                "network.retransmit_timeout",
+                &n.retransmit_timeout,
+                spans,
+            )?
+            .unwrap_or(d.retransmit_timeout),
+        };
+    }
+    if let Some(c) = &raw.client {
+        let d = Client::default();
+        scenario.client = Client {
+            transport: match c.transport {
+                None => d.transport,
+                Some(super::raw::RawTransport::Sessions) => Transport::Sessions,
+                Some(super::raw::RawTransport::Datagrams) => Transport::Datagrams,
+            },
+            connect_timeout: opt_duration("client.connect_timeout", &c.connect_timeout, spans)?
+                .unwrap_or(d.connect_timeout),
+            query_timeout: opt_duration("client.query_timeout", &c.query_timeout, spans)?
+                .unwrap_or(d.query_timeout),
+            query_grace: opt_duration("client.query_grace", &c.query_grace, spans)?
+                .unwrap_or(d.query_grace),
         };
     }
     if let Some(ds) = &raw.downstream {

@@ -34,6 +34,7 @@ pub(super) struct RawScenario {
     pub(super) membership: Option<RawMembership>,
     pub(super) work: Option<RawWork>,
     pub(super) network: Option<RawNetwork>,
+    pub(super) client: Option<RawClient>,
     pub(super) downstream: Option<RawDownstream>,
     pub(super) store: Option<RawStore>,
     #[serde(default)]
@@ -82,6 +83,25 @@ pub(super) struct RawWork {
     pub(super) write_interval: Option<Spanned<String>>,
     pub(super) work_duration: Option<Spanned<String>>,
     pub(super) resource: Option<Spanned<String>>,
+    pub(super) write_retries: Option<Spanned<i64>>,
+}
+
+/// `[client]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawClient {
+    pub(super) transport: Option<RawTransport>,
+    pub(super) connect_timeout: Option<Spanned<String>>,
+    pub(super) query_timeout: Option<Spanned<String>>,
+    pub(super) query_grace: Option<Spanned<String>>,
+}
+
+/// `[client] transport`.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum RawTransport {
+    Sessions,
+    Datagrams,
 }
 
 /// `[network]`.
@@ -91,6 +111,7 @@ pub(super) struct RawNetwork {
     pub(super) latency: Option<Spanned<RawSpan>>,
     pub(super) loss: Option<Spanned<f64>>,
     pub(super) duplicate: Option<Spanned<f64>>,
+    pub(super) retransmit_timeout: Option<Spanned<String>>,
 }
 
 /// `[downstream]`.

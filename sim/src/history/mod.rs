@@ -450,9 +450,10 @@ fn scenario_of(
         work: Work {
             write_interval: settings.write_interval_ns.map_or(work.write_interval, ns),
             work_duration: settings.work_duration_ns.map_or(work.work_duration, ns),
-            resource: None,
+            ..Work::default()
         },
         network: crate::scenario::Network::default(),
+        client: Default::default(),
         fencing: settings.fencing,
         durability: Default::default(),
         store_clock: Default::default(),

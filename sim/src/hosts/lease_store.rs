@@ -20,6 +20,9 @@ pub(crate) struct LeaseStoreHost {
     /// Changes of the live set since the registry's listing was last
     /// counted (see [`LISTING_SPREAD`]).
     changes_since_listing: u64,
+    /// Its sessions' epoch: one more after each restart, which resets every
+    /// session opened before (`hosts/session.rs`).
+    pub(crate) epoch: u32,
 }
 
 /// The registry's listing (`live_nodes`) costs O(nodes) to count, so it is
@@ -41,18 +44,36 @@ impl LeaseStoreHost {
             registry_timer_at: None,
             registry_generation: 0,
             changes_since_listing: 0,
+            epoch: 1,
         }
+    }
+
+    /// The store goes down for a restart: every session open to it is
+    /// reset. Returns the epoch of those sessions.
+    pub(crate) fn went_down(&mut self) -> u32 {
+        let before = self.epoch;
+        self.epoch = self.epoch.wrapping_add(1).max(1);
+        before
     }
 
     #[inline(always)]
     pub(super) fn receive<O: Observer>(&mut self, msg: ToStore, out: Out<'_, '_, O>) {
         let now = out.local_now();
+        if let ToStore::LeaseRequest { tag, .. }
+        | ToStore::Release { tag, .. }
+        | ToStore::Heartbeat { tag, .. } = msg
+        {
+            if tag.reset_by(self.epoch) {
+                return out.refused(&Message::Store(msg));
+            }
+        }
         match msg {
             ToStore::LeaseRequest {
                 pid,
                 incarnation,
                 id,
                 ttl,
+                tag,
             } => {
                 let names = out.names;
                 let owner = names.owner_at(pid, incarnation);
@@ -68,7 +89,7 @@ impl LeaseStoreHost {
                             request: id.0,
                             result: &result,
                         });
-                        ToProcess::LeaseResponse { id, result }
+                        ToProcess::LeaseResponse { id, result, tag }
                     }
                     Err(error) => {
                         let text = error.to_string();
@@ -77,7 +98,7 @@ impl LeaseStoreHost {
                             request: id.0,
                             error: &text,
                         });
-                        ToProcess::LeaseFailed { id }
+                        ToProcess::LeaseFailed { id, tag }
                     }
                 };
                 out.send(to, Message::Process(reply));
@@ -86,6 +107,7 @@ impl LeaseStoreHost {
                 pid,
                 incarnation,
                 token,
+                tag,
             } => {
                 let names = out.names;
                 let owner = names.owner_at(pid, incarnation);
@@ -96,8 +118,38 @@ impl LeaseStoreHost {
                     token,
                     released: result == ReleaseResult::Released,
                 });
+                if tag.on_session() {
+                    let reply = ToProcess::Released { tag };
+                    out.send(
+                        Address::Process { pid, incarnation },
+                        Message::Process(reply),
+                    );
+                }
             }
-            ToStore::Heartbeat { pid, node } => {
+            ToStore::Open {
+                pid,
+                incarnation,
+                session,
+                conn,
+                step,
+            } => {
+                let reply = ToProcess::Opened {
+                    session,
+                    conn,
+                    step,
+                    epoch: self.epoch,
+                };
+                out.send(
+                    Address::Process { pid, incarnation },
+                    Message::Process(reply),
+                );
+            }
+            ToStore::Heartbeat {
+                pid,
+                incarnation,
+                node,
+                tag,
+            } => {
                 let names = out.names;
                 let joined = self.registry.heartbeat(names.node_id(node), now) == Heartbeat::Joined;
                 out.observe(&Observation::HeartbeatHandled {
@@ -105,6 +157,13 @@ impl LeaseStoreHost {
                     joined,
                 });
                 self.drain_membership(Some((node, joined)), out);
+                if tag.on_session() {
+                    let reply = ToProcess::HeartbeatAnswered { tag };
+                    out.send(
+                        Address::Process { pid, incarnation },
+                        Message::Process(reply),
+                    );
+                }
             }
         }
     }

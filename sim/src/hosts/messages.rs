@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use fenced::{FencingToken, LeaseResult, OwnerId, RequestId};
 
+use super::session::CallTag;
 use super::workers::{carries, WorkTimer};
-use crate::engine::Envelope;
+use crate::engine::{stream_key, Address, Envelope, StreamKey};
 use crate::observation::{MessageFacts, MessageKind};
 
 /// Every message of the protocol, by addressee.
@@ -18,6 +19,19 @@ pub(crate) enum Message {
     Downstream(ToDownstream),
     /// To a node's process.
     Process(ToProcess),
+    /// To a process's worker (from the downstream).
+    Worker(ToWorker),
+}
+
+/// Which of a fenced process's sessions to the lease store: the elector's
+/// (leases and releases) or the heartbeat's (the registry), each a store
+/// of its own for real (`fenced::postgres`), so each its own connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StoreSession {
+    /// The elector's.
+    Lease,
+    /// The heartbeat's.
+    Registry,
 }
 
 /// What the lease store receives.
@@ -31,15 +45,30 @@ pub(crate) enum ToStore {
         incarnation: u32,
         id: RequestId,
         ttl: Duration,
+        tag: CallTag,
     },
     /// Release the term `token`.
     Release {
         pid: u32,
         incarnation: u32,
         token: FencingToken,
+        tag: CallTag,
     },
     /// Node `node` is alive.
-    Heartbeat { pid: u32, node: u32 },
+    Heartbeat {
+        pid: u32,
+        incarnation: u32,
+        node: u32,
+        tag: CallTag,
+    },
+    /// Step `step` of opening connection `conn` of a process's session.
+    Open {
+        pid: u32,
+        incarnation: u32,
+        session: StoreSession,
+        conn: u32,
+        step: u8,
+    },
 }
 
 /// What the downstream receives.
@@ -52,19 +81,128 @@ pub(crate) enum ToDownstream {
         owner: OwnerId,
         token: FencingToken,
         unit: u64,
+        tag: CallTag,
     },
+    /// Step `step` of opening connection `conn` of a worker's session.
+    Open {
+        pid: u32,
+        incarnation: u32,
+        conn: u32,
+        step: u8,
+    },
+}
+
+/// What a worker receives (the downstream's answers on its session).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ToWorker {
+    /// Step `step` of connection `conn`'s open, answered at `epoch`.
+    Opened { conn: u32, step: u8, epoch: u32 },
+    /// The write sent with `tag` was handled.
+    WriteAnswered { tag: CallTag },
 }
 
 /// What a process receives.
 #[derive(Clone, Debug)]
 pub(crate) enum ToProcess {
-    /// The store's answer to request `id`.
-    LeaseResponse { id: RequestId, result: LeaseResult },
+    /// The store's answer to request `id` (echoing its call's tag on the
+    /// lease session; [`CallTag::NONE`] without sessions).
+    LeaseResponse {
+        id: RequestId,
+        result: LeaseResult,
+        tag: CallTag,
+    },
     /// The store could not answer request `id` (bad input).
-    LeaseFailed { id: RequestId },
+    LeaseFailed { id: RequestId, tag: CallTag },
+    /// The release sent with `tag` was handled.
+    Released { tag: CallTag },
+    /// The heartbeat sent with `tag` was handled.
+    HeartbeatAnswered { tag: CallTag },
+    /// Step `step` of connection `conn`'s open, answered at `epoch`.
+    Opened {
+        session: StoreSession,
+        conn: u32,
+        step: u8,
+        epoch: u32,
+    },
+}
+
+impl StoreSession {
+    /// Its number in its process's stream keys: the lease store's two,
+    /// then the worker's (`WORKER_SESSION`).
+    fn number(self) -> u8 {
+        match self {
+            StoreSession::Lease => 0,
+            StoreSession::Registry => 1,
+        }
+    }
+}
+
+/// The number of a process's session to the downstream (every protocol's
+/// worker) in its stream keys, after the lease store's two.
+const WORKER_SESSION: u8 = 2;
+
+/// The stream of a worker's message (`ToDownstream` or `ToWorker`), if it
+/// travels on a session.
+pub(crate) fn worker_message_stream(
+    down: Option<&ToDownstream>,
+    back: Option<&ToWorker>,
+    to: Address,
+) -> Option<StreamKey> {
+    let worker = |pid: u32, conn: u32, up: bool| Some(stream_key(pid, WORKER_SESSION, conn, up));
+    match (down, back, to) {
+        (Some(ToDownstream::Write { pid, tag, .. }), _, _) if tag.on_session() => {
+            worker(*pid, tag.conn, true)
+        }
+        (Some(ToDownstream::Open { pid, conn, .. }), _, _) => worker(*pid, *conn, true),
+        (_, Some(ToWorker::Opened { conn, .. }), Address::Process { pid, .. }) => {
+            worker(pid, *conn, false)
+        }
+        (_, Some(ToWorker::WriteAnswered { tag }), Address::Process { pid, .. }) => {
+            worker(pid, tag.conn, false)
+        }
+        _ => None,
+    }
 }
 
 impl Envelope for Message {
+    fn stream(&self, to: Address) -> Option<StreamKey> {
+        let up = |pid: u32, session: StoreSession, conn: u32| {
+            Some(stream_key(pid, session.number(), conn, true))
+        };
+        let back = |session: StoreSession, conn: u32| match to {
+            Address::Process { pid, .. } => Some(stream_key(pid, session.number(), conn, false)),
+            Address::Server(_) => None,
+        };
+        match self {
+            Message::Store(ToStore::LeaseRequest { pid, tag, .. })
+            | Message::Store(ToStore::Release { pid, tag, .. })
+                if tag.on_session() =>
+            {
+                up(*pid, StoreSession::Lease, tag.conn)
+            }
+            Message::Store(ToStore::Heartbeat { pid, tag, .. }) if tag.on_session() => {
+                up(*pid, StoreSession::Registry, tag.conn)
+            }
+            Message::Store(ToStore::Open {
+                pid, session, conn, ..
+            }) => up(*pid, *session, *conn),
+            Message::Process(ToProcess::LeaseResponse { tag, .. })
+            | Message::Process(ToProcess::LeaseFailed { tag, .. })
+            | Message::Process(ToProcess::Released { tag })
+                if tag.on_session() =>
+            {
+                back(StoreSession::Lease, tag.conn)
+            }
+            Message::Process(ToProcess::HeartbeatAnswered { tag }) if tag.on_session() => {
+                back(StoreSession::Registry, tag.conn)
+            }
+            Message::Process(ToProcess::Opened { session, conn, .. }) => back(*session, *conn),
+            Message::Downstream(msg) => worker_message_stream(Some(msg), None, to),
+            Message::Worker(msg) => worker_message_stream(None, Some(msg), to),
+            _ => None,
+        }
+    }
+
     fn facts(&self) -> MessageFacts {
         MessageFacts {
             kind: self.kind(),
@@ -77,8 +215,10 @@ impl Envelope for Message {
             Message::Store(ToStore::LeaseRequest { pid, .. })
             | Message::Store(ToStore::Release { pid, .. })
             | Message::Store(ToStore::Heartbeat { pid, .. })
-            | Message::Downstream(ToDownstream::Write { pid, .. }) => Some(pid),
-            Message::Process(_) => None,
+            | Message::Store(ToStore::Open { pid, .. })
+            | Message::Downstream(ToDownstream::Write { pid, .. })
+            | Message::Downstream(ToDownstream::Open { pid, .. }) => Some(pid),
+            Message::Process(_) | Message::Worker(_) => None,
         }
     }
 }
@@ -93,6 +233,12 @@ impl Message {
             Message::Downstream(ToDownstream::Write { .. }) => MessageKind::Write,
             Message::Process(ToProcess::LeaseResponse { .. }) => MessageKind::LeaseResponse,
             Message::Process(ToProcess::LeaseFailed { .. }) => MessageKind::LeaseFailed,
+            Message::Store(ToStore::Open { .. })
+            | Message::Downstream(ToDownstream::Open { .. }) => MessageKind::SessionOpen,
+            Message::Process(ToProcess::Opened { .. })
+            | Message::Worker(ToWorker::Opened { .. }) => MessageKind::SessionOpened,
+            Message::Process(ToProcess::Released { .. } | ToProcess::HeartbeatAnswered { .. })
+            | Message::Worker(ToWorker::WriteAnswered { .. }) => MessageKind::CallAnswer,
         }
     }
 
@@ -123,7 +269,17 @@ pub(crate) enum Timer {
     Stop,
     /// The process's work fails (from an `abdicate` fault).
     WorkFails,
+    /// A process's session is due (`generation` tells a re-armed one
+    /// apart).
+    Session {
+        session: StoreSession,
+        generation: u32,
+    },
+    /// The lease store restarted while at `epoch`: the process's session
+    /// to it is reset.
+    SessionReset { session: StoreSession, epoch: u32 },
 }
 
 carries!(Timer::Work(WorkTimer));
 carries!(Message::Downstream(ToDownstream));
+carries!(Message::Worker(ToWorker));

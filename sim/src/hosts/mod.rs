@@ -7,6 +7,7 @@ mod downstream;
 mod lease_store;
 pub(crate) mod messages;
 mod node;
+pub(crate) mod session;
 mod sim_hosts;
 pub(crate) mod workers;
 
@@ -15,7 +16,7 @@ use fenced::{Elector, ElectorConfig, ElectorTimings, OwnerId, Role};
 pub(crate) use downstream::DownstreamHost;
 pub(crate) use lease_store::LeaseStoreHost;
 pub(crate) use node::{NodeProcess, WorkTimings};
-pub(crate) use sim_hosts::SimHosts;
+pub(crate) use sim_hosts::{worker_resets, SimHosts};
 
 use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::{Address, Hosts, Outbox};
@@ -72,6 +73,19 @@ impl Hosts for FencedHosts {
                 self.procs.workers().is_stale(pid, generation)
             }
             (_, Timer::Registry { generation }) => self.store.registry_generation != generation,
+            (
+                Address::Process { pid, .. },
+                Timer::Session {
+                    session,
+                    generation,
+                },
+            ) => {
+                let process = self.procs.get(pid);
+                process.is_some_and(|p| p.is_session_stale(session, generation))
+            }
+            (Address::Process { pid, .. }, Timer::Work(WorkTimer::Session { generation })) => {
+                self.procs.workers().is_session_stale(pid, generation)
+            }
             _ => false,
         }
     }
@@ -98,6 +112,10 @@ impl Hosts for FencedHosts {
                 }
                 Address::Server(_) => unreachable!("process messages are addressed to processes"),
             },
+            Message::Worker(msg) => match to {
+                Address::Process { pid, .. } => self.procs.workers_mut().receive(pid, msg, out),
+                Address::Server(_) => unreachable!("worker messages are addressed to processes"),
+            },
         }
     }
 
@@ -111,10 +129,18 @@ impl Hosts for FencedHosts {
         let (process, workers) = self.procs.life(pid);
         match timer {
             Timer::Elector { .. } => process.elector_due(workers, out),
-            Timer::Heartbeat => process.heartbeat(out),
+            Timer::Heartbeat => process.heartbeat(workers, out),
             Timer::Work(WorkTimer::Unit { .. }) => process.work_tick(workers, out),
             Timer::Work(WorkTimer::Done { token, unit }) => {
                 workers.work_done(pid, token, unit, out)
+            }
+            Timer::Work(WorkTimer::Session { .. }) => workers.session_due(pid, out),
+            Timer::Work(WorkTimer::SessionReset { epoch }) => {
+                workers.session_reset(pid, epoch, out)
+            }
+            Timer::Session { session, .. } => process.session_due(session, workers, out),
+            Timer::SessionReset { session, epoch } => {
+                process.session_reset(session, epoch, workers, out)
             }
             Timer::Stop => process.stop(workers, out),
             Timer::WorkFails => process.work_fails(workers, out),

@@ -9,14 +9,15 @@
 
 use std::time::Duration;
 
-use fenced::{Elector, ElectorOutput, LeaseResult};
+use fenced::{Elector, ElectorOutput, FencingToken, LeaseResult, RequestId};
 
-use super::messages::{Message, Timer, ToProcess, ToStore};
+use super::messages::{Message, StoreSession, Timer, ToProcess, ToStore};
+use super::session::{Answered, CallBounds, CallTag, Outputs, Session, SessionOutput};
 use super::workers::WorkerTable;
 use super::FencedHosts;
 use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::{Address, Outbox};
-use crate::observation::{Observation, Observer, SimTime};
+use crate::observation::{FailedCall, Observation, Observer, SessionKind, SimTime};
 
 /// The work loop's timings, shared by every process.
 #[derive(Clone, Copy, Debug)]
@@ -54,6 +55,20 @@ pub(crate) struct NodeProcess {
     incarnation: u32,
     elector: Elector,
     timings: WorkTimings,
+    /// The elector's session to the lease store, and the heartbeat's
+    /// (`[client] transport = "sessions"`; untouched otherwise): last, out
+    /// of the way of a datagram run's rows.
+    lease: Session<LeaseCall>,
+    registry: Session<()>,
+}
+
+/// A call of the elector's session: a lease request or a release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeaseCall {
+    /// Acquire or renew.
+    Request { id: RequestId, ttl: Duration },
+    /// Release the term.
+    Release { token: FencingToken },
 }
 
 type Out<'a, 'e, O> = &'a mut Outbox<'e, FencedHosts, O>;
@@ -74,11 +89,231 @@ impl NodeProcess {
             timings,
             timer_at: None,
             timer_generation: 0,
+            lease: Session::new(),
+            registry: Session::new(),
         }
     }
 
     fn to_store<O: Observer>(&self, msg: ToStore, out: Out<'_, '_, O>) {
         out.send(Address::Server(STORE_ENDPOINT), Message::Store(msg));
+    }
+
+    /// The session `which`.
+    fn session_generation(&self, which: StoreSession) -> u32 {
+        match which {
+            StoreSession::Lease => self.lease.timer_generation,
+            StoreSession::Registry => self.registry.timer_generation,
+        }
+    }
+
+    /// Whether a timer of session `which` with `generation` was re-armed
+    /// since.
+    #[inline(always)]
+    pub(super) fn is_session_stale(&self, which: StoreSession, generation: u32) -> bool {
+        self.session_generation(which) != generation
+    }
+
+    /// Whether a restart of the lease store has anything of session
+    /// `which` to reset.
+    pub(super) fn resettable(&self, which: StoreSession) -> bool {
+        match which {
+            StoreSession::Lease => self.lease.resettable(),
+            StoreSession::Registry => self.registry.resettable(),
+        }
+    }
+
+    /// Sends a lease call: on the elector's session, or as a datagram.
+    fn lease_call<O: Observer>(
+        &mut self,
+        call: LeaseCall,
+        workers: &WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
+        if !workers.client().sessions {
+            return self.send_lease(call, CallTag::NONE, out);
+        }
+        // The tokio driver tells the elector a request failed at the TTL
+        // (`timeout(ttl, ..)`) and a release at the retry interval
+        // (`release_lease`), then awaits each one bound more.
+        let bounds = match call {
+            LeaseCall::Request { ttl, .. } => CallBounds::awaited_late(ttl),
+            LeaseCall::Release { .. } => {
+                CallBounds::awaited_late(self.elector.config().retry_interval())
+            }
+        };
+        let mut outputs = Outputs::new();
+        self.lease.call(call, bounds, out.local_now(), &mut outputs);
+        self.apply_lease(outputs, workers, out);
+    }
+
+    fn send_lease<O: Observer>(&self, call: LeaseCall, tag: CallTag, out: Out<'_, '_, O>) {
+        let (pid, incarnation) = (self.pid, self.incarnation);
+        let msg = match call {
+            LeaseCall::Request { id, ttl } => ToStore::LeaseRequest {
+                pid,
+                incarnation,
+                id,
+                ttl,
+                tag,
+            },
+            LeaseCall::Release { token } => ToStore::Release {
+                pid,
+                incarnation,
+                token,
+                tag,
+            },
+        };
+        self.to_store(msg, out);
+    }
+
+    fn send_open<O: Observer>(
+        &self,
+        session: StoreSession,
+        conn: u32,
+        step: u8,
+        out: Out<'_, '_, O>,
+    ) {
+        let msg = ToStore::Open {
+            pid: self.pid,
+            incarnation: self.incarnation,
+            session,
+            conn,
+            step,
+        };
+        self.to_store(msg, out);
+    }
+
+    /// Acts on what the elector's session asked for (a failed request is
+    /// the elector's input: the caller drains the elector after), then
+    /// re-arms the session's timer.
+    fn apply_lease<O: Observer>(
+        &mut self,
+        outputs: Outputs<LeaseCall>,
+        workers: &WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
+        for output in outputs {
+            match output {
+                SessionOutput::SendOpen { conn, step } => {
+                    self.send_open(StoreSession::Lease, conn, step, out)
+                }
+                SessionOutput::Send { payload, tag } => self.send_lease(payload, tag, out),
+                SessionOutput::Failed { payload, why } => {
+                    let process = out.names.process_ref(self.pid);
+                    match payload {
+                        LeaseCall::Request { id, .. } => {
+                            self.elector.handle_request_failed(id, out.local_now());
+                            out.observe(&Observation::RequestFailed {
+                                process,
+                                request: id.0,
+                            });
+                        }
+                        LeaseCall::Release { token } => out.observe(&Observation::CallFailed {
+                            process,
+                            call: FailedCall::Release { token },
+                            why,
+                        }),
+                    }
+                }
+                SessionOutput::Opened | SessionOutput::Closed { .. } => {
+                    observe_session(self.pid, SessionKind::Lease, output, out)
+                }
+            }
+        }
+        let timings = workers.client().timings;
+        arm(&mut self.lease, &timings, StoreSession::Lease, out);
+    }
+
+    /// Acts on what the heartbeat's session asked for, then re-arms its
+    /// timer.
+    fn apply_registry<O: Observer>(
+        &mut self,
+        outputs: Outputs<()>,
+        workers: &WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
+        for output in outputs {
+            match output {
+                SessionOutput::SendOpen { conn, step } => {
+                    self.send_open(StoreSession::Registry, conn, step, out)
+                }
+                SessionOutput::Send { tag, .. } => self.send_heartbeat(tag, out),
+                SessionOutput::Failed { why, .. } => {
+                    let process = out.names.process_ref(self.pid);
+                    out.observe(&Observation::CallFailed {
+                        process,
+                        call: FailedCall::Heartbeat,
+                        why,
+                    });
+                }
+                SessionOutput::Opened | SessionOutput::Closed { .. } => {
+                    observe_session(self.pid, SessionKind::Registry, output, out)
+                }
+            }
+        }
+        let timings = workers.client().timings;
+        arm(&mut self.registry, &timings, StoreSession::Registry, out);
+    }
+
+    fn send_heartbeat<O: Observer>(&self, tag: CallTag, out: Out<'_, '_, O>) {
+        let msg = ToStore::Heartbeat {
+            pid: self.pid,
+            incarnation: self.incarnation,
+            node: self.node,
+            tag,
+        };
+        self.to_store(msg, out);
+    }
+
+    /// A session's timer fired.
+    pub(super) fn session_due<O: Observer>(
+        &mut self,
+        which: StoreSession,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
+        let timings = workers.client().timings;
+        let now = out.local_now();
+        match which {
+            StoreSession::Lease => {
+                let mut outputs = Outputs::new();
+                self.lease.timer_at = None;
+                self.lease.handle_timeout(now, &timings, &mut outputs);
+                self.apply_lease(outputs, workers, out);
+                self.drain_elector(workers, out);
+            }
+            StoreSession::Registry => {
+                let mut outputs = Outputs::new();
+                self.registry.timer_at = None;
+                self.registry.handle_timeout(now, &timings, &mut outputs);
+                self.apply_registry(outputs, workers, out);
+            }
+        }
+    }
+
+    /// The lease store restarted while at `epoch`: session `which` is
+    /// reset.
+    pub(super) fn session_reset<O: Observer>(
+        &mut self,
+        which: StoreSession,
+        epoch: u32,
+        workers: &mut WorkerTable,
+        out: Out<'_, '_, O>,
+    ) {
+        let now = out.local_now();
+        match which {
+            StoreSession::Lease => {
+                let mut outputs = Outputs::new();
+                self.lease.reset(epoch, now, &mut outputs);
+                self.apply_lease(outputs, workers, out);
+                self.drain_elector(workers, out);
+            }
+            StoreSession::Registry => {
+                let mut outputs = Outputs::new();
+                self.registry.reset(epoch, now, &mut outputs);
+                self.apply_registry(outputs, workers, out);
+            }
+        }
     }
 
     /// The process starts as a follower: the elector asks, the heartbeat
@@ -87,7 +322,7 @@ impl NodeProcess {
         let local = out.local_now();
         self.elector.start(local);
         self.drain_elector(workers, out);
-        self.heartbeat(out);
+        self.heartbeat(workers, out);
     }
 
     /// A graceful stop: the elector ends the work and releases the lease,
@@ -116,9 +351,18 @@ impl NodeProcess {
     }
 
     #[inline(always)]
-    pub(super) fn heartbeat<O: Observer>(&mut self, out: Out<'_, '_, O>) {
-        let (pid, node) = (self.pid, self.node);
-        self.to_store(ToStore::Heartbeat { pid, node }, out);
+    pub(super) fn heartbeat<O: Observer>(&mut self, workers: &WorkerTable, out: Out<'_, '_, O>) {
+        if workers.client().sessions {
+            // The heartbeat task gives a beat up at its interval
+            // (`timeout(self.interval, ..)`), dropping it.
+            let bounds = CallBounds::dropped_at(self.timings.heartbeat_interval);
+            let mut outputs = Outputs::new();
+            self.registry
+                .call((), bounds, out.local_now(), &mut outputs);
+            self.apply_registry(outputs, workers, out);
+        } else {
+            self.send_heartbeat(CallTag::NONE, out);
+        }
         out.set_timer_after(self.timings.heartbeat_interval, Timer::Heartbeat);
     }
 
@@ -130,8 +374,49 @@ impl NodeProcess {
         out: Out<'_, '_, O>,
     ) {
         let local = out.local_now();
+        // On a session, an answer reaches the elector only while its call
+        // waits for it (the tokio driver drops a late one).
+        let call = match msg {
+            ToProcess::LeaseResponse { tag, .. } | ToProcess::LeaseFailed { tag, .. } => tag.call,
+            ToProcess::Released { tag } => {
+                self.lease.answered(tag.call);
+                let timings = workers.client().timings;
+                arm(&mut self.lease, &timings, StoreSession::Lease, out);
+                return;
+            }
+            ToProcess::HeartbeatAnswered { tag } => {
+                self.registry.answered(tag.call);
+                let timings = workers.client().timings;
+                arm(&mut self.registry, &timings, StoreSession::Registry, out);
+                return;
+            }
+            ToProcess::Opened {
+                session,
+                conn,
+                step,
+                epoch,
+            } => {
+                let mut lease = Outputs::new();
+                let mut registry = Outputs::new();
+                match session {
+                    StoreSession::Lease => self.lease.opened(conn, step, epoch, local, &mut lease),
+                    StoreSession::Registry => {
+                        self.registry
+                            .opened(conn, step, epoch, local, &mut registry)
+                    }
+                }
+                self.apply_lease(lease, workers, out);
+                self.apply_registry(registry, workers, out);
+                return;
+            }
+        };
+        if call != 0 && !matches!(self.lease.answered(call), Answered::ToCaller(_)) {
+            let timings = workers.client().timings;
+            arm(&mut self.lease, &timings, StoreSession::Lease, out);
+            return;
+        }
         match msg {
-            ToProcess::LeaseResponse { id, result } => {
+            ToProcess::LeaseResponse { id, result, .. } => {
                 // What the observers need, read before the answer moves into
                 // the elector.
                 let acquired = result.acquired_token();
@@ -146,7 +431,7 @@ impl NodeProcess {
                     renewal,
                 });
             }
-            ToProcess::LeaseFailed { id } => {
+            ToProcess::LeaseFailed { id, .. } => {
                 self.elector.handle_request_failed(id, local);
                 let process = out.names.process_ref(self.pid);
                 out.observe(&Observation::RequestFailed {
@@ -154,6 +439,13 @@ impl NodeProcess {
                     request: id.0,
                 });
             }
+            ToProcess::Released { .. }
+            | ToProcess::HeartbeatAnswered { .. }
+            | ToProcess::Opened { .. } => unreachable!("handled above"),
+        }
+        if call != 0 {
+            let timings = workers.client().timings;
+            arm(&mut self.lease, &timings, StoreSession::Lease, out);
         }
         self.drain_elector(workers, out);
     }
@@ -183,25 +475,14 @@ impl NodeProcess {
                         request: id.0,
                         local,
                     });
-                    let msg = ToStore::LeaseRequest {
-                        pid: self.pid,
-                        incarnation: self.incarnation,
-                        id,
-                        ttl,
-                    };
-                    self.to_store(msg, out);
+                    self.lease_call(LeaseCall::Request { id, ttl }, workers, out);
                 }
                 ElectorOutput::StartWork { token } => workers.start_term(self.pid, token, out),
                 ElectorOutput::StopWork { token, reason } => {
                     workers.end_term(self.pid, token, &reason, None, out)
                 }
                 ElectorOutput::Release { token } => {
-                    let msg = ToStore::Release {
-                        pid: self.pid,
-                        incarnation: self.incarnation,
-                        token,
-                    };
-                    self.to_store(msg, out);
+                    self.lease_call(LeaseCall::Release { token }, workers, out)
                 }
                 ElectorOutput::LeaderObserved { .. } => {}
             }
@@ -267,5 +548,50 @@ impl NodeProcess {
             return;
         }
         workers.start_unit(self.pid, token, local, out);
+    }
+}
+
+/// Observes a session's opening or end.
+fn observe_session<C, O: Observer>(
+    pid: u32,
+    session: SessionKind,
+    output: SessionOutput<C>,
+    out: Out<'_, '_, O>,
+) {
+    let process = out.names.process_ref(pid);
+    match output {
+        SessionOutput::Opened => out.observe(&Observation::SessionOpened { process, session }),
+        SessionOutput::Closed { why } => out.observe(&Observation::SessionClosed {
+            process,
+            session,
+            why,
+        }),
+        _ => {}
+    }
+}
+
+/// Re-arms `session`'s timer (session `which` of the acting process) for
+/// its next bound, if that changed: an earlier one goes stale.
+fn arm<C: Copy, O: Observer>(
+    session: &mut Session<C>,
+    timings: &super::session::SessionTimings,
+    which: StoreSession,
+    out: Out<'_, '_, O>,
+) {
+    let next = session.next_timeout(timings);
+    if next == session.timer_at {
+        return;
+    }
+    session.timer_generation = session.timer_generation.wrapping_add(1);
+    session.timer_at = next;
+    if let Some(at) = next {
+        let generation = session.timer_generation;
+        out.set_timer_local(
+            at,
+            Timer::Session {
+                session: which,
+                generation,
+            },
+        );
     }
 }

@@ -8,9 +8,10 @@
 
 use fenced::FencingToken;
 
-use super::messages::Timer;
-use super::workers::{CarriesWork, WorkerTable};
+use super::messages::{StoreSession, Timer};
+use super::workers::{CarriesWork, WorkTimer, WorkerTable};
 use super::FencedHosts;
+use crate::engine::network::STORE_ENDPOINT;
 use crate::engine::Hosts;
 
 /// A protocol's hosts, as a simulation runs them.
@@ -38,6 +39,13 @@ pub(crate) trait SimHosts:
     /// Every process's worker: the report asks it for the writes on their
     /// way (`WorkerTable::pending_write`).
     fn workers(&self) -> &WorkerTable;
+
+    /// Server `endpoint` goes down for a restart: its sessions' epoch moves
+    /// on, and every process with a session open (or opening, or a call on
+    /// the wire) to it is to be told its connection was reset — returned as
+    /// (process slot, the input that tells it), which the simulation
+    /// delivers like any input (a paused process handles it on resume).
+    fn server_went_down(&mut self, endpoint: u16) -> Vec<(u32, Self::Timer)>;
 }
 
 impl SimHosts for FencedHosts {
@@ -63,4 +71,33 @@ impl SimHosts for FencedHosts {
     fn workers(&self) -> &WorkerTable {
         self.procs.workers()
     }
+
+    fn server_went_down(&mut self, endpoint: u16) -> Vec<(u32, Timer)> {
+        if endpoint != STORE_ENDPOINT {
+            let epoch = self.downstream.went_down();
+            return worker_resets(self.procs.workers(), epoch);
+        }
+        let epoch = self.store.went_down();
+        let mut resets = Vec::new();
+        for (pid, process) in self.procs.iter() {
+            for session in [StoreSession::Lease, StoreSession::Registry] {
+                if process.resettable(session) {
+                    resets.push((pid, Timer::SessionReset { session, epoch }));
+                }
+            }
+        }
+        resets
+    }
+}
+
+/// The resets a restart of the downstream at `epoch` sends the workers of
+/// `workers` (every protocol's).
+pub(crate) fn worker_resets<T: super::workers::Carries<WorkTimer>>(
+    workers: &WorkerTable,
+    epoch: u32,
+) -> Vec<(u32, T)> {
+    workers
+        .connected()
+        .map(|pid| (pid, T::wrap(WorkTimer::SessionReset { epoch })))
+        .collect()
 }

@@ -17,11 +17,14 @@
 
 use fenced::{FencingToken, OwnerId, StepDownReason};
 
-use super::messages::ToDownstream;
+use super::messages::{ToDownstream, ToWorker};
+use super::session::{
+    Answered, CallBounds, CallTag, ClientSettings, Outputs, Session, SessionOutput,
+};
 use super::WorkTimings;
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{Address, Event, Hosts, Lives, Outbox};
-use crate::observation::{Observation, Observer};
+use crate::observation::{FailedCall, Observation, Observer, SessionKind};
 
 /// The worker's timers.
 #[derive(Clone, Copy, Debug)]
@@ -30,6 +33,21 @@ pub(crate) enum WorkTimer {
     Unit { generation: u32 },
     /// A unit of work is done and writes with `token`.
     Done { token: FencingToken, unit: u64 },
+    /// The worker's session to the downstream is due (`generation`: a
+    /// re-armed one is stale).
+    Session { generation: u32 },
+    /// The downstream restarted while at `epoch`: the worker's session to
+    /// it is reset.
+    SessionReset { epoch: u32 },
+}
+
+/// A unit's write as a call of the worker's session: sent again (a higher
+/// `attempt`) when its connection was lost, up to `[work] write_retries`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WriteCall {
+    token: FencingToken,
+    unit: u64,
+    attempt: u32,
 }
 
 /// A protocol's timer or message enum, one of whose variants carries `T`.
@@ -71,11 +89,14 @@ pub(crate) use carries;
 /// Hosts whose timers carry the worker's and whose messages its writes:
 /// any whose two enums say so with [`carries!`] (no host set implements it).
 pub(crate) trait CarriesWork:
-    Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream>>
+    Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream> + Carries<ToWorker>>
 {
 }
 
-impl<H: Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream>>> CarriesWork for H {}
+impl<H> CarriesWork for H where
+    H: Hosts<Timer: Carries<WorkTimer>, Message: Carries<ToDownstream> + Carries<ToWorker>>
+{
+}
 
 /// One process's worker.
 #[derive(Debug)]
@@ -89,6 +110,9 @@ struct Worker {
     /// The token of the term the process believes it holds; the worker
     /// writes with it.
     believed: Option<FencingToken>,
+    /// Its session to the downstream (`[client] transport = "sessions"`;
+    /// untouched otherwise).
+    session: Session<WriteCall>,
 }
 
 /// A host set's processes (its `NodeProcess`es or `ZooProcess`es), by
@@ -101,11 +125,12 @@ pub(crate) struct ProcessTable<P> {
 }
 
 impl<P> ProcessTable<P> {
-    pub(crate) fn new(timings: WorkTimings) -> Self {
+    pub(crate) fn new(timings: WorkTimings, client: ClientSettings) -> Self {
         ProcessTable {
             procs: Vec::new(),
             workers: WorkerTable {
                 timings,
+                client,
                 slots: Vec::new(),
             },
         }
@@ -144,6 +169,15 @@ impl<P> ProcessTable<P> {
         }
     }
 
+    /// Every process started so far, with its slot (the latest life of
+    /// each slot, alive or not).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &P)> {
+        self.procs
+            .iter()
+            .enumerate()
+            .filter_map(|(pid, p)| p.as_ref().map(|p| (pid as u32, p)))
+    }
+
     /// Process `pid`, and the workers it drives.
     #[inline(always)]
     pub(crate) fn life(&mut self, pid: u32) -> (&mut P, &mut WorkerTable) {
@@ -176,6 +210,8 @@ impl<P> ProcessTable<P> {
 #[derive(Debug)]
 pub(crate) struct WorkerTable {
     timings: WorkTimings,
+    /// How every process connects (one copy for the run).
+    client: ClientSettings,
     slots: Vec<Option<Worker>>,
 }
 
@@ -192,7 +228,14 @@ impl WorkerTable {
             generation: 0,
             next_unit: 1,
             believed: None,
+            session: Session::new(),
         });
+    }
+
+    /// How every process connects.
+    #[inline(always)]
+    pub(crate) fn client(&self) -> &ClientSettings {
+        &self.client
     }
 
     #[inline(always)]
@@ -334,14 +377,202 @@ impl WorkerTable {
             token,
             unit,
         });
+        let call = WriteCall {
+            token,
+            unit,
+            attempt: 0,
+        };
+        if !self.client.sessions {
+            return self.send_write(pid, call, CallTag::NONE, out);
+        }
+        self.call(pid, call, out);
+    }
+
+    /// Sends `call` to the downstream, tagged.
+    fn send_write<H: CarriesWork, O: Observer>(
+        &mut self,
+        pid: u32,
+        call: WriteCall,
+        tag: CallTag,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let w = self.worker(pid);
         let msg = ToDownstream::Write {
             pid,
             incarnation: w.incarnation,
             owner: w.owner.clone(),
-            token,
-            unit,
+            token: call.token,
+            unit: call.unit,
+            tag,
         };
         out.send(Address::Server(DOWNSTREAM_ENDPOINT), H::Message::wrap(msg));
+    }
+
+    /// `call` begins on process `pid`'s session (a write waits for no one:
+    /// only the session's own bounds end it).
+    fn call<H: CarriesWork, O: Observer>(
+        &mut self,
+        pid: u32,
+        call: WriteCall,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let now = out.local_now();
+        let mut outputs = Outputs::new();
+        self.worker(pid)
+            .session
+            .call(call, CallBounds::UNBOUNDED, now, &mut outputs);
+        self.apply(pid, outputs, out);
+    }
+
+    /// The downstream answered process `pid`'s session.
+    pub(crate) fn receive<H: CarriesWork, O: Observer>(
+        &mut self,
+        pid: u32,
+        msg: ToWorker,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let mut outputs = Outputs::new();
+        let now = out.local_now();
+        let session = &mut self.worker(pid).session;
+        match msg {
+            ToWorker::Opened { conn, step, epoch } => {
+                session.opened(conn, step, epoch, now, &mut outputs)
+            }
+            // The worker learns nothing from the answer itself (the
+            // downstream's decision is observed where it is made): it only
+            // ends the call.
+            ToWorker::WriteAnswered { tag } => match session.answered(tag.call) {
+                Answered::ToCaller(_) | Answered::Late | Answered::Unknown => {}
+            },
+        }
+        self.apply(pid, outputs, out);
+    }
+
+    /// Process `pid`'s session timer fired.
+    pub(crate) fn session_due<H: CarriesWork, O: Observer>(
+        &mut self,
+        pid: u32,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let timings = self.client.timings;
+        let w = self.worker(pid);
+        w.session.timer_at = None;
+        let mut outputs = Outputs::new();
+        w.session
+            .handle_timeout(out.local_now(), &timings, &mut outputs);
+        self.apply(pid, outputs, out);
+    }
+
+    /// The downstream restarted while at `epoch`: process `pid`'s session
+    /// to it is reset.
+    pub(crate) fn session_reset<H: CarriesWork, O: Observer>(
+        &mut self,
+        pid: u32,
+        epoch: u32,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        let mut outputs = Outputs::new();
+        let now = out.local_now();
+        self.worker(pid).session.reset(epoch, now, &mut outputs);
+        self.apply(pid, outputs, out);
+    }
+
+    /// Whether a session timer of `generation` for process `pid` was
+    /// re-armed since.
+    #[inline(always)]
+    pub(crate) fn is_session_stale(&self, pid: u32, generation: u32) -> bool {
+        self.slots[pid as usize]
+            .as_ref()
+            .is_some_and(|w| w.session.timer_generation != generation)
+    }
+
+    /// The slots of the processes whose session a restart of the
+    /// downstream resets.
+    pub(crate) fn connected(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().enumerate().filter_map(|(pid, w)| {
+            w.as_ref()
+                .filter(|w| w.session.resettable())
+                .map(|_| pid as u32)
+        })
+    }
+
+    /// Acts on what process `pid`'s session asked for, then re-arms its
+    /// timer.
+    fn apply<H: CarriesWork, O: Observer>(
+        &mut self,
+        pid: u32,
+        outputs: Outputs<WriteCall>,
+        out: &mut Outbox<'_, H, O>,
+    ) {
+        for output in outputs {
+            match output {
+                SessionOutput::SendOpen { conn, step } => {
+                    let incarnation = self.worker(pid).incarnation;
+                    let msg = ToDownstream::Open {
+                        pid,
+                        incarnation,
+                        conn,
+                        step,
+                    };
+                    out.send(Address::Server(DOWNSTREAM_ENDPOINT), H::Message::wrap(msg));
+                }
+                SessionOutput::Send { payload, tag } => self.send_write(pid, payload, tag, out),
+                SessionOutput::Failed { payload, why } => {
+                    let retried = why.retryable() && payload.attempt < self.client.write_retries;
+                    let process = out.names.process_ref(pid);
+                    out.observe(&Observation::CallFailed {
+                        process,
+                        call: FailedCall::Write {
+                            token: payload.token,
+                            unit: payload.unit,
+                            retried,
+                        },
+                        why,
+                    });
+                    if retried {
+                        out.observe(&Observation::WriteSent {
+                            process,
+                            token: payload.token,
+                            unit: payload.unit,
+                        });
+                        let again = WriteCall {
+                            attempt: payload.attempt + 1,
+                            ..payload
+                        };
+                        // Its outputs are acted on before the rest of these
+                        // (a retry opens a session the next call then waits
+                        // for, as a real retry would take the lock first).
+                        self.call(pid, again, out);
+                    }
+                }
+                SessionOutput::Opened => {
+                    let process = out.names.process_ref(pid);
+                    out.observe(&Observation::SessionOpened {
+                        process,
+                        session: SessionKind::Downstream,
+                    });
+                }
+                SessionOutput::Closed { why } => {
+                    let process = out.names.process_ref(pid);
+                    out.observe(&Observation::SessionClosed {
+                        process,
+                        session: SessionKind::Downstream,
+                        why,
+                    });
+                }
+            }
+        }
+        let timings = self.client.timings;
+        let session = &mut self.worker(pid).session;
+        let next = session.next_timeout(&timings);
+        if next != session.timer_at {
+            session.timer_generation = session.timer_generation.wrapping_add(1);
+            session.timer_at = next;
+            if let Some(at) = next {
+                let generation = session.timer_generation;
+                out.set_timer_local(at, H::Timer::wrap(WorkTimer::Session { generation }));
+            }
+        }
     }
 
     /// `event` as a write on its way, for the report's `unjudged_writes`: a
@@ -376,7 +607,10 @@ impl WorkerTable {
             Event::Deliver { msg, .. } => {
                 let ToDownstream::Write {
                     owner, token, unit, ..
-                } = msg.carried()?;
+                } = msg.carried()?
+                else {
+                    return None;
+                };
                 Some(PendingWrite {
                     owner: owner.to_string(),
                     token: token.get(),

@@ -14,6 +14,7 @@
 //! and its hash stay what they were before the stream existed.
 
 mod observers;
+mod session;
 
 pub use crate::time::SimTime;
 use fenced::{
@@ -21,6 +22,7 @@ use fenced::{
     WriteOutcome,
 };
 pub(crate) use observers::Observers;
+pub use session::{CallFailure, FailedCall, SessionEnd, SessionKind};
 
 /// A process slot of the engine: one node's lives reuse the node's slots.
 /// With its incarnation it names one life.
@@ -118,6 +120,12 @@ pub enum MessageKind {
     ProtocolRequest = 6,
     /// Another protocol's server answers (or pushes to) a client.
     ProtocolResponse = 7,
+    /// A step of opening a session (`[client] transport = "sessions"`).
+    SessionOpen = 8,
+    /// A server's answer to a step of opening a session.
+    SessionOpened = 9,
+    /// A server's answer to a release, a heartbeat or a write on a session.
+    CallAnswer = 10,
 }
 
 /// What the observation of a message that never arrived says of the message
@@ -164,6 +172,9 @@ pub enum DropReason {
     ProcessGone = 2,
     /// The receiver was paused and its queue of pending messages was full.
     QueueFull = 3,
+    /// Sent on a session the server's restart reset: the server never
+    /// reads it (the connection is gone).
+    ConnectionReset = 4,
 }
 
 /// A node fault that found nothing to act on.
@@ -500,6 +511,33 @@ pub enum Observation<'a> {
         unit: u64,
         /// Accepted or rejected.
         outcome: &'a WriteOutcome,
+    },
+    /// A process's session to a server opened (`[client] transport =
+    /// "sessions"`): its five round trips were answered.
+    SessionOpened {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// Which session.
+        session: SessionKind,
+    },
+    /// A process's session ended (or its open failed).
+    SessionClosed {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// Which session.
+        session: SessionKind,
+        /// Why.
+        why: SessionEnd,
+    },
+    /// A call of a process's session ended without an answer for its
+    /// caller.
+    CallFailed {
+        /// The process.
+        process: ProcessRef<'a>,
+        /// The call.
+        call: FailedCall,
+        /// Why.
+        why: CallFailure,
     },
     /// Trace-silent: fault `slot` began, touching `spans` (host, label) —
     /// for pictures.

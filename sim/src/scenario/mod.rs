@@ -16,6 +16,7 @@
 
 mod anchor;
 mod budget;
+mod client;
 mod protocol;
 mod resolve;
 mod valid;
@@ -23,6 +24,7 @@ mod validate;
 
 pub use anchor::{Anchor, AnchorEvent, ResolvedAnchor};
 pub use budget::{check_budget, estimated_events};
+pub use client::{Client, Transport};
 pub use protocol::ProtocolSpec;
 pub use resolve::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
@@ -64,6 +66,9 @@ pub struct Scenario {
     pub work: Work,
     /// Latency, loss and duplication of every message.
     pub network: Network,
+    /// `[client]`: how nodes reach the servers (sessions, by default, as
+    /// `fenced::postgres` keeps them; or datagrams) and the client's bounds.
+    pub client: Client,
     /// Whether the downstream store checks fencing tokens.
     pub fencing: bool,
     /// Whether the lease store and the downstream keep their state across
@@ -185,6 +190,13 @@ pub struct Work {
     pub work_duration: Duration,
     /// The downstream resource written. Default: the role's name.
     pub resource: Option<String>,
+    /// How many times a unit's write is sent again when it failed without
+    /// reaching the downstream — its session was reset or could not open
+    /// (never after a timeout: that write may have landed). Default 1, as
+    /// an application retries a write its connection lost. Sessions only
+    /// (`[client] transport`): a datagram's write is never answered, so it
+    /// never fails.
+    pub write_retries: u32,
 }
 
 impl Default for Work {
@@ -193,6 +205,7 @@ impl Default for Work {
             write_interval: Duration::from_secs(1),
             work_duration: Duration::from_millis(50),
             resource: None,
+            write_retries: 1,
         }
     }
 }
@@ -206,6 +219,12 @@ pub struct Network {
     pub loss: f64,
     /// Probability that a message is delivered twice. Default 0.
     pub duplicate: f64,
+    /// A session's first TCP retransmission timeout: a message on a
+    /// session (`[client] transport = "sessions"`) is never lost nor
+    /// duplicated; each loss delays it by one more timeout, doubled each
+    /// time (`engine::network::retransmission_penalty`). Default 200 ms,
+    /// Linux's `TCP_RTO_MIN`.
+    pub retransmit_timeout: Duration,
 }
 
 impl Default for Network {
@@ -214,6 +233,7 @@ impl Default for Network {
             latency: (Duration::from_millis(1), Duration::from_millis(5)),
             loss: 0.0,
             duplicate: 0.0,
+            retransmit_timeout: Duration::from_millis(200),
         }
     }
 }
@@ -734,6 +754,7 @@ impl Scenario {
             membership: Membership::default(),
             work: Work::default(),
             network: Network::default(),
+            client: Client::default(),
             fencing: true,
             durability: Durability::default(),
             store_clock: StoreClock::default(),

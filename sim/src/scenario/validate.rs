@@ -12,7 +12,7 @@ use super::{
     LEASE_STORE, MAX_NODE_ID_LEN,
 };
 use crate::engine::clock::{MAX_CLOCK_DRIFT, MAX_CLOCK_OFFSET_NANOS};
-use crate::engine::limits::{MAX_SPAN, MAX_UNITS_IN_PROGRESS};
+use crate::engine::limits::{MAX_SPAN, MAX_UNITS_IN_PROGRESS, MAX_WRITE_RETRIES};
 use crate::engine::slew::MAX_SLEW_RATE;
 use crate::units::human;
 
@@ -60,6 +60,7 @@ impl Scenario {
         self.validate_election()?;
         self.validate_membership_and_work()?;
         self.validate_network()?;
+        self.validate_client()?;
         let servers = self.election.protocol.server_names();
         let hosts = self.validate_nodes(&servers)?;
         self.validate_faults(&hosts)?;
@@ -175,6 +176,33 @@ impl Scenario {
             ));
         }
         self.resource()?;
+        Ok(())
+    }
+
+    fn validate_client(&self) -> Result<(), ScenarioError> {
+        let rto = self.network.retransmit_timeout;
+        more_than_zero("network.retransmit_timeout", rto)?;
+        if rto > Duration::from_secs(3600) {
+            return Err(ScenarioError::new(
+                "network.retransmit_timeout",
+                "must be at most one hour",
+            ));
+        }
+        let c = &self.client;
+        at_most_a_year("client.connect_timeout", c.connect_timeout)?;
+        at_most_a_year("client.query_timeout", c.query_timeout)?;
+        at_most_a_year("client.query_grace", c.query_grace)?;
+        more_than_zero("client.connect_timeout", c.connect_timeout)?;
+        more_than_zero("client.query_timeout", c.query_timeout)?;
+        if self.work.write_retries > MAX_WRITE_RETRIES {
+            return Err(ScenarioError::new(
+                "work.write_retries",
+                format!(
+                    "{} retries of one write; at most {MAX_WRITE_RETRIES} are supported",
+                    self.work.write_retries
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -262,8 +262,12 @@ impl<H: SimHosts> Core<H> {
                 true
             }
             FaultAction::ServerDown { server, .. } => {
-                // Down: nothing reaches it or leaves it until it is back.
+                // Down: the sessions open to it are reset, and nothing
+                // reaches it or leaves it until it is back.
                 let endpoint = self.engine.lives.endpoint(HostId::Server(server));
+                for (pid, reset) in self.engine.hosts.server_went_down(endpoint) {
+                    self.engine.signal_process(pid, now, reset);
+                }
                 self.engine.isolate(endpoint, true);
                 true
             }

@@ -27,6 +27,7 @@ use crate::engine::clock::{ClockKind, HostClock};
 use crate::engine::limits::{Halt, DEFAULT_MAX_EVENTS};
 use crate::engine::network::Network;
 use crate::engine::{Control, Engine, HostClocks, Lives};
+use crate::hosts::session::ClientSettings;
 use crate::hosts::workers::ProcessTable;
 use crate::hosts::{
     DownstreamHost, FencedHosts, LeaseStoreHost, ProcessSettings, SimHosts, WorkTimings,
@@ -122,11 +123,11 @@ impl Core<FencedHosts> {
             #[allow(unused_mut)]
             let mut hosts = FencedHosts {
                 store: LeaseStoreHost::new(role.clone(), LeaseStore::new(store_config), registry),
-                downstream: DownstreamHost {
-                    resource: valid.resource().clone(),
-                    store: FencedStore::new(fencing),
-                },
-                procs: ProcessTable::new(WorkTimings::of(scenario)),
+                downstream: DownstreamHost::new(
+                    valid.resource().clone(),
+                    FencedStore::new(fencing),
+                ),
+                procs: ProcessTable::new(WorkTimings::of(scenario), ClientSettings::of(scenario)),
                 settings: ProcessSettings {
                     role,
                     elector: valid.elector_timings(0),
@@ -219,6 +220,7 @@ impl<H: SimHosts> Core<H> {
             scenario.network.latency,
             scenario.network.loss,
             scenario.network.duplicate,
+            scenario.network.retransmit_timeout,
             seeds.str("network").rng(),
         );
         let observers = Observers {

@@ -25,17 +25,22 @@ use super::RunOptions;
 ///
 /// ```
 /// use std::time::Duration;
-/// use fenced_sim::{FaultSpec, RunOptions, Scenario, Simulation};
+/// use fenced_sim::{Anchor, AnchorEvent, FaultSpec, RunOptions, Scenario, Simulation};
 ///
 /// let mut scenario = Scenario::new("pause-demo", Duration::from_secs(120))
 ///     .with_nodes(["node-a", "node-b"]);
-/// // node-a asks first and leads; then it stalls for 40 s inside a unit of work.
+/// // node-a asks first and leads; then it stalls for 40 s inside a unit of
+/// // work: the first one it starts after 12 s (an anchored fault).
 /// scenario.nodes[1].start_at = Duration::from_secs(1);
-/// let scenario = scenario.with_fault(FaultSpec::Pause {
-///         host: "node-a".into(),
-///         at: Duration::from_millis(12_020),
-///         duration: Duration::from_secs(40),
-///     });
+/// let pause = FaultSpec::Pause {
+///     host: "node-a".into(),
+///     at: Duration::from_secs(12),
+///     duration: Duration::from_secs(40),
+/// };
+/// let scenario = scenario.with_fault(FaultSpec::Anchored {
+///     when: Anchor::on(AnchorEvent::WorkStarted).of_node("node-a"),
+///     fault: Box::new(pause),
+/// });
 /// let valid = scenario.validated()?; // every rule checked once, here
 /// let report = Simulation::run(&valid, RunOptions::default())?.report;
 /// assert!(report.violations.is_empty());

@@ -297,6 +297,38 @@ impl Tracer {
                     WriteOutcome::RejectedWrongWriter { .. } => 3,
                 });
             }
+            Observation::SessionOpened { process, session } => {
+                self.begin(t, process_code(process), 27);
+                self.word(session as u64);
+            }
+            Observation::SessionClosed {
+                process,
+                session,
+                why,
+            } => {
+                self.begin(t, process_code(process), 28);
+                self.word(session as u64 | (why as u64) << 8);
+            }
+            Observation::CallFailed { process, call, why } => {
+                self.begin(t, process_code(process), 29);
+                self.word(why as u64);
+                match call {
+                    FailedCall::Release { token } => {
+                        self.word(1);
+                        self.word(token.get());
+                    }
+                    FailedCall::Heartbeat => self.word(2),
+                    FailedCall::Write {
+                        token,
+                        unit,
+                        retried,
+                    } => {
+                        self.word(3 | u64::from(retried) << 8);
+                        self.word(token.get());
+                        self.word(unit);
+                    }
+                }
+            }
             Observation::RequestSent { .. }
             | Observation::MemberJoined(_)
             | Observation::LiveMembers(_)

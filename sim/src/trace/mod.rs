@@ -22,7 +22,8 @@ use fenced::{
 };
 
 use crate::observation::{
-    DropReason, HostRef, MessageKind, Observation, Observer, SimTime, Skipped,
+    CallFailure, DropReason, FailedCall, HostRef, MessageKind, Observation, Observer, SessionEnd,
+    SessionKind, SimTime, Skipped,
 };
 use crate::rng::mix64;
 
@@ -39,6 +40,7 @@ impl DropReason {
             DropReason::LinkDown => "link down",
             DropReason::ProcessGone => "receiver gone",
             DropReason::QueueFull => "receiver paused with a full queue",
+            DropReason::ConnectionReset => "connection reset by the server's restart",
         }
     }
 }
@@ -54,6 +56,9 @@ impl MessageKind {
             MessageKind::Write => "write",
             MessageKind::ProtocolRequest => "request",
             MessageKind::ProtocolResponse => "response",
+            MessageKind::SessionOpen => "session open",
+            MessageKind::SessionOpened => "session open answer",
+            MessageKind::CallAnswer => "answer",
         }
     }
 }
@@ -175,6 +180,17 @@ enum Record<'a> {
         token: FencingToken,
         unit: u64,
         outcome: &'a WriteOutcome,
+    },
+    SessionOpened {
+        session: SessionKind,
+    },
+    SessionClosed {
+        session: SessionKind,
+        why: SessionEnd,
+    },
+    CallFailed {
+        call: FailedCall,
+        why: CallFailure,
     },
 }
 
@@ -409,6 +425,28 @@ impl Tracer {
                     l,
                     "write unit {unit} from {} with token {token}: REJECTED, token belongs to {bound_to}",
                     from.name
+                ),
+            },
+            Record::SessionOpened { session } => {
+                write!(l, "{} session open", session.text())
+            }
+            Record::SessionClosed { session, why } => {
+                write!(l, "{} session closed: {}", session.text(), why.text())
+            }
+            Record::CallFailed { call, why } => match call {
+                FailedCall::Release { token } => {
+                    write!(l, "release of token {token} failed: {}", why.text())
+                }
+                FailedCall::Heartbeat => write!(l, "heartbeat failed: {}", why.text()),
+                FailedCall::Write {
+                    token,
+                    unit,
+                    retried,
+                } => write!(
+                    l,
+                    "write unit {unit} with token {token} failed: {}{}",
+                    why.text(),
+                    if retried { "; sent again" } else { "" }
                 ),
             },
         };

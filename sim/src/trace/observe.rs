@@ -240,6 +240,22 @@ fn record_of<'a>(observation: &Observation<'a>) -> Option<(TraceHost<'a>, Record
                 outcome,
             },
         ),
+        Observation::SessionOpened { process, session } => (
+            host(HostRef::Process(process)),
+            Record::SessionOpened { session },
+        ),
+        Observation::SessionClosed {
+            process,
+            session,
+            why,
+        } => (
+            host(HostRef::Process(process)),
+            Record::SessionClosed { session, why },
+        ),
+        Observation::CallFailed { process, call, why } => (
+            host(HostRef::Process(process)),
+            Record::CallFailed { call, why },
+        ),
         Observation::RequestSent { .. }
         | Observation::MemberJoined(_)
         | Observation::LiveMembers(_)

@@ -31,8 +31,9 @@ use fenced::{FencedStore, Fencing, OwnerId};
 use fenced_zoo::{ClientId, Protocol, ServerIndex};
 
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
-use crate::engine::{server_index, Address, Envelope, Hosts, Outbox};
-use crate::hosts::messages::ToDownstream;
+use crate::engine::{server_index, Address, Envelope, Hosts, Outbox, StreamKey};
+use crate::hosts::messages::{worker_message_stream, ToDownstream, ToWorker};
+use crate::hosts::session::ClientSettings;
 use crate::hosts::workers::{carries, ProcessTable, WorkTimer, WorkerTable};
 use crate::hosts::{DownstreamHost, SimHosts, WorkTimings};
 use crate::observation::{MessageFacts, MessageKind, Observer};
@@ -100,6 +101,8 @@ pub(crate) enum ZooMessage<P: ZooProtocol> {
     },
     /// A unit of work's write.
     Downstream(ToDownstream),
+    /// The downstream's answer on a worker's session.
+    Worker(ToWorker),
 }
 
 // Derived `Clone` would ask `P: Clone`; the messages are what must clone.
@@ -122,6 +125,7 @@ impl<P: ZooProtocol> Clone for ZooMessage<P> {
                 response: response.clone(),
             },
             ZooMessage::Downstream(w) => ZooMessage::Downstream(w.clone()),
+            ZooMessage::Worker(w) => ZooMessage::Worker(*w),
         }
     }
 }
@@ -137,13 +141,24 @@ impl<P: ZooProtocol> Envelope for ZooMessage<P> {
     fn sender(&self) -> Option<u32> {
         match self {
             ZooMessage::ToServer { pid, .. } => Some(*pid),
-            ZooMessage::Downstream(ToDownstream::Write { pid, .. }) => Some(*pid),
-            ZooMessage::ToClient { .. } => None,
+            ZooMessage::Downstream(ToDownstream::Write { pid, .. })
+            | ZooMessage::Downstream(ToDownstream::Open { pid, .. }) => Some(*pid),
+            ZooMessage::ToClient { .. } | ZooMessage::Worker(_) => None,
         }
     }
 
     fn answered_while_paused(&self) -> bool {
         matches!(self, ZooMessage::ToClient { response, .. } if P::answered_by_kernel(response))
+    }
+
+    /// Only the worker's session to the downstream: a design's own traffic
+    /// stands alone, as its model says (its client models its transport).
+    fn stream(&self, to: Address) -> Option<StreamKey> {
+        match self {
+            ZooMessage::Downstream(msg) => worker_message_stream(Some(msg), None, to),
+            ZooMessage::Worker(msg) => worker_message_stream(None, Some(msg), to),
+            _ => None,
+        }
     }
 }
 
@@ -153,7 +168,10 @@ impl<P: ZooProtocol> ZooMessage<P> {
         match self {
             ZooMessage::ToServer { .. } => MessageKind::ProtocolRequest,
             ZooMessage::ToClient { .. } => MessageKind::ProtocolResponse,
-            ZooMessage::Downstream(_) => MessageKind::Write,
+            ZooMessage::Downstream(ToDownstream::Write { .. }) => MessageKind::Write,
+            ZooMessage::Downstream(ToDownstream::Open { .. }) => MessageKind::SessionOpen,
+            ZooMessage::Worker(ToWorker::Opened { .. }) => MessageKind::SessionOpened,
+            ZooMessage::Worker(ToWorker::WriteAnswered { .. }) => MessageKind::CallAnswer,
         }
     }
 }
@@ -246,6 +264,9 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Unit { generation })) => {
                 self.procs.workers().is_stale(pid, generation)
             }
+            (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Session { generation })) => {
+                self.procs.workers().is_session_stale(pid, generation)
+            }
             (_, ZooTimer::Server { index, generation }) => {
                 self.servers[usize::from(index)].timer_generation != generation
             }
@@ -256,6 +277,9 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
     fn deliver<O: Observer>(&mut self, to: Address, msg: ZooMessage<P>, out: Out<'_, '_, P, O>) {
         match (to, msg) {
             (_, ZooMessage::Downstream(write)) => self.downstream.receive(write, out),
+            (Address::Process { pid, .. }, ZooMessage::Worker(msg)) => {
+                self.procs.workers_mut().receive(pid, msg, out)
+            }
             (Address::Server(endpoint), ZooMessage::ToServer { from, request, .. }) => {
                 let index = usize::from(server_index(endpoint));
                 if self.servers[index].request(from, request, &self.clients, out) {
@@ -290,6 +314,12 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
             }
             (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Done { token, unit })) => {
                 self.procs.workers_mut().work_done(pid, token, unit, out)
+            }
+            (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::Session { .. })) => {
+                self.procs.workers_mut().session_due(pid, out)
+            }
+            (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::SessionReset { epoch })) => {
+                self.procs.workers_mut().session_reset(pid, epoch, out)
             }
             (Address::Process { pid, .. }, ZooTimer::Stop) => {
                 let (process, workers) = self.procs.life(pid);
@@ -413,10 +443,22 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
     fn workers(&self) -> &WorkerTable {
         self.procs.workers()
     }
+
+    /// Only the downstream's sessions are the worker's: a design's own
+    /// servers are reached by its client, whose model says what their
+    /// restart does to it.
+    fn server_went_down(&mut self, endpoint: u16) -> Vec<(u32, ZooTimer)> {
+        if endpoint != DOWNSTREAM_ENDPOINT {
+            return Vec::new();
+        }
+        let epoch = self.downstream.went_down();
+        crate::hosts::worker_resets(self.procs.workers(), epoch)
+    }
 }
 
 carries!(ZooTimer::Work(WorkTimer));
 carries!(impl<P: ZooProtocol> ZooMessage<P>::Downstream(ToDownstream));
+carries!(impl<P: ZooProtocol> ZooMessage<P>::Worker(ToWorker));
 
 impl<P: ZooProtocol> ZooHosts<P> {
     /// The hosts of a run of protocol `P` with `settings` (validated with
@@ -440,11 +482,8 @@ impl<P: ZooProtocol> ZooHosts<P> {
             servers: (0..P::servers(settings))
                 .map(|i| ZooServer::new(i, P::new_server(settings, i)))
                 .collect(),
-            downstream: DownstreamHost {
-                resource: valid.resource().clone(),
-                store: FencedStore::new(fencing),
-            },
-            procs: ProcessTable::new(WorkTimings::of(scenario)),
+            downstream: DownstreamHost::new(valid.resource().clone(), FencedStore::new(fencing)),
+            procs: ProcessTable::new(WorkTimings::of(scenario), ClientSettings::of(scenario)),
             clients: Vec::new(),
             seeds,
             next_term: 0,

@@ -1,0 +1,553 @@
+//! One connection of a node's process to a server, as the crate's
+//! production client keeps it: a sans-IO model of `fenced::postgres`'s
+//! `Connection` (`src/postgres/connection.rs`) under the tokio driver's
+//! bounds (`src/tokio/elector.rs`, `src/tokio/release.rs`,
+//! `src/tokio/heartbeat.rs`). Every time here is the process's monotonic
+//! clock (tokio's timers).
+//!
+//! What it mirrors, line by line:
+//!
+//! * **Opened on first use** (`Connection::session`): a call that finds no
+//!   open session opens one while the calls after it wait (the session's
+//!   `tokio::sync::Mutex`, first come first served). Opening costs
+//!   [`OPEN_STEPS`] round trips with the server, in three phases, each with
+//!   its own bound: the TCP handshake and PostgreSQL's startup (two round
+//!   trips, `Connection::open`: `timeout(connect_timeout, connect)`), the
+//!   session's settings (one, `timeout(query_timeout, setup)`), the prepared
+//!   statements (two `try_join!` batches of four `prepare`s, pipelined: two
+//!   round trips, `timeout(query_timeout, Self::prepare(..))`). A phase past
+//!   its bound fails the open: the call that opened fails, and the next
+//!   waiting call opens anew.
+//! * **Calls on an open session** go out at once (one client pipelines
+//!   them) and are bounded by the query bound (`query_timeout + grace`,
+//!   `Connection::run`'s `timeout(self.query_timeout, call(..))`). A call
+//!   past it fails and **retires** the session (`forget`): no later call
+//!   uses it and the next one opens a new session; calls already on the
+//!   retired one go on to their answers (they hold an `Arc<Session>`).
+//! * **The caller's own bound** ([`CallBounds`]): the tokio driver tells
+//!   the elector a lease call failed at the TTL (`timeout(ttl, ..)`) and a
+//!   release at the retry interval, then awaits the call one bound more
+//!   (`late_calls`; `release_lease`); the heartbeat task gives a beat up at
+//!   its interval (`timeout(self.interval, ..)`), dropping it. A call
+//!   dropped while it opens the session abandons the open (its future held
+//!   the connect).
+//! * **A server restart resets** the connection (the proxy's or the
+//!   server's RST): the calls on it fail at once, and the next call opens a
+//!   new session (`client.is_closed()`). The server tags each session with
+//!   its epoch; a call sent on a session of an earlier epoch is not handled.
+//!
+//! Left out: TCP's own behaviour under loss and cuts (a message on a
+//! session is lost or cut like any other: the simulator's network has no
+//! retransmission), a refused connect during a restart (here it waits for
+//! its bound), and `is_closed()` noticed without a call.
+
+use std::time::Duration;
+
+use fenced::Instant;
+use smallvec::SmallVec;
+
+pub(crate) use crate::observation::{CallFailure, SessionEnd};
+
+/// The round trips that open a session: the TCP handshake and
+/// PostgreSQL's startup (steps 1–2), the session's settings (3), two
+/// batches of prepared statements (4–5).
+pub(crate) const OPEN_STEPS: u8 = 5;
+
+/// The client's bounds (`[client]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SessionTimings {
+    /// Steps 1–2 together, from the open's start.
+    pub(crate) connect: Duration,
+    /// Step 3, steps 4–5 together, and every call on the open session:
+    /// `query_timeout + query_grace`.
+    pub(crate) query: Duration,
+}
+
+/// What a run's processes connect with: `[client]` and `[work]
+/// write_retries`, shared by every process (one copy, in the
+/// `WorkerTable`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ClientSettings {
+    /// Whether processes keep sessions (else every message stands alone).
+    pub(crate) sessions: bool,
+    /// The client's bounds.
+    pub(crate) timings: SessionTimings,
+    /// How many times a write that never reached the downstream is sent
+    /// again.
+    pub(crate) write_retries: u32,
+}
+
+impl ClientSettings {
+    /// The settings `scenario` gives.
+    pub(crate) fn of(scenario: &crate::scenario::Scenario) -> Self {
+        let client = &scenario.client;
+        ClientSettings {
+            sessions: client.sessions(),
+            timings: SessionTimings {
+                connect: client.connect_timeout,
+                query: client.query_bound(),
+            },
+            write_retries: scenario.work.write_retries,
+        }
+    }
+}
+
+/// How long a caller waits for one call, and how long the call lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallBounds {
+    /// The caller is told the call failed this long after it began, unless
+    /// answered (`None`: only the session's own bounds end it).
+    pub(crate) caller: Option<Duration>,
+    /// The call is dropped this long after it began (`None`: never).
+    pub(crate) abandon: Option<Duration>,
+}
+
+impl CallBounds {
+    /// A call only the session's bounds end (a unit's write).
+    pub(crate) const UNBOUNDED: CallBounds = CallBounds {
+        caller: None,
+        abandon: None,
+    };
+
+    /// The caller gives up at `bound` and the call lives one bound more
+    /// (the tokio driver's lease calls and releases).
+    pub(crate) fn awaited_late(bound: Duration) -> Self {
+        CallBounds {
+            caller: Some(bound),
+            abandon: Some(bound.saturating_mul(2)),
+        }
+    }
+
+    /// The caller gives up at `bound` and drops the call (a heartbeat).
+    pub(crate) fn dropped_at(bound: Duration) -> Self {
+        CallBounds {
+            caller: Some(bound),
+            abandon: Some(bound),
+        }
+    }
+}
+
+/// What a call on the wire carries, and its answer echoes: the session's
+/// epoch at the server, its connection (each a TCP stream of its own) and
+/// the call's number in the session. `epoch` 0 is no session (datagrams).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CallTag {
+    pub(crate) epoch: u32,
+    pub(crate) conn: u32,
+    pub(crate) call: u32,
+}
+
+impl CallTag {
+    /// A datagram's tag: no session.
+    pub(crate) const NONE: CallTag = CallTag {
+        epoch: 0,
+        conn: 0,
+        call: 0,
+    };
+
+    /// Whether the message travels on a session (and so is answered).
+    #[inline(always)]
+    pub(crate) fn on_session(self) -> bool {
+        self.epoch != 0
+    }
+
+    /// Whether it travels on a session of an epoch other than the server's
+    /// `epoch` now: a restart reset that connection, and the server never
+    /// reads what was sent on it.
+    #[inline(always)]
+    pub(crate) fn reset_by(self, epoch: u32) -> bool {
+        self.on_session() && self.epoch != epoch
+    }
+}
+
+/// What the session asks its host to do, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionOutput<C> {
+    /// Send open step `step` of connection `conn` to the server.
+    SendOpen { conn: u32, step: u8 },
+    /// Send the call `payload`, tagged.
+    Send { payload: C, tag: CallTag },
+    /// Tell the caller the call failed.
+    Failed { payload: C, why: CallFailure },
+    /// The session opened (for observers).
+    Opened,
+    /// The session ended (for observers).
+    Closed { why: SessionEnd },
+}
+
+/// What an answer meant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answered<C> {
+    /// The caller waits for it: hand it over.
+    ToCaller(C),
+    /// The caller gave up on it already: the answer is dropped.
+    Late,
+    /// No call of this session waits for it (reset or timed out since).
+    Unknown,
+}
+
+/// The outputs of one input.
+pub(crate) type Outputs<C> = SmallVec<[SessionOutput<C>; 4]>;
+
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    conn: u32,
+    epoch: u32,
+    at: Instant,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Call<C> {
+    id: u32,
+    payload: C,
+    began: Instant,
+    bounds: CallBounds,
+    /// Whether the caller still waits for it.
+    caller_waits: bool,
+    /// On the wire (else it waits for an open).
+    sent: Option<Sent>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Closed,
+    Opening {
+        conn: u32,
+        step: u8,
+        /// When the step's phase began.
+        phase_began: Instant,
+        /// The call whose `session()` holds the open.
+        opener: u32,
+    },
+    Open {
+        conn: u32,
+        epoch: u32,
+    },
+}
+
+/// One session of a process to one server. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub(crate) struct Session<C> {
+    state: State,
+    next_conn: u32,
+    next_call: u32,
+    /// Every live call, in the order they began: those waiting for an open
+    /// and those on the wire (of this connection or a retired one).
+    calls: SmallVec<[Call<C>; 2]>,
+    /// The host's timer for [`next_timeout`](Self::next_timeout): its
+    /// generation (a re-armed one is stale) and its time.
+    pub(crate) timer_generation: u32,
+    pub(crate) timer_at: Option<Instant>,
+}
+
+impl<C: Copy> Default for Session<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: Copy> Session<C> {
+    /// A session not yet opened.
+    pub(crate) fn new() -> Self {
+        Session {
+            state: State::Closed,
+            next_conn: 1,
+            next_call: 1,
+            calls: SmallVec::new(),
+            timer_generation: 0,
+            timer_at: None,
+        }
+    }
+
+    /// Whether it is open or opening (a server restart resets it).
+    pub(crate) fn is_connected(&self) -> bool {
+        !matches!(self.state, State::Closed)
+    }
+
+    /// Whether any call is on the wire (a server restart fails it).
+    fn has_sent(&self) -> bool {
+        self.calls.iter().any(|c| c.sent.is_some())
+    }
+
+    /// Whether a restart of its server has anything to reset.
+    pub(crate) fn resettable(&self) -> bool {
+        self.is_connected() || self.has_sent()
+    }
+
+    /// A call begins at `now`: it goes out at once on an open session, else
+    /// waits for the open (which it starts, if none is under way).
+    pub(crate) fn call(
+        &mut self,
+        payload: C,
+        bounds: CallBounds,
+        now: Instant,
+        out: &mut Outputs<C>,
+    ) {
+        let id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1).max(1);
+        self.calls.push(Call {
+            id,
+            payload,
+            began: now,
+            bounds,
+            caller_waits: true,
+            sent: None,
+        });
+        self.pump(now, out);
+    }
+
+    /// Step `step` of connection `conn`'s open was answered by a server at
+    /// `epoch`.
+    pub(crate) fn opened(
+        &mut self,
+        conn: u32,
+        step: u8,
+        epoch: u32,
+        now: Instant,
+        out: &mut Outputs<C>,
+    ) {
+        let State::Opening {
+            conn: c,
+            step: s,
+            opener,
+            ..
+        } = self.state
+        else {
+            return;
+        };
+        if c != conn || s != step {
+            return;
+        }
+        if step >= OPEN_STEPS {
+            self.state = State::Open { conn, epoch };
+            out.push(SessionOutput::Opened);
+            self.pump(now, out);
+            return;
+        }
+        let next = step + 1;
+        let phase_began = match self.state {
+            // Steps 3 and 4 begin a phase with a bound of its own.
+            State::Opening { phase_began, .. } if next != 3 && next != 4 => phase_began,
+            _ => now,
+        };
+        self.state = State::Opening {
+            conn,
+            step: next,
+            phase_began,
+            opener,
+        };
+        out.push(SessionOutput::SendOpen { conn, step: next });
+    }
+
+    /// An answer to call `call` arrived.
+    pub(crate) fn answered(&mut self, call: u32) -> Answered<C> {
+        let Some(i) = self
+            .calls
+            .iter()
+            .position(|c| c.id == call && c.sent.is_some())
+        else {
+            return Answered::Unknown;
+        };
+        let call = self.calls.remove(i);
+        if call.caller_waits {
+            Answered::ToCaller(call.payload)
+        } else {
+            Answered::Late
+        }
+    }
+
+    /// The server restarted while at most at `epoch` (its epoch before the
+    /// restart): the connection is reset — an open under way fails, and
+    /// every call on the wire of a session of that epoch or earlier fails
+    /// at once. The next waiting call opens anew.
+    pub(crate) fn reset(&mut self, epoch: u32, now: Instant, out: &mut Outputs<C>) {
+        // Told first that the session ended, then which calls it took along
+        // (so an observer reads the cause before its effects).
+        let opener = match self.state {
+            State::Open { epoch: e, .. } if e <= epoch => {
+                self.state = State::Closed;
+                out.push(SessionOutput::Closed {
+                    why: SessionEnd::Reset,
+                });
+                None
+            }
+            State::Opening { opener, .. } => {
+                self.state = State::Closed;
+                out.push(SessionOutput::Closed {
+                    why: SessionEnd::Reset,
+                });
+                Some(opener)
+            }
+            _ => None,
+        };
+        let mut i = 0;
+        while i < self.calls.len() {
+            let call = self.calls[i];
+            if call.sent.is_some_and(|s| s.epoch <= epoch) {
+                self.calls.remove(i);
+                if call.caller_waits {
+                    out.push(SessionOutput::Failed {
+                        payload: call.payload,
+                        why: CallFailure::Reset,
+                    });
+                }
+            } else {
+                i += 1;
+            }
+        }
+        if let Some(opener) = opener {
+            self.fail_opener(opener, CallFailure::Reset, out);
+        }
+        self.pump(now, out);
+    }
+
+    /// Acts on every bound due at `now`.
+    pub(crate) fn handle_timeout(
+        &mut self,
+        now: Instant,
+        t: &SessionTimings,
+        out: &mut Outputs<C>,
+    ) {
+        let mut i = 0;
+        while i < self.calls.len() {
+            let mut call = self.calls[i];
+            if call.caller_waits && call.bounds.caller.is_some_and(|b| call.began + b <= now) {
+                call.caller_waits = false;
+                self.calls[i].caller_waits = false;
+                out.push(SessionOutput::Failed {
+                    payload: call.payload,
+                    why: CallFailure::CallerBound,
+                });
+            }
+            if call.bounds.abandon.is_some_and(|b| call.began + b <= now) {
+                self.calls.remove(i);
+                if let State::Opening { opener, .. } = self.state {
+                    if opener == call.id {
+                        self.state = State::Closed;
+                        out.push(SessionOutput::Closed {
+                            why: SessionEnd::Abandoned,
+                        });
+                    }
+                }
+                continue;
+            }
+            if let Some(sent) = call.sent.filter(|s| s.at + t.query <= now) {
+                self.calls.remove(i);
+                if call.caller_waits {
+                    out.push(SessionOutput::Failed {
+                        payload: call.payload,
+                        why: CallFailure::QueryTimeout,
+                    });
+                }
+                if matches!(self.state, State::Open { conn, .. } if conn == sent.conn) {
+                    self.state = State::Closed;
+                    out.push(SessionOutput::Closed {
+                        why: SessionEnd::Retired,
+                    });
+                }
+                continue;
+            }
+            i += 1;
+        }
+        if let State::Opening {
+            step,
+            phase_began,
+            opener,
+            ..
+        } = self.state
+        {
+            if phase_began + phase_bound(step, t) <= now {
+                self.state = State::Closed;
+                out.push(SessionOutput::Closed {
+                    why: SessionEnd::OpenTimedOut,
+                });
+                self.fail_opener(opener, CallFailure::OpenTimeout, out);
+            }
+        }
+        self.pump(now, out);
+    }
+
+    /// The earliest bound still ahead, on the process's clock.
+    pub(crate) fn next_timeout(&self, t: &SessionTimings) -> Option<Instant> {
+        let calls = self.calls.iter().flat_map(|c| {
+            let caller = c.bounds.caller.filter(|_| c.caller_waits);
+            [
+                caller.map(|b| c.began + b),
+                c.bounds.abandon.map(|b| c.began + b),
+                c.sent.map(|s| s.at + t.query),
+            ]
+        });
+        let open = match self.state {
+            State::Opening {
+                step, phase_began, ..
+            } => Some(phase_began + phase_bound(step, t)),
+            _ => None,
+        };
+        calls.chain([open]).flatten().min()
+    }
+
+    /// The opener's `session()` returned an error: its call fails and ends.
+    fn fail_opener(&mut self, opener: u32, why: CallFailure, out: &mut Outputs<C>) {
+        if let Some(i) = self.calls.iter().position(|c| c.id == opener) {
+            let call = self.calls.remove(i);
+            if call.caller_waits {
+                out.push(SessionOutput::Failed {
+                    payload: call.payload,
+                    why,
+                });
+            }
+        }
+    }
+
+    /// Sends the waiting calls on an open session, or starts an open for
+    /// them.
+    fn pump(&mut self, now: Instant, out: &mut Outputs<C>) {
+        match self.state {
+            State::Open { conn, epoch } => {
+                for call in self.calls.iter_mut().filter(|c| c.sent.is_none()) {
+                    call.sent = Some(Sent {
+                        conn,
+                        epoch,
+                        at: now,
+                    });
+                    out.push(SessionOutput::Send {
+                        payload: call.payload,
+                        tag: CallTag {
+                            epoch,
+                            conn,
+                            call: call.id,
+                        },
+                    });
+                }
+            }
+            State::Closed => {
+                let Some(opener) = self.calls.iter().find(|c| c.sent.is_none()) else {
+                    return;
+                };
+                let conn = self.next_conn;
+                self.next_conn = self.next_conn.wrapping_add(1).max(1);
+                self.state = State::Opening {
+                    conn,
+                    step: 1,
+                    phase_began: now,
+                    opener: opener.id,
+                };
+                out.push(SessionOutput::SendOpen { conn, step: 1 });
+            }
+            State::Opening { .. } => {}
+        }
+    }
+}
+
+/// The bound of the phase step `step` belongs to.
+fn phase_bound(step: u8, t: &SessionTimings) -> Duration {
+    if step <= 2 {
+        t.connect
+    } else {
+        t.query
+    }
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
