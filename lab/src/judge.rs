@@ -40,6 +40,10 @@ pub fn scaled_scenario(scenario: &ValidScenario, scale: TimeScale, seed: u64) ->
     s.work.write_interval = d(s.work.write_interval);
     s.work.work_duration = d(s.work.work_duration);
     s.network.latency = (d(s.network.latency.0), d(s.network.latency.1));
+    s.network.retransmit_timeout = d(s.network.retransmit_timeout);
+    s.client.connect_timeout = d(s.client.connect_timeout);
+    s.client.query_timeout = d(s.client.query_timeout);
+    s.client.query_grace = d(s.client.query_grace);
     for node in &mut s.nodes {
         node.start_at = d(node.start_at);
         node.clock_offset = ClockOffset(scale.scale_nanos(node.clock_offset.0));

@@ -168,9 +168,21 @@ pub struct NodeArgs {
     /// How long a unit takes from its leadership check to its write.
     #[arg(long, value_parser = duration)]
     work_ms: Duration,
-    /// How long one PostgreSQL statement (and a connect) may take.
+    /// How long one PostgreSQL statement may take (the server's
+    /// `statement_timeout`; the scenario's `[client] query_timeout`).
     #[arg(long, value_parser = duration)]
     query_timeout: Duration,
+    /// How much longer the client waits for the server's cancellation
+    /// (`[client] query_grace`).
+    #[arg(long, value_parser = duration, default_value = "1s")]
+    query_grace: Duration,
+    /// How long opening a connection may take (`[client] connect_timeout`).
+    #[arg(long, value_parser = duration)]
+    connect_timeout: Option<Duration>,
+    /// How many times a write whose connection was lost is sent again
+    /// (`[work] write_retries`).
+    #[arg(long, default_value_t = 1)]
+    write_retries: u32,
     /// Write to the fenced table (the default).
     #[arg(long, conflicts_with = "unfenced")]
     fencing: bool,
@@ -218,8 +230,14 @@ pub struct NodeConfig {
     pub write_interval: Duration,
     /// How long a unit takes.
     pub work_duration: Duration,
-    /// Statement and connect bound.
+    /// The statement timeout.
     pub query_timeout: Duration,
+    /// How much longer the client waits for the server's cancellation.
+    pub query_grace: Duration,
+    /// The bound on opening a connection.
+    pub connect_timeout: Duration,
+    /// How many times a write whose connection was lost is sent again.
+    pub write_retries: u32,
     /// Fenced table or plain table.
     pub fencing: bool,
     /// Where to record the history, if anywhere.
@@ -266,6 +284,9 @@ impl NodeConfig {
             write_interval: args.write_interval,
             work_duration: args.work_ms,
             query_timeout: args.query_timeout,
+            query_grace: args.query_grace,
+            connect_timeout: args.connect_timeout.unwrap_or(args.query_timeout),
+            write_retries: args.write_retries,
             fencing: !args.unfenced,
             history: args.history,
             run_name: args.run_name,
@@ -278,6 +299,7 @@ impl NodeConfig {
             ("--liveness-ttl", config.liveness_ttl),
             ("--write-interval", config.write_interval),
             ("--query-timeout", config.query_timeout),
+            ("--connect-timeout", config.connect_timeout),
         ] {
             if value.is_zero() {
                 return Err(bad(format!("{flag} must be above zero")));
@@ -327,6 +349,12 @@ impl NodeConfig {
             human(self.work_duration),
             "--query-timeout".into(),
             human(self.query_timeout),
+            "--query-grace".into(),
+            human(self.query_grace),
+            "--connect-timeout".into(),
+            human(self.connect_timeout),
+            "--write-retries".into(),
+            self.write_retries.to_string(),
             if self.fencing {
                 "--fencing"
             } else {
@@ -391,6 +419,8 @@ struct WorkContext {
     write_interval: Duration,
     work_duration: Duration,
     downstream: Downstream,
+    /// How many times a write whose connection was lost is sent again.
+    write_retries: u32,
     abdicate: Notify,
     units: AtomicU64,
     /// The history, or off.
@@ -486,7 +516,8 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
     let options = PostgresOptions::default()
         .with_namespace(config.namespace.clone())
         .with_query_timeout(config.query_timeout)
-        .with_connect_timeout(config.query_timeout)
+        .with_query_timeout_grace(config.query_grace)
+        .with_connect_timeout(config.connect_timeout)
         .with_recorder(recorder.clone());
     let lease = PostgresStore::new(&config.lease_url, options.clone()).map_err(infra)?;
     let registry = PostgresStore::new(&config.registry_url, options.clone())
@@ -507,8 +538,10 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
                  VALUES ($1, $2, $3, $4) RETURNING id",
                 config.namespace.schema()
             ),
-            timeout: config.query_timeout,
-            client: Mutex::new(None),
+            connect_timeout: config.connect_timeout,
+            query_timeout: config.query_timeout,
+            query_bound: config.query_timeout.saturating_add(config.query_grace),
+            session: Mutex::new(None),
         }))
     };
     let options = ElectorOptions::new(owner.clone())
@@ -531,6 +564,7 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
         write_interval: config.write_interval,
         work_duration: config.work_duration,
         downstream,
+        write_retries: config.write_retries,
         abdicate: Notify::new(),
         units: AtomicU64::new(0),
         recorder: recorder.clone(),
@@ -627,28 +661,43 @@ async fn run_unit(unit: u64, token: FencingToken, context: Arc<WorkContext>) {
     context.set_in_flight(token, unit, false);
     context.recorder.record(|| Event::WriteSent { token, unit });
     let payload = format!("{owner} unit {unit}");
-    let answer = match &context.downstream {
-        Downstream::Fenced(table) => table
-            .write_decided(&context.resource, token, owner, payload.as_bytes())
-            .await
-            .map(|decided| (decided.outcome, decided.number))
-            .map_err(|e| e.to_string()),
-        // The plain table judges nothing: every write it stores is
-        // accepted, and this process is the only one that knows.
-        Downstream::Plain(table) => table
-            .write(&context.resource, token, owner, payload.as_bytes())
-            .await
-            .map(|id| (WriteOutcome::Accepted, id))
-            .map_err(|e| e.to_string()),
-    };
-    let (outcome, decision) = match answer {
-        Ok(answer) => answer,
-        Err(error) => {
-            say(
-                owner,
-                format_args!("write unit={unit} token={token} outcome=failed error={error:?}"),
-            );
-            return;
+    let mut attempt = 0;
+    let (outcome, decision) = loop {
+        // (connection lost, error)
+        let answer = match &context.downstream {
+            Downstream::Fenced(table) => table
+                .write_decided(&context.resource, token, owner, payload.as_bytes())
+                .await
+                .map(|decided| (decided.outcome, decided.number))
+                .map_err(|e| (e.connection_lost(), e.to_string())),
+            // The plain table judges nothing: every write it stores is
+            // accepted, and this process is the only one that knows.
+            Downstream::Plain(table) => table
+                .write(&context.resource, token, owner, payload.as_bytes())
+                .await
+                .map(|id| (WriteOutcome::Accepted, id))
+                .map_err(|e| (e.connection_lost(), e.to_string())),
+        };
+        match answer {
+            Ok(answer) => break answer,
+            // A write whose connection was lost goes out again on a new one
+            // (`[work] write_retries`), as the simulator's worker sends it
+            // again: what an application does with a connection error.
+            Err((true, error)) if attempt < context.write_retries => {
+                attempt += 1;
+                say(
+                    owner,
+                    format_args!("write unit={unit} token={token} outcome=retried error={error:?}"),
+                );
+                context.recorder.record(|| Event::WriteSent { token, unit });
+            }
+            Err((_, error)) => {
+                say(
+                    owner,
+                    format_args!("write unit={unit} token={token} outcome=failed error={error:?}"),
+                );
+                return;
+            }
         }
     };
     #[cfg(feature = "planted-bugs")]
@@ -736,6 +785,9 @@ mod tests {
             write_interval: Duration::from_millis(100),
             work_duration: Duration::from_nanos(5_000_001),
             query_timeout: Duration::from_millis(750),
+            query_grace: Duration::from_millis(120),
+            connect_timeout: Duration::from_millis(600),
+            write_retries: 2,
             fencing: false,
             history: Some(PathBuf::from("/tmp/run 1/node-a#3.jsonl")),
             run_name: Some("gc-pause-fenced".to_string()),

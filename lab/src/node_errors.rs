@@ -65,8 +65,6 @@ pub(super) enum WriteError {
     ConnectTimedOut,
     /// Connecting failed.
     Connect(tokio_postgres::Error),
-    /// No connection to write on.
-    NoConnection,
     /// The insert failed.
     Insert(tokio_postgres::Error),
     /// The insert took longer than the timeout.
@@ -75,13 +73,25 @@ pub(super) enum WriteError {
     NoId,
 }
 
+impl WriteError {
+    /// Whether the write failed because its connection was lost or could
+    /// not be opened (as `fenced::postgres::PostgresError::connection_lost`
+    /// says for the fenced table): sent again on a fresh connection.
+    pub(super) fn connection_lost(&self) -> bool {
+        match self {
+            WriteError::ConnectTimedOut | WriteError::Connect(_) => true,
+            WriteError::Insert(error) => error.is_closed(),
+            WriteError::TokenTooBig | WriteError::InsertTimedOut | WriteError::NoId => false,
+        }
+    }
+}
+
 impl fmt::Display for WriteError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WriteError::TokenTooBig => f.write_str("token above i64::MAX"),
             WriteError::ConnectTimedOut => f.write_str("connect timed out"),
             WriteError::Connect(e) => write!(f, "connect: {e}"),
-            WriteError::NoConnection => f.write_str("no connection"),
             WriteError::Insert(e) => write!(f, "insert: {e}"),
             WriteError::InsertTimedOut => f.write_str("insert timed out"),
             WriteError::NoId => f.write_str("the insert returned no row id"),
@@ -95,7 +105,6 @@ impl std::error::Error for WriteError {
             WriteError::Connect(e) | WriteError::Insert(e) => Some(e),
             WriteError::TokenTooBig
             | WriteError::ConnectTimedOut
-            | WriteError::NoConnection
             | WriteError::InsertTimedOut
             | WriteError::NoId => None,
         }

@@ -51,9 +51,6 @@ pub const MAX_NODES: usize = 32;
 pub const MIN_RETRY_INTERVAL: Duration = Duration::from_millis(20);
 /// The shortest scaled lease TTL, for the same reason.
 pub const MIN_LEASE_TTL: Duration = Duration::from_millis(200);
-/// The retransmission timeout a lost segment costs, before scaling: Linux's
-/// minimum RTO (see [`crate::proxy`] on what loss means over TCP).
-pub const RETRANSMIT_TIMEOUT: Duration = Duration::from_millis(200);
 /// The two logical servers of the fenced protocol. One PostgreSQL serves
 /// both, through separate proxies, so faults can tell them apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -204,7 +201,8 @@ pub struct NetworkModel {
     /// Probability that a forwarded chunk is "lost" (held back for
     /// `retransmit_timeout`).
     pub loss: f64,
-    /// What a loss costs (scaled [`RETRANSMIT_TIMEOUT`]).
+    /// What a loss costs (the scenario's `[network] retransmit_timeout`,
+    /// scaled).
     pub retransmit_timeout: Duration,
 }
 
@@ -228,6 +226,11 @@ pub struct NodeSettings {
     pub work_duration: Duration,
     /// Whether the downstream checks tokens.
     pub fencing: bool,
+    /// `[client]`, scaled: the nodes' connect and query bounds (their
+    /// `transport` is always sessions: real clients keep connections).
+    pub client: fenced_sim::Client,
+    /// `[work] write_retries`.
+    pub write_retries: u32,
 }
 
 /// A scenario made into what a real run does.
@@ -398,6 +401,13 @@ impl<'a> Planner<'a> {
             // Its faults name that design's servers: nothing more to say.
             return Err(PlanError::Refused(self.refusals));
         }
+        if !s.client.sessions() {
+            self.refuse(
+                "client.transport",
+                "`datagrams` has no real counterpart here: the nodes reach PostgreSQL through \
+                 connections (`fenced::postgres`), which the default `sessions` models",
+            );
+        }
         if s.network.duplicate > 0.0 {
             self.refuse(
                 "network.duplicate",
@@ -457,7 +467,7 @@ impl<'a> Planner<'a> {
                     self.scale.scale(s.network.latency.1),
                 ),
                 loss: s.network.loss,
-                retransmit_timeout: self.scale.scale(RETRANSMIT_TIMEOUT),
+                retransmit_timeout: self.scale.scale(s.network.retransmit_timeout),
             },
             steps,
             anchored,
@@ -609,6 +619,13 @@ impl<'a> Planner<'a> {
             write_interval: scale(s.work.write_interval),
             work_duration: scale(s.work.work_duration),
             fencing: s.fencing,
+            client: fenced_sim::Client {
+                connect_timeout: scale(s.client.connect_timeout),
+                query_timeout: scale(s.client.query_timeout),
+                query_grace: scale(s.client.query_grace),
+                ..s.client
+            },
+            write_retries: s.work.write_retries,
         };
         let floors = [
             (
@@ -629,6 +646,16 @@ impl<'a> Planner<'a> {
             (
                 "work.write_interval",
                 settings.write_interval,
+                MIN_RETRY_INTERVAL,
+            ),
+            (
+                "client.query_timeout",
+                settings.client.query_timeout,
+                MIN_RETRY_INTERVAL,
+            ),
+            (
+                "client.connect_timeout",
+                settings.client.connect_timeout,
                 MIN_RETRY_INTERVAL,
             ),
         ];

@@ -591,3 +591,48 @@ fn a_strobe_is_planned_flip_by_flip_and_the_heal_steps_it_back() {
         assert!(plan.steps.windows(2).all(|w| w[0].at <= w[1].at));
     }
 }
+
+#[test]
+fn the_nodes_run_with_the_settings_of_the_scaled_scenario_the_simulator_predicts() {
+    // One scaling: what the plan gives the node processes (elector timings,
+    // heartbeats, work, the client's bounds, retries, the network model) is
+    // exactly what the scaled scenario the simulation runs says.
+    let mut checked = 0;
+    for entry in std::fs::read_dir(scenario_file("x").parent().expect("dir")).expect("scenarios") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let scenario = load(&path).expect("a shipped scenario loads");
+        let Ok(plan) = LabPlan::new(&scenario, &options(0.1, verified())) else {
+            continue;
+        };
+        let scaled = crate::judge::scaled_scenario(&scenario, plan.time_scale, plan.seed);
+        let scaled = scaled.validated().expect("the scaled scenario is valid");
+        let (s, n) = (scaled.scenario(), &plan.settings);
+        let core = scaled.elector_timings(0);
+        let name = path.display();
+        assert_eq!(n.timings.lease_ttl, core.lease_ttl, "{name}");
+        assert_eq!(n.timings.renew_interval, core.renew_interval, "{name}");
+        assert_eq!(n.timings.retry_interval, core.retry_interval, "{name}");
+        assert_eq!(n.timings.safety_margin, core.safety_margin, "{name}");
+        assert_eq!(n.timings.rejoin_delay, core.rejoin_delay, "{name}");
+        assert_eq!(
+            n.heartbeat_interval, s.membership.heartbeat_interval,
+            "{name}"
+        );
+        assert_eq!(n.liveness_ttl, s.membership.liveness_ttl, "{name}");
+        assert_eq!(n.write_interval, s.work.write_interval, "{name}");
+        assert_eq!(n.work_duration, s.work.work_duration, "{name}");
+        assert_eq!(n.client, s.client, "{name}");
+        assert_eq!(n.write_retries, s.work.write_retries, "{name}");
+        assert_eq!(plan.network.latency, s.network.latency, "{name}");
+        assert_eq!(plan.network.loss, s.network.loss, "{name}");
+        assert_eq!(
+            plan.network.retransmit_timeout, s.network.retransmit_timeout,
+            "{name}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "{checked} plannable scenarios checked");
+}

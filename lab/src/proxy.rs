@@ -65,12 +65,7 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// How long connecting to the target may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `TCP_RTO_MAX / TCP_RTO_MIN` (120 s / 200 ms): the longest retransmission
-/// timeout, as a multiple of the first.
-pub const RTO_MAX_FACTOR: u32 = 600;
-/// The most retransmissions of one chunk: Linux's `tcp_retries2` default
-/// (after which it would reset the connection; the proxy delivers).
-pub const MAX_RETRANSMISSIONS: u32 = 15;
+pub use fenced_sim::tcp::{MAX_RETRANSMISSIONS, RTO_MAX_FACTOR};
 
 /// What one direction does to the bytes it forwards.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -241,6 +236,14 @@ async fn connection(
 ) {
     let generation = rules.borrow().reset_generation;
     let _ = client.set_nodelay(true);
+    // The client's TCP handshake ended at the proxy, on loopback, at once;
+    // over the modelled link it costs a round trip (SYN, SYN-ACK), which
+    // the simulator's sessions count as the first of their five
+    // (`sim/src/hosts/session.rs`). The client's first bytes wait for it in
+    // the socket.
+    if handshake(&mut rules, &rngs).await.is_err() {
+        return reset(&client);
+    }
     let mut upstream = match timeout(CONNECT_TIMEOUT, TcpStream::connect(target)).await {
         Ok(Ok(upstream)) => upstream,
         _ => return reset(&client),
@@ -273,6 +276,24 @@ async fn connection(
         reset(&client);
         reset(&upstream);
     }
+}
+
+/// One round trip of the link: a segment each way, each after its drawn
+/// latency (and loss penalty), each waiting while its direction is blocked.
+/// An error when the proxy stops meanwhile.
+async fn handshake(
+    rules: &mut watch::Receiver<Rules>,
+    rngs: &[SharedRng; 2],
+) -> Result<(), watch::error::RecvError> {
+    for (direction, rng) in [Direction::ToServer, Direction::ToNode]
+        .into_iter()
+        .zip(rngs)
+    {
+        let delay = draw_delay(rules.borrow().direction(direction), rng);
+        tokio::time::sleep(delay).await;
+        rules.wait_for(|r| !r.direction(direction).blocked).await?;
+    }
+    Ok(())
 }
 
 /// A chunk read, with the instant it may be forwarded.
@@ -363,21 +384,11 @@ fn draw_delay(rules: &DirectionRules, rng: &SharedRng) -> Duration {
 
 /// How long a chunk waits for its retransmissions: while `lost()` says the
 /// last transmission was lost, one more timeout, doubled each time (see the
-/// module's **loss**).
-fn loss_penalty(rules: &DirectionRules, mut lost: impl FnMut() -> bool) -> Duration {
-    let (first, mut rto, mut penalty) = (
-        rules.retransmit_timeout,
-        rules.retransmit_timeout,
-        Duration::ZERO,
-    );
-    for _ in 0..MAX_RETRANSMISSIONS {
-        if !lost() {
-            break;
-        }
-        penalty += rto;
-        rto = (rto * 2).min(first * RTO_MAX_FACTOR);
-    }
-    penalty
+/// module's **loss**) — the simulator's own rule for its sessions
+/// ([`fenced_sim::tcp::retransmission_penalty`]), so a lossy link means the
+/// same in both.
+fn loss_penalty(rules: &DirectionRules, lost: impl FnMut() -> bool) -> Duration {
+    fenced_sim::tcp::retransmission_penalty(rules.retransmit_timeout, lost)
 }
 
 /// A uniform float in `[0, 1)`.

@@ -128,14 +128,14 @@ async fn a_lost_chunk_arrives_late_after_its_retransmissions() {
 
 #[tokio::test]
 async fn a_one_way_block_stalls_one_direction_while_the_other_flows() {
-    // Node → server blocked: the server's greeting still reaches the client,
-    // the client's bytes wait, and arrive (in order) once the block heals.
+    // Node → server blocked on an open connection: the client's bytes
+    // wait, and arrive (in order) once the block heals.
     let server = greeting_echo_server().await;
     let proxy = Proxy::start(server, [DirectionRules::PASS; 2], 3)
         .await
         .expect("proxy");
+    let mut stream = connect(&proxy).await;
     proxy.set_blocked(Direction::ToServer, true);
-    let mut stream = connect(&proxy).await; // the greeting flowed
     let stalled = echo(&mut stream, b"abc", Duration::from_millis(300)).await;
     assert_eq!(stalled, None, "bytes crossed a blocked direction");
     proxy.set_blocked(Direction::ToServer, false);
@@ -147,6 +147,43 @@ async fn a_one_way_block_stalls_one_direction_while_the_other_flows() {
     assert_eq!(&late, b"abc");
     let after = echo(&mut stream, b"def", Duration::from_secs(2)).await;
     assert_eq!(after.as_deref(), Some(&b"def"[..]));
+}
+
+#[tokio::test]
+async fn a_connection_opens_only_through_a_link_that_carries_both_ways() {
+    // The proxy plays TCP's handshake over the modelled link: a round trip
+    // (SYN, SYN-ACK). While either direction is blocked no connection is
+    // established — nothing reaches the server and no greeting comes back;
+    // on heal it opens. With latency it costs a round trip before the
+    // first byte.
+    let server = greeting_echo_server().await;
+    for blocked in [Direction::ToServer, Direction::ToNode] {
+        let proxy = Proxy::start(server, [DirectionRules::PASS; 2], 5)
+            .await
+            .expect("proxy");
+        proxy.set_blocked(blocked, true);
+        let mut stream = TcpStream::connect(proxy.address()).await.expect("connect");
+        let mut greeting = [0u8; 5];
+        let early = timeout(Duration::from_millis(300), stream.read_exact(&mut greeting)).await;
+        assert!(early.is_err(), "{blocked:?} blocked, yet the greeting came");
+        proxy.set_blocked(blocked, false);
+        timeout(Duration::from_secs(2), stream.read_exact(&mut greeting))
+            .await
+            .expect("the greeting comes after the heal")
+            .expect("read");
+        assert_eq!(&greeting, b"hello");
+    }
+    let proxy = Proxy::start(server, [rules(40, 0.0, 0); 2], 6)
+        .await
+        .expect("proxy");
+    let start = Instant::now();
+    let _stream = connect(&proxy).await;
+    // The handshake's round trip, then the greeting's way back.
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(120),
+        "greeting after {took:?}"
+    );
 }
 
 #[tokio::test]

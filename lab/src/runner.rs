@@ -504,8 +504,12 @@ impl Lab<'_> {
             liveness_ttl: settings.liveness_ttl,
             write_interval: settings.write_interval,
             work_duration: settings.work_duration,
-            query_timeout: (settings.timings.lease_ttl / 4)
-                .clamp(Duration::from_millis(100), Duration::from_secs(5)),
+            // The scenario's client, scaled with the rest: what the
+            // simulator's sessions model (`sim/src/hosts/session.rs`).
+            query_timeout: settings.client.query_timeout,
+            query_grace: settings.client.query_grace,
+            connect_timeout: settings.client.connect_timeout,
+            write_retries: settings.write_retries,
             fencing: settings.fencing,
             history: Some(history.clone()),
             run_name: Some(self.plan.scenario.clone()),

@@ -35,6 +35,9 @@ fn config(url: &str, schema: &RunSchema, node: &str) -> NodeConfig {
         // Three units always in flight: any pause catches one mid-work.
         work_duration: Duration::from_millis(300),
         query_timeout: Duration::from_millis(500),
+        query_grace: Duration::from_millis(100),
+        connect_timeout: Duration::from_millis(500),
+        write_retries: 1,
         fencing: true,
         history: None,
         run_name: None,
