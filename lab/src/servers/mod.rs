@@ -14,7 +14,8 @@
 //! its log, and leaves no process and no data directory behind.
 //!
 //! This module holds what they share: [`process`] (a server process, its
-//! readiness wait and its clean-up), [`ports`] and [`data_dir`].
+//! readiness wait and its clean-up), [`ports`], [`data_dir`], and
+//! [`wall_clock`] (a server's wall clock, stepped while it runs).
 //!
 //! Contract for callers: start servers from a thread that lives as long as
 //! they should (the parent-death signal follows the forking thread: the
@@ -24,6 +25,7 @@
 pub mod data_dir;
 pub mod ports;
 pub mod process;
+pub mod wall_clock;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
