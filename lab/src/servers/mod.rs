@@ -1,4 +1,4 @@
-//! Real servers for the lock zoo: etcd, Redis and ZooKeeper, started on
+//! Real servers for the lock zoo (so far Redis), started on
 //! loopback by the lab itself (PostgreSQL, the fourth, is the run's
 //! `--postgres`).
 //!
@@ -13,9 +13,10 @@
 //! start is a [`ServerError`] naming the server, its command and the tail of
 //! its log, and leaves no process and no data directory behind.
 //!
-//! This module holds what they share: [`process`] (a server process, its
-//! readiness wait and its clean-up), [`ports`], [`data_dir`], and
-//! [`wall_clock`] (a server's wall clock, stepped while it runs).
+//! * [`redis`]: N independent instances (Redlock's), each with its own
+//!   persistence, killed and restarted with or without its data, and its
+//!   wall clock steppable ([`wall_clock`]);
+//! * [`serve`]: `fenced-lab zoo-servers`, which starts some and waits.
 //!
 //! Contract for callers: start servers from a thread that lives as long as
 //! they should (the parent-death signal follows the forking thread: the
@@ -25,6 +26,8 @@
 pub mod data_dir;
 pub mod ports;
 pub mod process;
+pub mod redis;
+pub mod serve;
 pub mod wall_clock;
 
 use std::fmt;
