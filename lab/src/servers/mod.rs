@@ -1,4 +1,4 @@
-//! Real servers for the lock zoo (so far Redis), started on
+//! Real servers for the lock zoo (so far etcd and Redis), started on
 //! loopback by the lab itself (PostgreSQL, the fourth, is the run's
 //! `--postgres`).
 //!
@@ -13,6 +13,7 @@
 //! start is a [`ServerError`] naming the server, its command and the tail of
 //! its log, and leaves no process and no data directory behind.
 //!
+//! * [`etcd`]: one member, or three on loopback;
 //! * [`redis`]: N independent instances (Redlock's), each with its own
 //!   persistence, killed and restarted with or without its data, and its
 //!   wall clock steppable ([`wall_clock`]);
@@ -24,6 +25,7 @@
 //! them — before that thread ends.
 
 pub mod data_dir;
+pub mod etcd;
 pub mod ports;
 pub mod process;
 pub mod redis;

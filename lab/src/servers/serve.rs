@@ -17,12 +17,15 @@ use std::path::PathBuf;
 
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::etcd::{EtcdCluster, EtcdOptions};
 use super::redis::{self, RedisOptions};
 use super::ServerError;
 
 /// A kind of server.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// etcd (one member, or three).
+    Etcd,
     /// Independent Redis instances.
     Redis,
 }
@@ -33,7 +36,7 @@ pub struct ServeArgs {
     /// Which server.
     #[arg(long, value_enum)]
     pub kind: Kind,
-    /// How many Redis instances.
+    /// How many: etcd members (1 or 3), Redis instances.
     #[arg(long, default_value_t = 1)]
     pub count: usize,
     /// The directory for their data directories and logs (must exist).
@@ -43,6 +46,7 @@ pub struct ServeArgs {
 
 /// What was started, kept alive until the end.
 enum Started {
+    Etcd(EtcdCluster),
     Redis(Vec<redis::RedisServer>),
 }
 
@@ -57,6 +61,26 @@ pub async fn serve(args: &ServeArgs) -> Result<(), ServeError> {
     let mut terminate = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
     let mut lines = Vec::new();
     let started = match args.kind {
+        Kind::Etcd => {
+            let options = EtcdOptions {
+                members: args.count,
+                ..EtcdOptions::default()
+            };
+            let mut cluster = EtcdCluster::start(&args.dir, "etcd", &options).await?;
+            for i in 0..cluster.members().len() {
+                if let Some(member) = cluster.member_mut(i) {
+                    let pid = member.pid().unwrap_or(0);
+                    lines.push(line(
+                        member.name(),
+                        pid,
+                        &format!("127.0.0.1:{}", member.client_port()),
+                        member.data_dir(),
+                        member.log(),
+                    ));
+                }
+            }
+            Started::Etcd(cluster)
+        }
         Kind::Redis => {
             let mut servers =
                 redis::start_many(&args.dir, args.count, |_| RedisOptions::default()).await?;
@@ -86,6 +110,7 @@ pub async fn serve(args: &ServeArgs) -> Result<(), ServeError> {
         _ = terminate.recv() => {}
     }
     match started {
+        Started::Etcd(cluster) => cluster.stop().await,
         Started::Redis(servers) => {
             for server in servers {
                 server.stop().await;
