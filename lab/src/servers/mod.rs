@@ -1,4 +1,4 @@
-//! Real servers for the lock zoo (so far etcd and Redis), started on
+//! Real servers for the lock zoo: etcd, Redis and ZooKeeper, started on
 //! loopback by the lab itself (PostgreSQL, the fourth, is the run's
 //! `--postgres`).
 //!
@@ -17,6 +17,7 @@
 //! * [`redis`]: N independent instances (Redlock's), each with its own
 //!   persistence, killed and restarted with or without its data, and its
 //!   wall clock steppable ([`wall_clock`]);
+//! * [`zookeeper`]: a standalone server run with `java` directly;
 //! * [`serve`]: `fenced-lab zoo-servers`, which starts some and waits.
 //!
 //! Contract for callers: start servers from a thread that lives as long as
@@ -31,6 +32,7 @@ pub mod process;
 pub mod redis;
 pub mod serve;
 pub mod wall_clock;
+pub mod zookeeper;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

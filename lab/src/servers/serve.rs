@@ -19,6 +19,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::etcd::{EtcdCluster, EtcdOptions};
 use super::redis::{self, RedisOptions};
+use super::zookeeper::{ZooKeeperOptions, ZooKeeperServer};
 use super::ServerError;
 
 /// A kind of server.
@@ -28,6 +29,8 @@ pub enum Kind {
     Etcd,
     /// Independent Redis instances.
     Redis,
+    /// A standalone ZooKeeper.
+    Zookeeper,
 }
 
 /// `fenced-lab zoo-servers` arguments.
@@ -36,7 +39,7 @@ pub struct ServeArgs {
     /// Which server.
     #[arg(long, value_enum)]
     pub kind: Kind,
-    /// How many: etcd members (1 or 3), Redis instances.
+    /// How many: etcd members (1 or 3), Redis instances; ZooKeeper: 1.
     #[arg(long, default_value_t = 1)]
     pub count: usize,
     /// The directory for their data directories and logs (must exist).
@@ -48,6 +51,7 @@ pub struct ServeArgs {
 enum Started {
     Etcd(EtcdCluster),
     Redis(Vec<redis::RedisServer>),
+    ZooKeeper(Box<ZooKeeperServer>),
 }
 
 /// Starts the servers, prints them, waits for SIGINT or SIGTERM, stops them.
@@ -96,6 +100,20 @@ pub async fn serve(args: &ServeArgs) -> Result<(), ServeError> {
             }
             Started::Redis(servers)
         }
+        Kind::Zookeeper => {
+            let mut server =
+                ZooKeeperServer::start(&args.dir, "zookeeper", &ZooKeeperOptions::default())
+                    .await?;
+            let pid = server.pid().unwrap_or(0);
+            lines.push(line(
+                server.name(),
+                pid,
+                &server.connect_string(),
+                server.data_dir(),
+                server.log(),
+            ));
+            Started::ZooKeeper(Box::new(server))
+        }
     };
     lines.push("all ready".to_string());
     let mut stdout = std::io::stdout().lock();
@@ -116,6 +134,7 @@ pub async fn serve(args: &ServeArgs) -> Result<(), ServeError> {
                 server.stop().await;
             }
         }
+        Started::ZooKeeper(server) => server.stop().await,
     }
     Ok(())
 }
