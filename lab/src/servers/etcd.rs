@@ -11,9 +11,9 @@
 //! ready when every member answers a linearizable `Range` through
 //! `etcd-client` — which needs an elected leader. etcd keeps its Raft log
 //! and keyspace in its data directory (fsynced), so a member killed and
-//! started again ([`EtcdCluster::restart`]) rejoins with its data; leases
-//! are kept too, their remaining TTL renewed by the leader on recovery (the
-//! lessor's `Promote`), as in production.
+//! started again ([`EtcdCluster::restart`]) rejoins with its data. Leases
+//! are kept too; a newly elected leader gives every lease a full TTL from
+//! its election (the lessor's `Promote`), as in production.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

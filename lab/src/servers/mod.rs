@@ -18,7 +18,9 @@
 //!   persistence, killed and restarted with or without its data, and its
 //!   wall clock steppable ([`wall_clock`]);
 //! * [`zookeeper`]: a standalone server run with `java` directly;
-//! * [`serve`]: `fenced-lab zoo-servers`, which starts some and waits.
+//! * [`serve`]: `fenced-lab zoo-servers`, which starts some and waits;
+//! * shared: [`process`] (one server process, its readiness wait and its
+//!   clean-up), [`ports`], [`data_dir`].
 //!
 //! Contract for callers: start servers from a thread that lives as long as
 //! they should (the parent-death signal follows the forking thread: the

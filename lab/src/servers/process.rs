@@ -339,10 +339,10 @@ pub fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// The end of `path` for an error message: its last [`TAIL_LINES`] lines,
+/// The end of `path` for an error message: its last 20 lines,
 /// preceded by the last few earlier lines that look like the cause (etcd
 /// prints an unknown flag's error, then 200 lines of usage), or a note
-/// saying why there are none. Reads at most [`TAIL_BYTES`] of its end.
+/// saying why there are none. Reads at most 64 KiB of its end.
 pub fn log_tail(path: &Path) -> String {
     let read = || -> std::io::Result<String> {
         let mut file = std::fs::File::open(path)?;

@@ -183,13 +183,10 @@ impl RedisServer {
         }
     }
 
-    /// Gives up the data directory of a server whose start failed.
-    fn into_data(mut self) -> DataDir {
-        self.process = None;
-        // The directory is moved out; nothing else of `self` needs dropping
-        // in order.
-        let RedisServer { data, .. } = self;
-        data
+    /// Gives up the data directory of a server whose start failed (its
+    /// process is gone: `run` keeps one only when it is ready).
+    fn into_data(self) -> DataDir {
+        self.data
     }
 
     /// Starts the process and waits until it answers `PING`.
