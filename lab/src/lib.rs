@@ -28,7 +28,9 @@
 //! * [`output`]: what `run` prints (text, JSON, SVG) and its exit code;
 //! * [`runner`]: `fenced-lab run`, which ties them together;
 //! * [`campaign`]: `run --runs N`, the same scenario for real N times, and
-//!   how often each figure agreed with the simulation.
+//!   how often each figure agreed with the simulation;
+//! * [`servers`]: the lock zoo's real servers (etcd, Redis, ZooKeeper) on
+//!   loopback, started, paused, killed, restarted and always cleaned up.
 #![warn(missing_docs)]
 
 pub mod anchor_watch;
@@ -46,6 +48,7 @@ pub mod realise;
 pub mod report;
 pub mod runner;
 pub mod schema;
+pub mod servers;
 pub mod stale_schemas;
 pub mod store_clock;
 pub mod supervisor;

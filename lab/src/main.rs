@@ -51,6 +51,10 @@ enum Command {
         #[arg(long)]
         sleep_ms: u64,
     },
+    /// Start a lock-zoo design's real servers on loopback, print where they
+    /// are, and stop them on SIGINT or SIGTERM (by hand, and for tests).
+    #[command(hide = true)]
+    ZooServers(fenced_lab::servers::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
                 })
             }
         },
+        Command::ZooServers(args) => zoo_servers(&args),
         Command::ClockProbe { sleep_ms } => {
             match fenced_lab::faketime::clock_probe(Duration::from_millis(sleep_ms)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -90,6 +95,20 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
             eprintln!("fenced-lab: lab failure: cannot start a runtime: {error}");
             ExitCode::from(1)
         })
+}
+
+fn zoo_servers(args: &fenced_lab::servers::serve::ServeArgs) -> ExitCode {
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    match runtime.block_on(fenced_lab::servers::serve::serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("fenced-lab zoo-servers: {error}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn clean(postgres: &str) -> ExitCode {

@@ -44,7 +44,8 @@ pub enum Signal {
 }
 
 impl Signal {
-    fn number(self) -> libc::c_int {
+    /// The signal's number.
+    pub fn number(self) -> libc::c_int {
         match self {
             Signal::Stop => libc::SIGSTOP,
             Signal::Continue => libc::SIGCONT,
@@ -232,15 +233,11 @@ impl Supervisor {
             .stderr(stderr)
             .process_group(0)
             .kill_on_drop(true);
-        // SAFETY: `prctl` is async-signal-safe and touches no memory of the
-        // parent; it runs in the child between fork and exec.
+        // SAFETY: `die_with_parent` only makes async-signal-safe system
+        // calls and touches no memory of the parent; it runs in the child
+        // between fork and exec.
         unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+            command.pre_exec(die_with_parent);
         }
         let child = command.spawn().map_err(|error| SupervisorError::Spawn {
             program: self.program.clone(),
@@ -382,6 +379,25 @@ fn ending(status: std::process::ExitStatus) -> Ending {
         (None, Some(signal)) => Ending::Signalled(signal),
         (None, None) => Ending::Exited(-1),
     }
+}
+
+/// Asks the kernel to SIGKILL the calling process when the thread that
+/// forked it dies (`PR_SET_PDEATHSIG`): run in a child between fork and
+/// exec (`pre_exec`), it makes the child die with the runner even when the
+/// runner is SIGKILLed and no destructor runs. The setting survives `exec`
+/// (but not a set-user-id one).
+///
+/// The signal follows the forking *thread*: start children from a thread
+/// that lives as long as they should (the runner's one runtime thread).
+///
+/// # Errors
+/// `prctl` failed.
+pub fn die_with_parent() -> std::io::Result<()> {
+    // SAFETY: a plain system call with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Whether process `pid` exists and is not a zombie (for tests and checks).

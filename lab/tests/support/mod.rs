@@ -90,3 +90,135 @@ pub async fn run_json(
     );
     (code, report)
 }
+
+/// Set to `1` (CI does) to make a missing lock-zoo server (etcd, Redis,
+/// ZooKeeper) fail its tests instead of skipping them.
+pub const ZOO_REQUIRE_VAR: &str = "FENCED_REQUIRE_ZOO_SERVERS";
+
+/// Whether a lock-zoo server `test` needs is installed (`installed` is the
+/// servers module's own check, e.g. `servers::redis::program`); `false`
+/// after saying loudly that the test is skipped.
+///
+/// # Panics
+/// When it is missing and `FENCED_REQUIRE_ZOO_SERVERS=1`.
+pub fn zoo_server<T>(test: &str, installed: Result<T, fenced_lab::servers::ServerError>) -> bool {
+    use std::io::Write;
+    let Err(missing) = installed else {
+        return true;
+    };
+    let required = std::env::var(ZOO_REQUIRE_VAR).is_ok_and(|v| v.trim() == "1");
+    assert!(
+        !required,
+        "{ZOO_REQUIRE_VAR}=1 but the test `{test}` cannot run: {missing}"
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {test}: {missing} ({ZOO_REQUIRE_VAR}=1 turns this skip into a failure)"
+    );
+    false
+}
+
+/// The pids of live processes whose command line mentions `needle` (a data
+/// directory's path): what a failed or stopped server would leave running.
+pub fn processes_mentioning(needle: &Path) -> Vec<i32> {
+    let needle = needle.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != std::process::id() as i32)
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                String::from_utf8_lossy(&cmdline)
+                    .split('\0')
+                    .any(|arg| arg.contains(&needle))
+            }) && fenced_lab::supervisor::process_running(pid)
+        })
+        .collect()
+}
+
+/// Asserts that nothing of a stopped (or never started) server is left:
+/// none of `pids` runs, no process mentions `data`, and `data` is gone.
+pub fn assert_nothing_left(what: &str, pids: &[i32], data: &Path) {
+    for &pid in pids {
+        assert!(
+            !fenced_lab::supervisor::process_running(pid),
+            "{what}: process {pid} still runs"
+        );
+    }
+    let stray = processes_mentioning(data);
+    assert!(
+        stray.is_empty(),
+        "{what}: processes {stray:?} still mention {}",
+        data.display()
+    );
+    assert!(!data.exists(), "{what}: {} still exists", data.display());
+}
+
+/// Runs `fenced-lab zoo-servers --kind KIND --count N` in `dir`, waits for
+/// its servers to be ready, SIGKILLs it, and asserts that every server
+/// process it started dies within ten seconds (their parent-death signal;
+/// no destructor of the owner runs). Returns the servers' pids.
+pub async fn servers_die_with_their_owner(kind: &str, count: usize, dir: &Path) -> Vec<i32> {
+    use tokio::io::AsyncBufReadExt;
+    let mut owner = tokio::process::Command::new(program())
+        .args(["zoo-servers", "--kind", kind, "--count", &count.to_string()])
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starts fenced-lab zoo-servers");
+    let owner_pid = owner.id().expect("a pid") as i32;
+    let stdout = owner.stdout.take().expect("piped stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut pids = Vec::new();
+    let reading = async {
+        while let Some(line) = lines.next_line().await.expect("reads stdout") {
+            if line == "all ready" {
+                return true;
+            }
+            let pid = line
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("pid="))
+                .and_then(|pid| pid.parse::<i32>().ok())
+                .unwrap_or_else(|| panic!("no pid in {line:?}"));
+            pids.push(pid);
+        }
+        false
+    };
+    let ready = tokio::time::timeout(Duration::from_secs(120), reading)
+        .await
+        .expect("the servers are ready within two minutes");
+    if !ready {
+        let output = owner.wait_with_output().await.expect("output");
+        panic!(
+            "zoo-servers ended before its servers were ready: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert_eq!(pids.len(), count, "{pids:?}");
+    for &pid in &pids {
+        assert!(
+            fenced_lab::supervisor::process_running(pid),
+            "{kind} {pid} runs"
+        );
+        assert_ne!(pid, owner_pid);
+    }
+    // SAFETY: a plain system call on the child this test started.
+    assert_eq!(unsafe { libc::kill(owner_pid, libc::SIGKILL) }, 0);
+    let _ = owner.wait().await;
+    let gone = eventually(Duration::from_secs(10), || {
+        pids.iter()
+            .all(|&pid| !fenced_lab::supervisor::process_running(pid))
+    })
+    .await;
+    assert!(
+        gone,
+        "{kind} servers {pids:?} outlived their SIGKILLed owner"
+    );
+    pids
+}
