@@ -195,27 +195,27 @@ impl<E: Hint> EventQueue<E> {
         Some((SimTime::from_nanos((key >> 64) as u64), slot))
     }
 
-    /// Calls `f` with the place in its heap, the slot (its address, for a
+    /// Calls `f` with the place in its queue, the slot (its address, for a
     /// prefetch) and the hint of each of the first `per_heap` keys of both
-    /// heaps, in heap order: with 1, the next event (and the other heap's
-    /// first); with 3, the next two and up to four more (a heap's second
-    /// key is one of its root's two children). Then prefetches the slots
-    /// the next pushes will take. Reads only warm memory: the heaps' first
-    /// levels, the hints and the free list's top.
+    /// queues: of `soon` in heap order (with 3, its next two and one more:
+    /// a heap's second key is one of its root's two children), of `later`
+    /// its next ones (see [`Calendar::next_keys`]). Then prefetches the
+    /// slots the next pushes will take. Reads only warm memory: the heaps'
+    /// first levels, the calendar's run, the hints and the free list's top.
     #[inline(always)]
     pub(crate) fn upcoming(&self, per_heap: usize, mut f: impl FnMut(usize, *const u8, u32)) {
-        let soon = self.soon.as_slice();
-        let later = self.later.near_keys();
-        for heap in [soon, later] {
-            for (i, &Reverse(key)) in heap.iter().take(per_heap).enumerate() {
-                let slot = (key & SLOT_MASK) as usize;
-                f(
-                    i,
-                    self.slots.as_ptr().wrapping_add(slot).cast(),
-                    self.hints[slot],
-                );
-            }
+        let mut hinted = |i: usize, key: u128| {
+            let slot = (key & SLOT_MASK) as usize;
+            f(
+                i,
+                self.slots.as_ptr().wrapping_add(slot).cast(),
+                self.hints[slot],
+            );
+        };
+        for (i, &Reverse(key)) in self.soon.as_slice().iter().take(per_heap).enumerate() {
+            hinted(i, key);
         }
+        self.later.next_keys(per_heap, &mut hinted);
         // The slots the next pushes fill: the free list's top is the slot
         // just popped (warm), the ones below it were freed earlier and may
         // be cold (a push reads its slot to find it empty).
