@@ -98,21 +98,12 @@ impl Calendar {
         }
     }
 
-    /// Calls `f` with the place and the key of up to `n` of the next keys,
-    /// the smallest first (the run's, or the near heap's in heap order
-    /// while it holds keys: a hint, for prefetching).
+    /// The key `d` places after the next one in the run (`d` = 0: the
+    /// run's next key), if the run reaches that far: a hint, for
+    /// prefetching (keys in `near`, rare, may come before it).
     #[inline(always)]
-    pub(super) fn next_keys(&self, n: usize, mut f: impl FnMut(usize, u128)) {
-        if self.near.is_empty() {
-            let run = self.run.get(self.pos..).unwrap_or_default();
-            for (i, &key) in run.iter().take(n).enumerate() {
-                f(i, key);
-            }
-        } else {
-            for (i, &Reverse(key)) in self.near.as_slice().iter().take(n).enumerate() {
-                f(i, key);
-            }
-        }
+    pub(super) fn run_ahead(&self, d: usize) -> Option<u128> {
+        self.run.get(self.pos + d).copied()
     }
 
     /// Whether the calendar is on ([`CALENDAR_FROM`] keys were pending).
