@@ -37,6 +37,7 @@ pub(crate) fn prefetch_lines<T>(p: *const T, lines: usize) {
 
 // ----- what the engine prefetches -----
 
+use super::queue::Stage;
 use super::{Address, Engine, Envelope, Event, Hint, Hosts};
 use crate::observation::Observer;
 
@@ -74,22 +75,30 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     /// Prefetches what the next events will read (see
     /// [`EventQueue::upcoming`](super::queue::EventQueue::upcoming) for
     /// which): their slots in the queue, their processes' `Life` rows and,
-    /// for a `whole` one, what the hosts and the observers say of its
+    /// for a whole one, what the hosts and the observers say of its
     /// process (or, for a message to a server, its sender's owner-id text,
-    /// which the lease store compares). In a large fleet each of these rows
+    /// which the lease store compares); for the next timer, what the
+    /// observers' rows of its process point to. In a large fleet each of these rows
     /// is a cache miss; asked for an event or two ahead, the misses overlap
     /// with the handling of the events before. A hint: no outcome changes
     /// (`sim/src/engine/prefetch.rs`).
     #[inline(always)]
     pub(super) fn prefetch_upcoming(&self) {
-        self.queue.upcoming(|slot, hint, whole| {
-            prefetch_lines(slot, 1);
+        self.queue.upcoming(|slot, hint, stage| {
             if hint == NO_PROCESS {
+                prefetch_lines(slot, 1);
                 return;
             }
             let pid = hint & !SENDER;
+            if stage == Stage::Behind {
+                if hint & SENDER == 0 {
+                    self.observers.prefetch_near(pid);
+                }
+                return;
+            }
+            prefetch_lines(slot, 1);
             self.lives.prefetch(pid);
-            if !whole {
+            if stage == Stage::Rows {
                 return;
             }
             if hint & SENDER == 0 {

@@ -19,6 +19,17 @@ use crate::time::SimTime;
 /// two thousand).
 const SLOT_BITS: u32 = 24;
 const SLOT_MASK: u128 = (1 << SLOT_BITS) - 1;
+/// How much [`EventQueue::upcoming`] asks to prefetch of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// Its slot and its process's `Life` row.
+    Rows,
+    /// Those, and every row its handling reads.
+    Whole,
+    /// What those rows point to (they were asked for before).
+    Behind,
+}
+
 /// How far ahead in the calendar's sorted run [`EventQueue::upcoming`]
 /// prefetches a timer's rows: far enough that its misses overlap with the
 /// handling of the events before it.
@@ -195,10 +206,10 @@ impl<E: Hint> EventQueue<E> {
     }
 
     /// What to prefetch for the next events, given to `f` as (slot
-    /// address, hint, whole): `soon`'s first key (the next message) whole,
-    /// its root's two children only their slots and `Life` rows (`whole`
-    /// false), and of `later`'s sorted run the key [`RUN_AHEAD`] places
-    /// ahead, whole. A timer is prefetched once, that far ahead: asked for
+    /// address, hint, [`Stage`]): `soon`'s first key (the next message)
+    /// whole, its root's two children only their slots and `Life` rows,
+    /// and of `later`'s sorted run the key [`RUN_AHEAD`] places ahead
+    /// whole, and its next key what its rows point to. A timer is prefetched once, that far ahead: asked for
     /// the run's next keys at every event (each key three times), the
     /// prefetches cost about 150 instructions an event, most of them for
     /// lines already on their way (callgrind, 10 000-node fleet). Then
@@ -206,24 +217,27 @@ impl<E: Hint> EventQueue<E> {
     /// slot just freed would fill. Reads only warm memory: the heap's
     /// first level, the run, the hints and the free list's top.
     #[inline(always)]
-    pub(crate) fn upcoming(&self, mut f: impl FnMut(*const u8, u32, bool)) {
-        let mut hinted = |key: u128, whole: bool| {
+    pub(crate) fn upcoming(&self, mut f: impl FnMut(*const u8, u32, Stage)) {
+        let mut hinted = |key: u128, stage: Stage| {
             let slot = (key & SLOT_MASK) as usize;
             f(
                 self.slots.as_ptr().wrapping_add(slot).cast(),
                 self.hints[slot],
-                whole,
+                stage,
             );
         };
         let soon = self.soon.as_slice();
         if let Some(&Reverse(key)) = soon.first() {
-            hinted(key, true);
+            hinted(key, Stage::Whole);
             for &Reverse(key) in soon.iter().skip(1).take(2) {
-                hinted(key, false);
+                hinted(key, Stage::Rows);
             }
         }
         if let Some(key) = self.later.run_ahead(RUN_AHEAD) {
-            hinted(key, true);
+            hinted(key, Stage::Whole);
+        }
+        if let Some(key) = self.later.run_ahead(0) {
+            hinted(key, Stage::Behind);
         }
         // The free list's top is the slot just popped (warm); the one below
         // it was freed earlier and may be cold (a push reads its slot to
