@@ -96,6 +96,7 @@
 
 pub mod elector;
 pub mod fenced_store;
+pub mod fleet_registry;
 #[cfg(feature = "history")]
 pub mod history;
 mod id;
@@ -117,6 +118,7 @@ pub use elector::{
     Phase, RequestId, ResponseDisposition, StepDownReason, MAX_OUTSTANDING,
 };
 pub use fenced_store::{FencedStore, Fencing, WriteOutcome};
+pub use fleet_registry::FleetRegistry;
 pub use id::{FencingToken, IdError, NodeId, OwnerId, ResourceId, Role, MAX_ID_LEN};
 pub use lease::{Lease, LeaseError, LeaseResult, LeaseStore, LeaseStoreConfig, ReleaseResult};
 #[cfg(feature = "planted-bugs")]

@@ -155,19 +155,22 @@ impl std::error::Error for ConfigError {}
 /// for, and its timings. A value of this type is always consistent.
 ///
 /// Laid out in this order (`repr(C)`): the timings every request and every
-/// timeout of a follower reads first, in one cache line; the rest after.
+/// timeout of a follower reads come last, in one cache line of their own
+/// when the config ends on a line boundary (as it does inside an
+/// [`Elector`](super::Elector) in the simulator's host row); the rest,
+/// which a follower never reads, before them.
 #[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
 pub struct ElectorConfig {
-    lease_ttl: Duration,
-    safety_margin: Duration,
-    retry_interval: Duration,
-    rejoin_delay: Duration,
     renew_interval: Duration,
     jitter: Option<Jitter>,
     release_on_deadline: bool,
     owner: OwnerId,
     role: Role,
+    lease_ttl: Duration,
+    safety_margin: Duration,
+    retry_interval: Duration,
+    rejoin_delay: Duration,
 }
 
 impl ElectorConfig {

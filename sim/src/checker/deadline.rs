@@ -76,6 +76,29 @@ impl Deadline {
         }
     }
 
+    /// Prefetches the place of slot `pid`'s ring its next request will take
+    /// (a hint): a follower's ring is full, so the next request replaces the
+    /// oldest; otherwise it goes after the newest. The ring is a buffer of
+    /// its own behind the row, a second miss a request paid after the row's
+    /// (cachegrind, 10 000 nodes); this reads the row, so it is asked once
+    /// the row was prefetched.
+    #[inline(always)]
+    pub(super) fn prefetch_next_request(&self, pid: u32) {
+        let Some(Some(requests)) = self.slots.get(pid as usize) else {
+            return;
+        };
+        let sent = &requests.sent;
+        let place = if sent.len() == fenced::MAX_OUTSTANDING {
+            sent.front().map(std::ptr::from_ref)
+        } else {
+            sent.back()
+                .map(|newest| std::ptr::from_ref(newest).wrapping_add(1))
+        };
+        if let Some(place) = place {
+            crate::engine::prefetch_lines(place, 1);
+        }
+    }
+
     /// A process started in slot `pid`: a new life, nothing sent yet.
     pub(super) fn process_started(&mut self, pid: ProcessId) {
         let i = pid.0 as usize;

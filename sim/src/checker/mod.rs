@@ -228,6 +228,13 @@ impl Observer for Checker {
         self.deadline.prefetch(pid);
     }
 
+    /// Where the process's next request will be recorded (the deadline
+    /// part's ring, behind its row).
+    #[inline(always)]
+    fn prefetch_near(&self, pid: u32) {
+        self.deadline.prefetch_next_request(pid);
+    }
+
     /// Updates the model, then hands the observation to the parts that
     /// judge or measure it. Inlined into every emitter: a call site pays
     /// only for the arms its variant reaches.

@@ -96,10 +96,6 @@ pub(crate) struct Lives<E> {
     /// The clocks the hosts time their decisions by.
     clocks: HostClocks,
     nodes: Vec<Node>,
-    /// Node indices sorted by id (ties by index), so that
-    /// [`node_index`](Self::node_index) costs O(log nodes): the registry's
-    /// membership changes name nodes by id, in a fleet of thousands.
-    by_id: Vec<u32>,
     procs: Vec<Life>,
     /// What queued at each slot while its process was paused, by slot.
     deferred: Vec<Vec<E>>,
@@ -147,14 +143,8 @@ impl<E> Lives<E> {
                 next_incarnation: 1,
             })
             .collect();
-        let mut by_id: Vec<u32> = (0..nodes.len() as u32).collect();
-        by_id.sort_by(|&a, &b| {
-            let (x, y) = (nodes[a as usize].id.as_str(), nodes[b as usize].id.as_str());
-            x.cmp(y).then(a.cmp(&b))
-        });
         Lives {
             nodes,
-            by_id,
             servers,
             first_node,
             server_clocks: vec![ServerClock::default(); usize::from(first_node)],
@@ -250,17 +240,6 @@ impl<E> Lives<E> {
     /// How many nodes.
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
-    }
-
-    /// The index of node `name`.
-    pub(crate) fn node_index(&self, name: &str) -> Option<u32> {
-        // The first index whose id is not below `name`: with duplicate ids,
-        // the lowest index, as a scan in order would find.
-        let at = self
-            .by_id
-            .partition_point(|&i| self.nodes[i as usize].id.as_str() < name);
-        let &index = self.by_id.get(at)?;
-        (self.nodes[index as usize].id.as_str() == name).then_some(index)
     }
 
     /// The endpoint of `host` (a fault's target, resolved by the scenario

@@ -37,6 +37,7 @@ pub(crate) fn prefetch_lines<T>(p: *const T, lines: usize) {
 
 // ----- what the engine prefetches -----
 
+use super::queue::Stage;
 use super::{Address, Engine, Envelope, Event, Hint, Hosts};
 use crate::observation::Observer;
 
@@ -45,12 +46,6 @@ const NO_PROCESS: u32 = u32::MAX;
 /// Set in the hint of a message to a server from a process (the rest of
 /// the hint is its sender's slot): the server reads the sender's `Life`.
 const SENDER: u32 = 1 << 31;
-
-/// How many keys of each heap [`Engine::prefetch_upcoming`] looks at (see
-/// [`EventQueue::upcoming`](super::queue::EventQueue::upcoming)): each heap's first three, which hold the next
-/// two events. Measured on the 10 000-node fleet (3 virtual minutes): 3
-/// beat 1 (the next event alone) and 7.
-const PREFETCH_PER_HEAP: usize = 3;
 
 impl<M: Envelope, T> Hint for Event<M, T> {
     /// The process the event is for (its slot), or that sent a message to a
@@ -77,27 +72,33 @@ impl<M: Envelope, T> Hint for Event<M, T> {
 }
 
 impl<H: Hosts, O: Observer> Engine<H, O> {
-    /// Prefetches what the next events will read: their slots in the
-    /// queue, their processes' `Life` rows and, for each heap's first event,
-    /// what the hosts and the observers say of its process (or, for a
-    /// message to a server, its sender's owner-id text, which the lease
-    /// store compares). In a large fleet that runs in step each of these
-    /// rows is a cache miss; asked for an event or two ahead, the misses
-    /// overlap with the handling of the events before. A hint: no outcome
-    /// changes (`sim/src/engine/prefetch.rs`).
+    /// Prefetches what the next events will read (see
+    /// [`EventQueue::upcoming`](super::queue::EventQueue::upcoming) for
+    /// which): their slots in the queue, their processes' `Life` rows and,
+    /// for a whole one, what the hosts and the observers say of its
+    /// process (or, for a message to a server, its sender's owner-id text,
+    /// which the lease store compares); for the next timer, what the
+    /// observers' rows of its process point to. In a large fleet each of these rows
+    /// is a cache miss; asked for an event or two ahead, the misses overlap
+    /// with the handling of the events before. A hint: no outcome changes
+    /// (`sim/src/engine/prefetch.rs`).
     #[inline(always)]
     pub(super) fn prefetch_upcoming(&self) {
-        self.queue.upcoming(PREFETCH_PER_HEAP, |place, slot, hint| {
-            prefetch_lines(slot, 1);
+        self.queue.upcoming(|slot, hint, stage| {
             if hint == NO_PROCESS {
+                prefetch_lines(slot, 1);
                 return;
             }
             let pid = hint & !SENDER;
+            if stage == Stage::Behind {
+                if hint & SENDER == 0 {
+                    self.observers.prefetch_near(pid);
+                }
+                return;
+            }
+            prefetch_lines(slot, 1);
             self.lives.prefetch(pid);
-            // Further ahead only the slot and the `Life` row: the
-            // rest (up to nine lines) for a few later events measured
-            // slower than for the next.
-            if place > 0 {
+            if stage == Stage::Rows {
                 return;
             }
             if hint & SENDER == 0 {

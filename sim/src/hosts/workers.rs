@@ -160,12 +160,16 @@ impl<P> ProcessTable<P> {
         self.procs[pid as usize].as_ref()
     }
 
-    /// Prefetches the first `lines` cache lines of process `pid` (a hint;
-    /// a slot not yet used is skipped).
+    /// Prefetches the cache lines `lines` (indices from its start) of
+    /// process `pid`'s row (a hint; a slot not yet used is skipped).
     #[inline(always)]
-    pub(crate) fn prefetch(&self, pid: u32, lines: usize) {
+    pub(crate) fn prefetch(&self, pid: u32, lines: &[usize]) {
         if let Some(process) = self.procs.get(pid as usize) {
-            crate::engine::prefetch_lines(process, lines);
+            let row = std::ptr::from_ref(process).cast::<u8>();
+            for &line in lines {
+                // `wrapping_add`: the address is only a hint.
+                crate::engine::prefetch_lines(row.wrapping_add(line * 64), 1);
+            }
         }
     }
 

@@ -581,6 +581,16 @@ pub trait Observer {
         let _ = pid;
     }
 
+    /// The next event is for process slot `pid`, whose rows
+    /// [`prefetch`](Self::prefetch) was asked for an event or two ago:
+    /// prefetch what those rows point to (reading them, now likely in the
+    /// cache, for the address). Nothing by default, and never an outcome
+    /// changed.
+    #[inline(always)]
+    fn prefetch_near(&self, pid: u32) {
+        let _ = pid;
+    }
+
     /// Whether this observer wants the observations that only pictures
     /// need and that cost something to make ([`Observation::LiveMembers`]
     /// counts the live set; [`Observation::FaultBegan`] allocates): emitters

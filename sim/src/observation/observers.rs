@@ -39,6 +39,11 @@ impl<T: Observer, C: Observer, R: Observer, A: Observer> Observer for Observers<
         self.checker.prefetch(pid);
     }
 
+    #[inline(always)]
+    fn prefetch_near(&self, pid: u32) {
+        self.checker.prefetch_near(pid);
+    }
+
     fn wants_pictures(&self) -> bool {
         self.timeline.is_some()
     }

@@ -20,7 +20,7 @@ pub use public::{Finished, Recording, Simulation};
 use std::io::Write;
 use std::time::Duration;
 
-use fenced::{FencedStore, Fencing, LeaseStore, LeaseStoreConfig, NodeRegistry};
+use fenced::{FencedStore, Fencing, FleetRegistry, LeaseStore, LeaseStoreConfig};
 
 use crate::checker::{Checker, CheckerSettings};
 use crate::engine::clock::{ClockKind, HostClock};
@@ -115,8 +115,9 @@ impl Core<FencedHosts> {
             Fencing::Disabled
         };
         let make_hosts = |seeds: SeedDeriver| {
-            let registry = NodeRegistry::new(scenario.membership.liveness_ttl)
-                .expect("validation refuses a zero liveness_ttl");
+            let nodes = valid.node_ids().iter().cloned();
+            let registry = FleetRegistry::new(nodes, scenario.membership.liveness_ttl)
+                .expect("validation refuses a zero liveness_ttl and duplicate node ids");
             let store_config = LeaseStoreConfig::new(LeaseStoreConfig::DEFAULT_MAX_TTL)
                 .expect("the default maximum TTL is valid");
             let role = valid.role().clone();
