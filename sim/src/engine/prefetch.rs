@@ -98,6 +98,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             }
             prefetch_lines(slot, 1);
             self.lives.prefetch(pid);
+            self.streams.prefetch(pid);
             if stage == Stage::Rows {
                 return;
             }

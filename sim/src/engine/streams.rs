@@ -5,28 +5,55 @@
 //! ([`Envelope::stream`](super::Envelope::stream)) crosses the network as
 //! a TCP segment would: a loss is a retransmission delay
 //! ([`Network::stream_transit`](super::network::Network::stream_transit)),
-//! it never overtakes the stream's previous segment (head-of-line
+//! it never overtakes the previous segment of its connection (head-of-line
 //! blocking), and a link that is down holds it until the link is up again
 //! — as `fenced-lab`'s proxy stalls a blocked direction and delivers, late
 //! and in order, on heal. A datagram (no stream) is dropped by a down link
 //! and may be lost, duplicated or overtaken, as before.
 
-use rustc_hash::FxHashMap;
-
 use super::limits::MAX_DEFERRED_MESSAGES;
 use crate::time::SimTime;
 
-/// A stream's key: the process slot, which of its sessions, which of that
-/// session's connections (each a TCP stream of its own), which way.
-pub(crate) type StreamKey = u64;
+/// A stream: a process slot, which of its sessions (0–3), which connection
+/// of that session, and which way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamKey {
+    process: u32,
+    /// `session * 2 + up`.
+    lane: u8,
+    conn: u32,
+}
+
+/// The key of connection `conn` of `process`'s session number `session`
+/// (0–3), towards the server (`up`) or back.
+pub(crate) fn stream_key(process: u32, session: u8, conn: u32, up: bool) -> StreamKey {
+    StreamKey {
+        process,
+        lane: (session & 3) * 2 + u8::from(up),
+        conn,
+    }
+}
+
+/// One way of one session of a process: its latest connection and when
+/// that connection's last segment arrives.
+#[derive(Clone, Copy, Debug, Default)]
+struct Lane {
+    conn: u32,
+    last: SimTime,
+}
+
+/// The lanes of one process slot, in one cache line.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+struct Lanes([Lane; 4]);
 
 /// The streams of a run: when each one's last segment arrives, and what
 /// down links hold back.
 #[derive(Debug)]
 pub(crate) struct Streams<E> {
-    /// Looked up by key, never iterated: the order of a hash map reaches no
-    /// output.
-    last: FxHashMap<StreamKey, SimTime>,
+    /// By process slot: the ways of its sessions (the lease store's two and
+    /// the worker's each way take six lanes; two lines a slot).
+    lanes: Vec<[Lanes; 2]>,
     /// Held back, in the order they were held.
     held: Vec<(StreamKey, E)>,
 }
@@ -34,19 +61,47 @@ pub(crate) struct Streams<E> {
 impl<E> Streams<E> {
     pub(crate) fn new() -> Self {
         Streams {
-            last: FxHashMap::default(),
+            lanes: Vec::new(),
             held: Vec::new(),
         }
     }
 
     /// When a segment of `stream` that the network would deliver at `at`
-    /// arrives: not before the stream's previous one (equal times keep
-    /// their order: the queue breaks ties by insertion).
+    /// arrives: not before its connection's previous one (equal times keep
+    /// their order: the queue breaks ties by insertion). Only a session's
+    /// latest connection is ordered: a segment of a connection the session
+    /// has since replaced (a straggler of a retired one) goes at its own
+    /// time — a new connection never waits behind an old one's
+    /// retransmissions.
     pub(crate) fn in_order(&mut self, stream: StreamKey, at: SimTime) -> SimTime {
-        let last = self.last.entry(stream).or_insert(SimTime::ZERO);
-        let at = at.max(*last);
-        *last = at;
-        at
+        let slot = stream.process as usize;
+        if self.lanes.len() <= slot {
+            self.lanes.resize(slot + 1, Default::default());
+        }
+        let lanes = &mut self.lanes[slot][usize::from(stream.lane / 4)].0;
+        let lane = &mut lanes[usize::from(stream.lane % 4)];
+        if stream.conn == lane.conn {
+            let at = at.max(lane.last);
+            lane.last = at;
+            at
+        } else if stream.conn > lane.conn || lane.conn == 0 {
+            *lane = Lane {
+                conn: stream.conn,
+                last: at,
+            };
+            at
+        } else {
+            at
+        }
+    }
+
+    /// Prefetches process `pid`'s lanes (a hint: none before its first
+    /// session message, so nothing in a run of datagrams).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, pid: u32) {
+        if let Some(lanes) = self.lanes.get(pid as usize) {
+            super::prefetch_lines(lanes, 2);
+        }
     }
 
     /// Holds `event` of `stream` back until its link is up; hands it back
@@ -78,29 +133,17 @@ impl<E> Streams<E> {
     }
 }
 
-/// The key of connection `conn` of `process`'s session number `session`
-/// (0–3), towards the server (`up`) or back. Connections are told apart by
-/// their low 24 bits (a session opens 16 million before one repeats).
-pub(crate) fn stream_key(process: u32, session: u8, conn: u32, up: bool) -> StreamKey {
-    (u64::from(process) << 32)
-        | (u64::from(conn & 0xFF_FFFF) << 8)
-        | (u64::from(session & 3) << 1)
-        | u64::from(up)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_stream_delivers_in_order_and_streams_are_apart() {
+    fn a_connection_delivers_in_order_and_streams_are_apart() {
         let mut s: Streams<()> = Streams::new();
         let (a, b) = (stream_key(1, 0, 1, true), stream_key(1, 0, 1, false));
         assert_ne!(a, b);
         assert_ne!(a, stream_key(2, 0, 1, true));
         assert_ne!(a, stream_key(1, 1, 1, true));
-        // A new connection is a new stream.
-        assert_ne!(a, stream_key(1, 0, 2, true));
         let t = SimTime::from_nanos;
         assert_eq!(s.in_order(a, t(50)), t(50));
         // Drawn earlier than the one before it: waits behind it.
@@ -108,5 +151,14 @@ mod tests {
         assert_eq!(s.in_order(a, t(70)), t(70));
         // Another stream is not held behind it.
         assert_eq!(s.in_order(b, t(10)), t(10));
+        assert_eq!(s.in_order(stream_key(1, 1, 1, true), t(10)), t(10));
+        assert_eq!(s.in_order(stream_key(1, 2, 1, true), t(10)), t(10));
+        // A new connection is a new stream: it never waits behind the old
+        // one, and the old one's stragglers go at their own time.
+        let (new, old) = (stream_key(1, 0, 2, true), stream_key(1, 0, 1, true));
+        assert_eq!(s.in_order(new, t(20)), t(20));
+        assert_eq!(s.in_order(new, t(15)), t(20));
+        assert_eq!(s.in_order(old, t(5)), t(5));
+        assert_eq!(s.in_order(new, t(21)), t(21));
     }
 }

@@ -51,15 +51,14 @@ impl DownstreamHost {
         H: Hosts<Message: Carries<ToDownstream> + Carries<ToWorker>>,
         O: Observer,
     {
-        let (pid, incarnation, owner, token, unit, tag) = match msg {
+        let (pid, incarnation, token, unit, tag) = match msg {
             ToDownstream::Write {
                 pid,
                 incarnation,
-                owner,
                 token,
                 unit,
                 tag,
-            } => (pid, incarnation, owner, token, unit, tag),
+            } => (pid, incarnation, token, unit, tag),
             ToDownstream::Open {
                 pid,
                 incarnation,
@@ -82,17 +81,19 @@ impl DownstreamHost {
             let msg = ToDownstream::Write {
                 pid,
                 incarnation,
-                owner,
                 token,
                 unit,
                 tag,
             };
             return out.refused(&H::Message::wrap(msg));
         }
+        // The writer, named by its slot and life as the lease store names a
+        // requester (its owner id text would double the message's size).
+        let names = out.names;
+        let owner = names.owner_at(pid, incarnation);
         let outcome = self
             .store
             .write(&self.resource, token, &owner, unit, out.local_now());
-        let names = out.names;
         out.observe(&Observation::WriteHandled {
             from: names.sender_ref(pid, incarnation, &owner),
             token,

@@ -8,9 +8,12 @@
 //! text — five dependent cache misses per heartbeat in a 10 000-node fleet,
 //! a sixth of the run (`perf record`); by index, one row.
 
+use std::time::Duration;
+
 use fenced::{FleetRegistry, Heartbeat, LeaseStore, MembershipChange, ReleaseResult, Role};
 
 use super::messages::{Message, Timer, ToProcess, ToStore};
+use super::session::Reply;
 use super::FencedHosts;
 use crate::engine::{Address, Outbox};
 use crate::observation::{Observation, Observer, RegistryAnswer, SimTime};
@@ -78,14 +81,17 @@ impl LeaseStoreHost {
                 pid,
                 incarnation,
                 id,
-                ttl,
+                ttl_ns,
                 tag,
             } => {
                 let names = out.names;
                 let owner = names.owner_at(pid, incarnation);
-                let answer = self
-                    .leases
-                    .try_acquire_or_renew(&self.role, &owner, ttl, now);
+                let answer = self.leases.try_acquire_or_renew(
+                    &self.role,
+                    &owner,
+                    Duration::from_nanos(ttl_ns),
+                    now,
+                );
                 let to = Address::Process { pid, incarnation };
                 let from = names.sender_ref(pid, incarnation, &owner);
                 let reply = match answer {
@@ -95,7 +101,10 @@ impl LeaseStoreHost {
                             request: id.0,
                             result: &result,
                         });
-                        ToProcess::LeaseResponse { id, result, tag }
+                        ToProcess::LeaseResponse {
+                            result,
+                            reply: Reply::answering(tag, id),
+                        }
                     }
                     Err(error) => {
                         let text = error.to_string();
@@ -104,7 +113,9 @@ impl LeaseStoreHost {
                             request: id.0,
                             error: &text,
                         });
-                        ToProcess::LeaseFailed { id, tag }
+                        ToProcess::LeaseFailed {
+                            reply: Reply::answering(tag, id),
+                        }
                     }
                 };
                 out.send(to, Message::Process(reply));

@@ -1,11 +1,9 @@
 //! The fenced protocol's messages, one enum per kind of addressee, and its
 //! timers.
 
-use std::time::Duration;
+use fenced::{FencingToken, LeaseResult, RequestId};
 
-use fenced::{FencingToken, LeaseResult, OwnerId, RequestId};
-
-use super::session::CallTag;
+use super::session::{CallTag, Reply};
 use super::workers::{carries, WorkTimer};
 use crate::engine::{stream_key, Address, Envelope, StreamKey};
 use crate::observation::{MessageFacts, MessageKind};
@@ -44,7 +42,9 @@ pub(crate) enum ToStore {
         pid: u32,
         incarnation: u32,
         id: RequestId,
-        ttl: Duration,
+        /// The lease's TTL in nanoseconds (a `Duration` is twice the size,
+        /// and the message must leave its event within a cache line).
+        ttl_ns: u64,
         tag: CallTag,
     },
     /// Release the term `token`.
@@ -78,7 +78,6 @@ pub(crate) enum ToDownstream {
     Write {
         pid: u32,
         incarnation: u32,
-        owner: OwnerId,
         token: FencingToken,
         unit: u64,
         tag: CallTag,
@@ -104,15 +103,11 @@ pub(crate) enum ToWorker {
 /// What a process receives.
 #[derive(Clone, Debug)]
 pub(crate) enum ToProcess {
-    /// The store's answer to request `id` (echoing its call's tag on the
-    /// lease session; [`CallTag::NONE`] without sessions).
-    LeaseResponse {
-        id: RequestId,
-        result: LeaseResult,
-        tag: CallTag,
-    },
-    /// The store could not answer request `id` (bad input).
-    LeaseFailed { id: RequestId, tag: CallTag },
+    /// The store's answer to a request: `reply` names its call on the
+    /// lease session, or its elector id without sessions.
+    LeaseResponse { result: LeaseResult, reply: Reply },
+    /// The store could not answer the request (bad input).
+    LeaseFailed { reply: Reply },
     /// The release sent with `tag` was handled.
     Released { tag: CallTag },
     /// The heartbeat sent with `tag` was handled.
@@ -186,11 +181,13 @@ impl Envelope for Message {
             Message::Store(ToStore::Open {
                 pid, session, conn, ..
             }) => up(*pid, *session, *conn),
-            Message::Process(ToProcess::LeaseResponse { tag, .. })
-            | Message::Process(ToProcess::LeaseFailed { tag, .. })
-            | Message::Process(ToProcess::Released { tag })
-                if tag.on_session() =>
+            Message::Process(ToProcess::LeaseResponse { reply, .. })
+            | Message::Process(ToProcess::LeaseFailed { reply })
+                if reply.on_session() =>
             {
+                back(StoreSession::Lease, reply.conn())
+            }
+            Message::Process(ToProcess::Released { tag }) if tag.on_session() => {
                 back(StoreSession::Lease, tag.conn)
             }
             Message::Process(ToProcess::HeartbeatAnswered { tag }) if tag.on_session() => {

@@ -183,7 +183,7 @@ impl Hosts for FencedHosts {
         }
         let heartbeat_interval = s.timings.heartbeat_interval;
         let process = NodeProcess::new(pid, node, incarnation, elector);
-        let (process, workers) = self.procs.start(pid, incarnation, owner.clone(), process);
+        let (process, workers) = self.procs.start(pid, incarnation, process);
         process.start(heartbeat_interval, workers, out);
     }
 

@@ -69,8 +69,8 @@ pub(crate) struct NodeProcess {
 /// A call of the elector's session: a lease request or a release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LeaseCall {
-    /// Acquire or renew.
-    Request { id: RequestId, ttl: Duration },
+    /// Acquire or renew (for the elector's `lease_ttl`).
+    Request { id: RequestId },
     /// Release the term.
     Release { token: FencingToken },
 }
@@ -133,7 +133,9 @@ impl NodeProcess {
         // (`timeout(ttl, ..)`) and a release at the retry interval
         // (`release_lease`), then awaits each one bound more.
         let bounds = match call {
-            LeaseCall::Request { ttl, .. } => CallBounds::awaited_late(ttl),
+            LeaseCall::Request { .. } => {
+                CallBounds::awaited_late(self.elector.config().lease_ttl())
+            }
             LeaseCall::Release { .. } => {
                 CallBounds::awaited_late(self.elector.config().retry_interval())
             }
@@ -146,11 +148,11 @@ impl NodeProcess {
     fn send_lease<O: Observer>(&self, call: LeaseCall, tag: CallTag, out: Out<'_, '_, O>) {
         let (pid, incarnation) = (self.pid, self.incarnation);
         let msg = match call {
-            LeaseCall::Request { id, ttl } => ToStore::LeaseRequest {
+            LeaseCall::Request { id } => ToStore::LeaseRequest {
                 pid,
                 incarnation,
                 id,
-                ttl,
+                ttl_ns: crate::time::span_nanos(self.elector.config().lease_ttl()),
                 tag,
             },
             LeaseCall::Release { token } => ToStore::Release {
@@ -384,8 +386,8 @@ impl NodeProcess {
         let local = out.local_now();
         // On a session, an answer reaches the elector only while its call
         // waits for it (the tokio driver drops a late one).
-        let call = match msg {
-            ToProcess::LeaseResponse { tag, .. } | ToProcess::LeaseFailed { tag, .. } => tag.call,
+        let reply = match msg {
+            ToProcess::LeaseResponse { reply, .. } | ToProcess::LeaseFailed { reply } => reply,
             ToProcess::Released { tag } => {
                 self.lease.answered(tag.call);
                 let timings = workers.client().timings;
@@ -418,13 +420,23 @@ impl NodeProcess {
                 return;
             }
         };
-        if call != 0 && !matches!(self.lease.answered(call), Answered::ToCaller(_)) {
+        // The request answered: named by the answer without a session, by
+        // the session's call on one.
+        let id = if reply.on_session() {
+            let answered = self.lease.answered(reply.call());
             let timings = workers.client().timings;
             arm(&mut self.lease, &timings, StoreSession::Lease, out);
-            return;
-        }
+            match answered {
+                Answered::ToCaller(LeaseCall::Request { id }) => id,
+                Answered::ToCaller(LeaseCall::Release { .. })
+                | Answered::Late
+                | Answered::Unknown => return,
+            }
+        } else {
+            reply.request()
+        };
         match msg {
-            ToProcess::LeaseResponse { id, result, .. } => {
+            ToProcess::LeaseResponse { result, .. } => {
                 // What the observers need, read before the answer moves into
                 // the elector.
                 let acquired = result.acquired_token();
@@ -439,7 +451,7 @@ impl NodeProcess {
                     renewal,
                 });
             }
-            ToProcess::LeaseFailed { id, .. } => {
+            ToProcess::LeaseFailed { .. } => {
                 self.elector.handle_request_failed(id, local);
                 let process = out.names.process_ref(self.pid);
                 out.observe(&Observation::RequestFailed {
@@ -450,10 +462,6 @@ impl NodeProcess {
             ToProcess::Released { .. }
             | ToProcess::HeartbeatAnswered { .. }
             | ToProcess::Opened { .. } => unreachable!("handled above"),
-        }
-        if call != 0 {
-            let timings = workers.client().timings;
-            arm(&mut self.lease, &timings, StoreSession::Lease, out);
         }
         self.drain_elector(workers, out);
     }
@@ -483,7 +491,8 @@ impl NodeProcess {
                         request: id.0,
                         local,
                     });
-                    self.lease_call(LeaseCall::Request { id, ttl }, workers, out);
+                    debug_assert_eq!(ttl, self.elector.config().lease_ttl());
+                    self.lease_call(LeaseCall::Request { id }, workers, out);
                 }
                 ElectorOutput::StartWork { token } => workers.start_term(self.pid, token, out),
                 ElectorOutput::StopWork { token, reason } => {
@@ -578,28 +587,19 @@ fn observe_session<C, O: Observer>(
     }
 }
 
-/// Re-arms `session`'s timer (session `which` of the acting process) for
-/// its next bound, if that changed: an earlier one goes stale.
+/// Sets a timer for session `which` of the acting process if its next bound
+/// asks for one ([`Session::rearm`]).
 fn arm<C: Copy, O: Observer>(
     session: &mut Session<C>,
     timings: &super::session::SessionTimings,
     which: StoreSession,
     out: Out<'_, '_, O>,
 ) {
-    let next = session.next_timeout(timings);
-    if next == session.timer_at {
-        return;
-    }
-    session.timer_generation = session.timer_generation.wrapping_add(1);
-    session.timer_at = next;
-    if let Some(at) = next {
-        let generation = session.timer_generation;
-        out.set_timer_local(
-            at,
-            Timer::Session {
-                session: which,
-                generation,
-            },
-        );
+    if let Some((generation, at)) = session.rearm(timings) {
+        let timer = Timer::Session {
+            session: which,
+            generation,
+        };
+        out.set_timer_local(at, timer);
     }
 }

@@ -43,6 +43,8 @@
 
 use std::time::Duration;
 
+use std::num::NonZeroU32;
+
 use fenced::Instant;
 use smallvec::SmallVec;
 
@@ -160,6 +162,49 @@ impl CallTag {
     }
 }
 
+/// What a lease answer names, in one word: on a session, its connection and
+/// call (the top bit set); without one (datagrams), the elector's request
+/// id. One word keeps the answer — and so every event of the queue — within
+/// a cache line (an event is 64 bytes; a second tag made it 80, and its
+/// slot two lines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reply(u64);
+
+impl Reply {
+    const SESSION: u64 = 1 << 63;
+
+    /// The answer to a request sent with `tag`, whose elector id is `id`.
+    pub(crate) fn answering(tag: CallTag, id: fenced::RequestId) -> Self {
+        if tag.on_session() {
+            Reply(Self::SESSION | (u64::from(tag.conn & 0x7FFF_FFFF) << 32) | u64::from(tag.call))
+        } else {
+            debug_assert!(id.0 < Self::SESSION, "request ids count from 1");
+            Reply(id.0)
+        }
+    }
+
+    /// Whether it answers a call on a session.
+    #[inline(always)]
+    pub(crate) fn on_session(self) -> bool {
+        self.0 & Self::SESSION != 0
+    }
+
+    /// The call answered (on a session).
+    pub(crate) fn call(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The connection it travels on (on a session).
+    pub(crate) fn conn(self) -> u32 {
+        ((self.0 >> 32) as u32) & 0x7FFF_FFFF
+    }
+
+    /// The elector's request id (without a session).
+    pub(crate) fn request(self) -> fenced::RequestId {
+        fenced::RequestId(self.0)
+    }
+}
+
 /// What the session asks its host to do, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SessionOutput<C> {
@@ -191,19 +236,45 @@ pub(crate) type Outputs<C> = SmallVec<[SessionOutput<C>; 4]>;
 
 #[derive(Clone, Copy, Debug)]
 struct Sent {
-    conn: u32,
+    /// Connections count from 1 (a niche keeps `Option<Sent>` small).
+    conn: NonZeroU32,
     epoch: u32,
     at: Instant,
 }
 
+/// A call's deadline on the process's clock, or never: a `u64` of
+/// nanoseconds (`u64::MAX`: never), half an `Option<Instant>`, so that a
+/// call fits in less than a cache line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Deadline(u64);
+
+impl Deadline {
+    const NEVER: Deadline = Deadline(u64::MAX);
+
+    /// `bound` after `from`, if there is a bound.
+    fn after(from: Instant, bound: Option<Duration>) -> Self {
+        bound.map_or(Self::NEVER, |b| Deadline((from + b).as_nanos()))
+    }
+
+    fn get(self) -> Option<Instant> {
+        (self != Self::NEVER).then(|| Instant::from_nanos(self.0))
+    }
+
+    fn reached(self, now: Instant) -> bool {
+        self.0 <= now.as_nanos()
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Call<C> {
-    id: u32,
     payload: C,
-    began: Instant,
-    bounds: CallBounds,
+    id: u32,
     /// Whether the caller still waits for it.
     caller_waits: bool,
+    /// When the caller gives up on it ([`CallBounds::caller`]).
+    caller_at: Deadline,
+    /// When it is dropped ([`CallBounds::abandon`]).
+    abandon_at: Deadline,
     /// On the wire (else it waits for an open).
     sent: Option<Sent>,
 }
@@ -232,8 +303,10 @@ pub(crate) struct Session<C> {
     next_conn: u32,
     next_call: u32,
     /// Every live call, in the order they began: those waiting for an open
-    /// and those on the wire (of this connection or a retired one).
-    calls: SmallVec<[Call<C>; 2]>,
+    /// and those on the wire (of this connection or a retired one). One
+    /// inline: a session almost always has one call at most in flight (a
+    /// slow store's queue of waiting calls spills to the heap).
+    calls: SmallVec<[Call<C>; 1]>,
     /// The host's timer for [`next_timeout`](Self::next_timeout): its
     /// generation (a re-armed one is stale) and its time.
     pub(crate) timer_generation: u32,
@@ -286,11 +359,11 @@ impl<C: Copy> Session<C> {
         let id = self.next_call;
         self.next_call = self.next_call.wrapping_add(1).max(1);
         self.calls.push(Call {
-            id,
             payload,
-            began: now,
-            bounds,
+            id,
             caller_waits: true,
+            caller_at: Deadline::after(now, bounds.caller),
+            abandon_at: Deadline::after(now, bounds.abandon),
             sent: None,
         });
         self.pump(now, out);
@@ -411,7 +484,7 @@ impl<C: Copy> Session<C> {
         let mut i = 0;
         while i < self.calls.len() {
             let mut call = self.calls[i];
-            if call.caller_waits && call.bounds.caller.is_some_and(|b| call.began + b <= now) {
+            if call.caller_waits && call.caller_at.reached(now) {
                 call.caller_waits = false;
                 self.calls[i].caller_waits = false;
                 out.push(SessionOutput::Failed {
@@ -419,7 +492,7 @@ impl<C: Copy> Session<C> {
                     why: CallFailure::CallerBound,
                 });
             }
-            if call.bounds.abandon.is_some_and(|b| call.began + b <= now) {
+            if call.abandon_at.reached(now) {
                 self.calls.remove(i);
                 if let State::Opening { opener, .. } = self.state {
                     if opener == call.id {
@@ -439,7 +512,7 @@ impl<C: Copy> Session<C> {
                         why: CallFailure::QueryTimeout,
                     });
                 }
-                if matches!(self.state, State::Open { conn, .. } if conn == sent.conn) {
+                if matches!(self.state, State::Open { conn, .. } if conn == sent.conn.get()) {
                     self.state = State::Closed;
                     out.push(SessionOutput::Closed {
                         why: SessionEnd::Retired,
@@ -470,12 +543,8 @@ impl<C: Copy> Session<C> {
     /// The earliest bound still ahead, on the process's clock.
     pub(crate) fn next_timeout(&self, t: &SessionTimings) -> Option<Instant> {
         let calls = self.calls.iter().flat_map(|c| {
-            let caller = c.bounds.caller.filter(|_| c.caller_waits);
-            [
-                caller.map(|b| c.began + b),
-                c.bounds.abandon.map(|b| c.began + b),
-                c.sent.map(|s| s.at + t.query),
-            ]
+            let caller = c.caller_at.get().filter(|_| c.caller_waits);
+            [caller, c.abandon_at.get(), c.sent.map(|s| s.at + t.query)]
         });
         let open = match self.state {
             State::Opening {
@@ -484,6 +553,24 @@ impl<C: Copy> Session<C> {
             _ => None,
         };
         calls.chain([open]).flatten().min()
+    }
+
+    /// Whether the host must set a timer for the session's next bound, and
+    /// with which generation and time: only when none is armed or the next
+    /// bound comes before the armed one (which then goes stale). A timer
+    /// that fires before anything is due (the call it was set for was
+    /// answered) finds nothing, and the session re-arms then: a timer per
+    /// bound's length, not one per call — a follower asks every retry
+    /// interval, and nearly every call is answered in milliseconds. The
+    /// host clears `timer_at` when the timer fires.
+    pub(crate) fn rearm(&mut self, t: &SessionTimings) -> Option<(u32, Instant)> {
+        let next = self.next_timeout(t)?;
+        if self.timer_at.is_some_and(|armed| armed <= next) {
+            return None;
+        }
+        self.timer_generation = self.timer_generation.wrapping_add(1);
+        self.timer_at = Some(next);
+        Some((self.timer_generation, next))
     }
 
     /// The opener's `session()` returned an error: its call fails and ends.
@@ -504,9 +591,13 @@ impl<C: Copy> Session<C> {
     fn pump(&mut self, now: Instant, out: &mut Outputs<C>) {
         match self.state {
             State::Open { conn, epoch } => {
+                let Some(nonzero) = NonZeroU32::new(conn) else {
+                    debug_assert!(false, "connections count from 1");
+                    return;
+                };
                 for call in self.calls.iter_mut().filter(|c| c.sent.is_none()) {
                     call.sent = Some(Sent {
-                        conn,
+                        conn: nonzero,
                         epoch,
                         at: now,
                     });

@@ -266,3 +266,14 @@ fn the_next_timeout_is_the_earliest_bound_and_none_when_idle() {
     assert_eq!(s.answered(1), Answered::Late);
     assert_eq!(s.next_timeout(&T), None);
 }
+
+#[test]
+fn a_fenced_event_still_fits_one_cache_line() {
+    // The queue's slots are one line (64 bytes) each: a message that
+    // outgrew it (sessions first tagged every answer twice) made every slot
+    // two lines and a 10 000-node fleet's hour twice as slow. The answers
+    // carry one `Reply` word, the writes name their writer by slot and life.
+    use crate::hosts::messages::{Message, Timer};
+    assert!(std::mem::size_of::<crate::engine::Event<Message, Timer>>() <= 64);
+    assert!(std::mem::size_of::<Session<crate::hosts::node::LeaseCall>>() <= 128);
+}

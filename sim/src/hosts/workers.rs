@@ -15,7 +15,7 @@
 //! worker's [`WorkTimer`] in one variant and its message enum the
 //! downstream's [`ToDownstream`] in one: [`carries!`] says which.
 
-use fenced::{FencingToken, OwnerId, StepDownReason};
+use fenced::{FencingToken, StepDownReason};
 
 use super::messages::{ToDownstream, ToWorker};
 use super::session::{
@@ -102,7 +102,6 @@ impl<H> CarriesWork for H where
 #[derive(Debug)]
 struct Worker {
     incarnation: u32,
-    owner: OwnerId,
     /// Bumped at every term change: a unit timer of an older generation is
     /// stale.
     generation: u32,
@@ -136,13 +135,12 @@ impl<P> ProcessTable<P> {
         }
     }
 
-    /// `process` is a new life in slot `pid`, its worker writing as `owner`
+    /// `process` is a new life in slot `pid`, beside its worker
     /// (it leads nothing yet): the process, and the workers it drives.
     pub(crate) fn start(
         &mut self,
         pid: u32,
         incarnation: u32,
-        owner: OwnerId,
         process: P,
     ) -> (&mut P, &mut WorkerTable) {
         let i = pid as usize;
@@ -150,7 +148,7 @@ impl<P> ProcessTable<P> {
             self.procs.resize_with(i + 1, || None);
         }
         self.procs[i] = Some(process);
-        self.workers.start_life(pid, incarnation, owner);
+        self.workers.start_life(pid, incarnation);
         self.life(pid)
     }
 
@@ -220,15 +218,15 @@ pub(crate) struct WorkerTable {
 }
 
 impl WorkerTable {
-    /// A new life in slot `pid`, writing as `owner`: it leads nothing yet.
-    fn start_life(&mut self, pid: u32, incarnation: u32, owner: OwnerId) {
+    /// A new life in slot `pid` (its writes name it by slot and life): it
+    /// leads nothing yet.
+    fn start_life(&mut self, pid: u32, incarnation: u32) {
         let i = pid as usize;
         if self.slots.len() <= i {
             self.slots.resize_with(i + 1, || None);
         }
         self.slots[i] = Some(Worker {
             incarnation,
-            owner,
             generation: 0,
             next_unit: 1,
             believed: None,
@@ -404,7 +402,6 @@ impl WorkerTable {
         let msg = ToDownstream::Write {
             pid,
             incarnation: w.incarnation,
-            owner: w.owner.clone(),
             token: call.token,
             unit: call.unit,
             tag,
@@ -567,15 +564,8 @@ impl WorkerTable {
             }
         }
         let timings = self.client.timings;
-        let session = &mut self.worker(pid).session;
-        let next = session.next_timeout(&timings);
-        if next != session.timer_at {
-            session.timer_generation = session.timer_generation.wrapping_add(1);
-            session.timer_at = next;
-            if let Some(at) = next {
-                let generation = session.timer_generation;
-                out.set_timer_local(at, H::Timer::wrap(WorkTimer::Session { generation }));
-            }
+        if let Some((generation, at)) = self.worker(pid).session.rearm(&timings) {
+            out.set_timer_local(at, H::Timer::wrap(WorkTimer::Session { generation }));
         }
     }
 
@@ -610,13 +600,17 @@ impl WorkerTable {
             }
             Event::Deliver { msg, .. } => {
                 let ToDownstream::Write {
-                    owner, token, unit, ..
+                    pid,
+                    incarnation,
+                    token,
+                    unit,
+                    ..
                 } = msg.carried()?
                 else {
                     return None;
                 };
                 Some(PendingWrite {
-                    owner: owner.to_string(),
+                    owner: lives.owner_at(*pid, *incarnation).to_string(),
                     token: token.get(),
                     unit: *unit,
                     // Writes queue only at a paused downstream.

@@ -356,7 +356,7 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
         let client = P::new_client(settings, id, owner.as_str(), seed);
         let process = ZooProcess::new(pid, id, client);
         let mut next_term = self.next_term;
-        let (process, workers) = self.procs.start(pid, incarnation, owner.clone(), process);
+        let (process, workers) = self.procs.start(pid, incarnation, process);
         process.start(&mut next_term, workers, out);
         self.next_term = next_term;
     }
