@@ -77,6 +77,13 @@ pub const REGISTRY_URL_VAR: &str = "FENCED_LAB_REGISTRY_URL";
 /// The environment variable of `--downstream-url`.
 pub const DOWNSTREAM_URL_VAR: &str = "FENCED_LAB_DOWNSTREAM_URL";
 
+/// The advisory-lock key a connection-lock node of the run with schema
+/// `schema` uses for `role` (see `lab/src/node_lock.rs`, "The key"): for
+/// tests and people looking at `pg_locks`.
+pub fn connection_lock_key(schema: &str, role: &str) -> i64 {
+    lock::key_of(&format!("{schema}/{role}"))
+}
+
 /// Reads a `--plant` value: `None` stays `None`; an unknown name is an error
 /// naming the flag and the known bugs.
 ///

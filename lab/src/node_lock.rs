@@ -87,7 +87,7 @@ pub(super) struct LockClient {
 }
 
 /// FNV-1a, 64 bits, as a signed key.
-fn key_of(text: &str) -> i64 {
+pub(super) fn key_of(text: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in text.as_bytes() {
         hash ^= u64::from(b);
@@ -115,7 +115,7 @@ impl LockClient {
             settings.tcp_keepalives_interval.as_secs(),
             settings.tcp_keepalives_count
         ));
-        let key = key_of(&format!("{schema}/{role}"));
+        let key = super::connection_lock_key(schema, role);
         Ok(LockClient {
             config,
             key,
