@@ -56,6 +56,16 @@
 //! a driver that wants kernel fidelity should deliver
 //! [`PgResponse::KeepaliveProbe`] to a paused client host too.
 //!
+//! **A crash is a vanished host.** The simulator's `crash` kills the client
+//! process with nothing sent, so its session ends only on the keepalive
+//! verdict — what a host that vanishes does (power loss, kernel panic, a
+//! cable pulled). A process killed on a live host is different: its kernel
+//! closes the socket (FIN), the backend reads end-of-file and exits, and the
+//! lock is freed at once. `fenced-lab` kills with SIGKILL, so its real run of
+//! a crash fails over within one `retry_interval` where this model waits for
+//! the verdict (`lab/tests/zoo_connection_lock.rs` pins the difference;
+//! `lab/README.md`, "The connection lock for real").
+//!
 //! # Known failure mode
 //!
 //! No token, and the server frees a dead or partitioned holder's lock only on
