@@ -218,7 +218,7 @@ impl Comparison {
         let (counts_reason, gaps_reason) = if sampled {
             (SAMPLED, SAMPLED)
         } else {
-            (JITTER, crate::design::gap_reason(scenario).unwrap_or(GAPS))
+            (JITTER, GAPS)
         };
         let gap_tolerances_ms: Vec<u64> = simulated
             .gaps_ms

@@ -115,21 +115,6 @@ pub fn follower_retry(scenario: &Scenario) -> Duration {
     }
 }
 
-/// The likely reason, particular to `scenario`'s design, why a failover
-/// gap differs between the real run and the simulation, if the design has
-/// one.
-pub fn gap_reason(scenario: &Scenario) -> Option<&'static str> {
-    match scenario.election.protocol {
-        ProtocolSpec::ConnectionLock(_) => Some(
-            "for connection-lock, a killed holder's kernel closes its connection and PostgreSQL \
-             frees the lock at once, where the model's crash waits for the server's keepalive \
-             verdict (lab/README.md, \"The connection lock for real\"); then connection set-up \
-             and scheduling jitter",
-        ),
-        _ => None,
-    }
-}
-
 /// Why the lab cannot make fault `resolution` real for the connection lock
 /// in a scenario of `nodes` nodes, if it cannot.
 ///

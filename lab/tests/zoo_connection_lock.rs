@@ -81,16 +81,15 @@ async fn a_paused_holder_keeps_its_lock_for_real_and_the_simulation_agrees() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_killed_holders_lock_is_freed_at_once_for_real_where_the_model_waits_for_keepalives() {
-    // SIGKILL of the holder at 1.5 s. Both runs: one failover, no overlap,
-    // no violation, a leader at the end — every expectation agrees. The
-    // failover's length does not, and this pins the known disagreement
-    // (lab/README.md, "Real vs simulated: connection-lock"): for real the
-    // killed process's kernel closes its socket, the proxy passes the FIN
-    // on, PostgreSQL ends the session and frees the lock at once, and a
-    // follower takes it on its next try (0.5 s); the model ends the session
-    // only on the server's keepalive verdict, 2 + 2 × 1 s after node-a was
-    // last heard from (`fenced_zoo::connection_lock`).
+async fn a_killed_holders_lock_is_freed_at_once_for_real_and_the_simulation_agrees() {
+    // SIGKILL of the holder at 1.5 s: its kernel closes the socket, the
+    // proxy passes the FIN on, PostgreSQL ends the session and frees the
+    // lock at once, and a follower takes it on its next try (0.5 s) — in
+    // the real run and, since the model learned it from this run
+    // (`LockClient::kernel_closed`), in the simulation: one failover well
+    // under the 4 s keepalive verdict in both, no overlap, no violation,
+    // every figure and every expectation agreeing. (Before, the model
+    // waited for the verdict: 3.7 s against the real 0.2 s.)
     let Some(url) = support::database_url("connection_lock_crash_for_real") else {
         return;
     };
@@ -99,36 +98,22 @@ async fn a_killed_holders_lock_is_freed_at_once_for_real_where_the_model_waits_f
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert_eq!(report["violations_total"], 0);
     let comparison = &report["comparison"];
+    assert_eq!(comparison["agrees"], true, "{comparison:#}");
     assert_same(
         comparison,
         &["violations", "split_brain", "term_count", "max_token"],
-    );
-    let expectations = comparison["expectations"].as_array().expect("listed");
-    assert!(
-        expectations.iter().all(|e| e["agrees"] == true),
-        "{comparison:#}"
     );
     let gap = |run: &str| {
         comparison[run]["failover_gaps_ms"][0]
             .as_u64()
             .unwrap_or_else(|| panic!("a {run} failover: {comparison:#}"))
     };
-    let (real, simulated) = (gap("real"), gap("simulated"));
-    // Real: the last write before the kill (up to one write interval,
-    // 100 ms, earlier), plus at most one retry interval (500 ms), plus
-    // scheduling — well under the 4 s keepalive verdict.
-    assert!(real < 1_500, "real gap {real} ms: {comparison:#}");
-    // Simulated: the keepalive verdict (4 s after node-a was last heard
-    // from, at most one check interval before the kill) and the retry.
-    assert!(
-        (3_000..6_000).contains(&simulated),
-        "simulated gap {simulated} ms: {comparison:#}"
-    );
-    assert_eq!(
-        comparison["agrees"], false,
-        "the model's crash waits for keepalives; if this now agrees, the model was changed: \
-         update lab/README.md and this test: {comparison:#}"
-    );
+    // The last write before the kill (up to one write interval, 100 ms,
+    // earlier), at most one retry interval (500 ms), and scheduling: well
+    // under the 4 s keepalive verdict, in both.
+    for run in ["real", "simulated"] {
+        assert!(gap(run) < 1_500, "{run} gap: {comparison:#}");
+    }
 }
 
 /// Whether some session other than `client`'s holds advisory lock `key`
