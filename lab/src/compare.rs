@@ -36,7 +36,9 @@
 //! retry_interval) + write_interval`: a follower notices a free lease on its
 //! retry tick (one retry interval of phase, plus a late one), and a gap is
 //! measured between accepted writes, which land on each leader's
-//! `write_interval` grid.
+//! `write_interval` grid. The retry interval is the design's: the fenced
+//! elector's `[election] retry_interval`, or the connection lock's own
+//! (`crate::design::follower_retry`).
 
 use std::fmt;
 use std::time::Duration;
@@ -224,7 +226,7 @@ impl Comparison {
             .map(|&gap| {
                 gap_tolerance(
                     gap,
-                    scenario.election.retry_interval,
+                    crate::design::follower_retry(scenario),
                     scenario.work.write_interval,
                 )
             })

@@ -44,7 +44,14 @@ pub fn scaled_scenario(scenario: &ValidScenario, scale: TimeScale, seed: u64) ->
     s.client.connect_timeout = d(s.client.connect_timeout);
     s.client.query_timeout = d(s.client.query_timeout);
     s.client.query_grace = d(s.client.query_grace);
+    // A design's own settings, as the plan gives its nodes
+    // (`crate::design`: the connection lock's keepalives in whole seconds).
+    s.election.protocol = crate::design::scale_protocol(&s.election.protocol, scale);
     for node in &mut s.nodes {
+        node.protocol = node
+            .protocol
+            .as_ref()
+            .map(|spec| crate::design::scale_protocol(spec, scale));
         node.start_at = d(node.start_at);
         node.clock_offset = ClockOffset(scale.scale_nanos(node.clock_offset.0));
     }

@@ -8,6 +8,8 @@
 //!
 //! * [`plan`]: the scenario (scaled by `--time-scale`) as timed actions, and
 //!   the refusal, up front, of every fault the lab cannot apply for real;
+//! * [`design`]: which lock design the nodes follow (the fenced protocol,
+//!   or the zoo's connection lock), its settings scaled, its refusals;
 //! * [`realise`]: each primitive action of the simulator's fault plan
 //!   ([`fenced_sim::ValidScenario::fault_plan`]) as the lab's real actions;
 //! * [`proxy`]: the fault-injecting TCP proxy of each (node, logical server)
@@ -36,6 +38,7 @@
 pub mod anchor_watch;
 pub mod campaign;
 pub mod compare;
+pub mod design;
 pub mod faketime;
 pub mod judge;
 pub mod lab_history;

@@ -14,6 +14,11 @@
 //!   does not look at leadership again before writing: a pause inside it
 //!   makes the stalled leader's late write, which only the fence can stop.
 //!
+//! With `--connection-lock` the node follows the zoo's connection lock
+//! instead (`lab/src/node_lock.rs`): a PostgreSQL advisory lock held for its
+//! session's life through `--lease-url`, no elector and no heartbeats; the
+//! worker, the downstream and the history are the same.
+//!
 //! Signals: SIGTERM stops gracefully (the elector stops the work, releases
 //! the lease, and the process exits 0); SIGUSR1 makes the leader's work fail
 //! (the work returns, and the elector abdicates, as a `abdicate` fault).
@@ -48,13 +53,17 @@ use fenced::tokio::{
 use fenced::{
     ElectorTimings, FencingToken, Jitter, NodeId, OwnerId, ResourceId, Role, WriteOutcome,
 };
+use fenced_zoo::connection_lock::{ConnectionLock, PgSettings};
+use fenced_zoo::Protocol;
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::{Mutex, Notify};
+use tokio::sync::{watch, Mutex, Notify};
 
 use crate::schema::PLAIN_TABLE;
 
 #[path = "node_errors.rs"]
 mod errors;
+#[path = "node_lock.rs"]
+mod lock;
 #[path = "node_plain.rs"]
 mod plain;
 pub use errors::NodeError;
@@ -67,6 +76,13 @@ pub const LEASE_URL_VAR: &str = "FENCED_LAB_LEASE_URL";
 pub const REGISTRY_URL_VAR: &str = "FENCED_LAB_REGISTRY_URL";
 /// The environment variable of `--downstream-url`.
 pub const DOWNSTREAM_URL_VAR: &str = "FENCED_LAB_DOWNSTREAM_URL";
+
+/// The advisory-lock key a connection-lock node of the run with schema
+/// `schema` uses for `role` (see `lab/src/node_lock.rs`, "The key"): for
+/// tests and people looking at `pg_locks`.
+pub fn connection_lock_key(schema: &str, role: &str) -> i64 {
+    lock::key_of(&format!("{schema}/{role}"))
+}
 
 /// Reads a `--plant` value: `None` stays `None`; an unknown name is an error
 /// naming the flag and the known bugs.
@@ -183,6 +199,37 @@ pub struct NodeArgs {
     /// (`[work] write_retries`).
     #[arg(long, default_value_t = 1)]
     write_retries: u32,
+    /// Follow the connection lock (`fenced_zoo::connection_lock`) through
+    /// `--lease-url` instead of the fenced elector; every `--lock-*` and
+    /// `--keepalives-*` flag is then required.
+    #[arg(long, requires_all = [
+        "keepalives_idle", "keepalives_interval", "keepalives_count",
+        "lock_query_timeout", "lock_connect_timeout", "lock_retry_interval",
+        "lock_check_interval",
+    ])]
+    connection_lock: bool,
+    /// The server's `tcp_keepalives_idle` for the lock's session (whole
+    /// seconds).
+    #[arg(long, value_parser = duration)]
+    keepalives_idle: Option<Duration>,
+    /// The server's `tcp_keepalives_interval` (whole seconds).
+    #[arg(long, value_parser = duration)]
+    keepalives_interval: Option<Duration>,
+    /// The server's `tcp_keepalives_count`.
+    #[arg(long)]
+    keepalives_count: Option<u32>,
+    /// How long a lock query may go unanswered.
+    #[arg(long, value_parser = duration)]
+    lock_query_timeout: Option<Duration>,
+    /// How long opening the lock's connection may take.
+    #[arg(long, value_parser = duration)]
+    lock_connect_timeout: Option<Duration>,
+    /// Between lock attempts, and before reconnecting.
+    #[arg(long, value_parser = duration)]
+    lock_retry_interval: Option<Duration>,
+    /// Between health queries while holding.
+    #[arg(long, value_parser = duration)]
+    lock_check_interval: Option<Duration>,
     /// Write to the fenced table (the default).
     #[arg(long, conflicts_with = "unfenced")]
     fencing: bool,
@@ -199,6 +246,41 @@ pub struct NodeArgs {
     #[cfg(feature = "planted-bugs")]
     #[arg(long, value_name = "BUG", hide = true)]
     plant: Option<String>,
+}
+
+/// The connection lock's settings of `args`, when `--connection-lock`:
+/// validated as the model validates them (no zero), keepalives in whole
+/// seconds (PostgreSQL's settings are).
+fn lock_settings(args: &NodeArgs) -> Result<Option<PgSettings>, NodeError> {
+    if !args.connection_lock {
+        return Ok(None);
+    }
+    let need = |flag: &str, value: Option<Duration>| {
+        value.ok_or_else(|| bad(format!("--connection-lock needs --{flag}")))
+    };
+    let settings = PgSettings {
+        tcp_keepalives_idle: need("keepalives-idle", args.keepalives_idle)?,
+        tcp_keepalives_interval: need("keepalives-interval", args.keepalives_interval)?,
+        tcp_keepalives_count: args
+            .keepalives_count
+            .ok_or_else(|| bad("--connection-lock needs --keepalives-count"))?,
+        query_timeout: need("lock-query-timeout", args.lock_query_timeout)?,
+        connect_timeout: need("lock-connect-timeout", args.lock_connect_timeout)?,
+        retry_interval: need("lock-retry-interval", args.lock_retry_interval)?,
+        check_interval: need("lock-check-interval", args.lock_check_interval)?,
+    };
+    <ConnectionLock as Protocol>::validate(&settings).map_err(bad)?;
+    for (flag, value) in [
+        ("--keepalives-idle", settings.tcp_keepalives_idle),
+        ("--keepalives-interval", settings.tcp_keepalives_interval),
+    ] {
+        if value.subsec_nanos() != 0 {
+            return Err(bad(format!(
+                "{flag} {value:?}: PostgreSQL takes whole seconds"
+            )));
+        }
+    }
+    Ok(Some(settings))
 }
 
 /// Everything one node process needs, validated.
@@ -240,6 +322,9 @@ pub struct NodeConfig {
     pub write_retries: u32,
     /// Fenced table or plain table.
     pub fencing: bool,
+    /// The connection lock's settings (scaled), when the node follows that
+    /// design instead of the fenced elector.
+    pub lock: Option<PgSettings>,
     /// Where to record the history, if anywhere.
     pub history: Option<PathBuf>,
     /// The run's name, for the history's header.
@@ -259,6 +344,7 @@ impl NodeConfig {
             fraction: args.jitter,
             seed: args.jitter_seed,
         });
+        let lock = lock_settings(&args)?;
         let config = NodeConfig {
             node: NodeId::new(&args.node_id).map_err(|e| bad(format!("--node-id: {e}")))?,
             incarnation: args.incarnation,
@@ -288,6 +374,7 @@ impl NodeConfig {
             connect_timeout: args.connect_timeout.unwrap_or(args.query_timeout),
             write_retries: args.write_retries,
             fencing: !args.unfenced,
+            lock,
             history: args.history,
             run_name: args.run_name,
             #[cfg(feature = "planted-bugs")]
@@ -381,6 +468,25 @@ impl NodeConfig {
         if let Some(bug) = self.planted {
             args.extend(["--plant".into(), bug.name().to_string()]);
         }
+        if let Some(lock) = &self.lock {
+            args.extend([
+                "--connection-lock".into(),
+                "--keepalives-idle".into(),
+                human(lock.tcp_keepalives_idle),
+                "--keepalives-interval".into(),
+                human(lock.tcp_keepalives_interval),
+                "--keepalives-count".into(),
+                lock.tcp_keepalives_count.to_string(),
+                "--lock-query-timeout".into(),
+                human(lock.query_timeout),
+                "--lock-connect-timeout".into(),
+                human(lock.connect_timeout),
+                "--lock-retry-interval".into(),
+                human(lock.retry_interval),
+                "--lock-check-interval".into(),
+                human(lock.check_interval),
+            ]);
+        }
         if let Some(jitter) = self.timings.jitter {
             args.extend([
                 "--jitter".into(),
@@ -412,6 +518,26 @@ enum Downstream {
     Plain(Box<PlainTable>),
 }
 
+/// Where a unit's leadership check reads the node's belief.
+enum Believed {
+    /// The elector's leadership, against its local deadline: a process
+    /// resumed past it starts no unit even before its elector wakes up.
+    Elector(LeadershipHandle),
+    /// The connection lock's client: the term its session holds, as far as
+    /// it knows — the model's `PgClient::leadership` looks at no clock.
+    Lock(watch::Receiver<Option<FencingToken>>),
+}
+
+impl Believed {
+    /// The token a unit starting now may write with, if any.
+    fn token(&self) -> Option<FencingToken> {
+        match self {
+            Believed::Elector(handle) => handle.token(),
+            Believed::Lock(term) => *term.borrow(),
+        }
+    }
+}
+
 /// What the work of every term shares.
 struct WorkContext {
     owner: OwnerId,
@@ -427,9 +553,8 @@ struct WorkContext {
     recorder: Recorder,
     /// The elector's clock (the `local_ns` of `work-started`).
     clock: Clock,
-    /// The elector's leadership, checked (against the local deadline) when
-    /// a unit starts.
-    leadership: LeadershipHandle,
+    /// The node's belief that it leads, checked when a unit starts.
+    leadership: Believed,
     /// Units started and not yet sent: `(token, unit)`.
     in_flight: std::sync::Mutex<std::collections::BTreeSet<(FencingToken, u64)>>,
     /// A starved writer, for the lab's own tests: each answer is recorded
@@ -506,28 +631,12 @@ fn open_recorder(config: &NodeConfig, owner: &OwnerId) -> Result<Recorder, NodeE
     Recorder::to_file(path, header).map_err(infra)
 }
 
-/// Runs the node until SIGTERM.
-///
-/// # Errors
-/// [`NodeError`] when a store cannot be set up.
-pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
-    let owner = config.owner()?;
-    let recorder = open_recorder(&config, &owner)?;
-    let options = PostgresOptions::default()
-        .with_namespace(config.namespace.clone())
-        .with_query_timeout(config.query_timeout)
-        .with_query_timeout_grace(config.query_grace)
-        .with_connect_timeout(config.connect_timeout)
-        .with_recorder(recorder.clone());
-    let lease = PostgresStore::new(&config.lease_url, options.clone()).map_err(infra)?;
-    let registry = PostgresStore::new(&config.registry_url, options.clone())
-        .map_err(infra)?
-        .registry(config.liveness_ttl)
-        .map_err(infra)?;
-    let downstream = if config.fencing {
-        // The unit records the table's answers itself (`run_unit`), with
-        // the unit it knows and the table's decision number.
-        let options = options.with_recorder(Recorder::off());
+/// The downstream `config` writes to: the fenced table (whose answers the
+/// unit records itself, with the unit it knows and the table's decision
+/// number: `run_unit`), or the plain table.
+fn downstream(config: &NodeConfig, options: &PostgresOptions) -> Result<Downstream, NodeError> {
+    Ok(if config.fencing {
+        let options = options.clone().with_recorder(Recorder::off());
         let store = PostgresStore::new(&config.downstream_url, options).map_err(infra)?;
         Downstream::Fenced(store.fenced_table())
     } else {
@@ -543,7 +652,82 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
             query_bound: config.query_timeout.saturating_add(config.query_grace),
             session: Mutex::new(None),
         }))
-    };
+    })
+}
+
+/// What every term's work of this process shares.
+fn work_context(
+    config: &NodeConfig,
+    owner: &OwnerId,
+    downstream: Downstream,
+    recorder: &Recorder,
+    clock: Clock,
+    leadership: Believed,
+) -> Result<Arc<WorkContext>, NodeError> {
+    Ok(Arc::new(WorkContext {
+        owner: owner.clone(),
+        resource: config.resource.clone(),
+        write_interval: config.write_interval,
+        work_duration: config.work_duration,
+        downstream,
+        write_retries: config.write_retries,
+        abdicate: Notify::new(),
+        units: AtomicU64::new(0),
+        recorder: recorder.clone(),
+        clock,
+        leadership,
+        in_flight: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+        #[cfg(feature = "planted-bugs")]
+        hold_write_records: hold_write_records(&config.node)?,
+    }))
+}
+
+/// SIGTERM cancels `shutdown`; SIGUSR1 makes the current term's work fail.
+fn watch_signals(
+    shutdown: CancellationToken,
+    context: Arc<WorkContext>,
+) -> Result<tokio::task::JoinHandle<()>, NodeError> {
+    let mut terminate = signal(SignalKind::terminate()).map_err(infra)?;
+    let mut user1 = signal(SignalKind::user_defined1()).map_err(infra)?;
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = terminate.recv() => {
+                    say(&context.owner, format_args!("sigterm"));
+                    shutdown.cancel();
+                    return;
+                }
+                _ = user1.recv() => {
+                    say(&context.owner, format_args!("sigusr1"));
+                    context.abdicate.notify_waiters();
+                }
+            }
+        }
+    }))
+}
+
+/// Runs the node until SIGTERM.
+///
+/// # Errors
+/// [`NodeError`] when a store cannot be set up.
+pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
+    let owner = config.owner()?;
+    let recorder = open_recorder(&config, &owner)?;
+    let options = PostgresOptions::default()
+        .with_namespace(config.namespace.clone())
+        .with_query_timeout(config.query_timeout)
+        .with_query_timeout_grace(config.query_grace)
+        .with_connect_timeout(config.connect_timeout)
+        .with_recorder(recorder.clone());
+    let downstream = downstream(&config, &options)?;
+    if let Some(settings) = config.lock.clone() {
+        return run_lock(&config, settings, &owner, &recorder, downstream).await;
+    }
+    let lease = PostgresStore::new(&config.lease_url, options.clone()).map_err(infra)?;
+    let registry = PostgresStore::new(&config.registry_url, options.clone())
+        .map_err(infra)?
+        .registry(config.liveness_ttl)
+        .map_err(infra)?;
     let options = ElectorOptions::new(owner.clone())
         .with_timings(config.timings)
         .with_clock(Clock::new())
@@ -558,43 +742,17 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
         None => options,
     };
     let elector = LeaseLeaderElector::new(lease, options);
-    let context = Arc::new(WorkContext {
-        owner: owner.clone(),
-        resource: config.resource.clone(),
-        write_interval: config.write_interval,
-        work_duration: config.work_duration,
+    let leadership = Believed::Elector(elector.handle());
+    let context = work_context(
+        &config,
+        &owner,
         downstream,
-        write_retries: config.write_retries,
-        abdicate: Notify::new(),
-        units: AtomicU64::new(0),
-        recorder: recorder.clone(),
-        clock: elector.clock(),
-        leadership: elector.handle(),
-        in_flight: std::sync::Mutex::new(std::collections::BTreeSet::new()),
-        #[cfg(feature = "planted-bugs")]
-        hold_write_records: hold_write_records(&config.node)?,
-    });
+        &recorder,
+        elector.clock(),
+        leadership,
+    )?;
     let shutdown = CancellationToken::new();
-    let mut terminate = signal(SignalKind::terminate()).map_err(infra)?;
-    let mut user1 = signal(SignalKind::user_defined1()).map_err(infra)?;
-    let signals = {
-        let (shutdown, context) = (shutdown.clone(), context.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = terminate.recv() => {
-                        say(&context.owner, format_args!("sigterm"));
-                        shutdown.cancel();
-                        return;
-                    }
-                    _ = user1.recv() => {
-                        say(&context.owner, format_args!("sigusr1"));
-                        context.abdicate.notify_waiters();
-                    }
-                }
-            }
-        })
-    };
+    let signals = watch_signals(shutdown.clone(), context.clone())?;
     let heartbeat = HeartbeatTask::new(registry, config.node.clone(), config.heartbeat_interval)
         .map_err(infra)?
         .with_recorder(recorder.clone());
@@ -619,6 +777,44 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
     Ok(())
 }
 
+/// Runs a connection-lock node (`lab/src/node_lock.rs`) until SIGTERM: no
+/// elector and no heartbeats — the design has neither — and the same work
+/// and history as a fenced node's.
+async fn run_lock(
+    config: &NodeConfig,
+    settings: PgSettings,
+    owner: &OwnerId,
+    recorder: &Recorder,
+    downstream: Downstream,
+) -> Result<(), NodeError> {
+    let stop_bound = config.write_interval + config.work_duration;
+    let client = lock::LockClient::new(
+        &config.lease_url,
+        config.namespace.schema(),
+        config.role.as_str(),
+        settings,
+        stop_bound,
+    )?;
+    let (believed, watching) = watch::channel(None);
+    let context = work_context(
+        config,
+        owner,
+        downstream,
+        recorder,
+        Clock::new(),
+        Believed::Lock(watching),
+    )?;
+    let shutdown = CancellationToken::new();
+    let signals = watch_signals(shutdown.clone(), context.clone())?;
+    say(owner, format_args!("start pid={}", std::process::id()));
+    lock::run(client, context.clone(), believed, shutdown).await;
+    signals.abort();
+    context.cancel_in_flight();
+    recorder.process_stopped();
+    say(owner, format_args!("exit"));
+    Ok(())
+}
+
 /// One term's work: a unit every `write_interval` until the term ends, or
 /// until SIGUSR1 makes it fail.
 async fn work(token: FencingToken, cancel: CancellationToken, context: Arc<WorkContext>) {
@@ -634,9 +830,7 @@ async fn work(token: FencingToken, cancel: CancellationToken, context: Arc<WorkC
                 return;
             }
             _ = ticks.tick() => {
-                // The unit's leadership check, on the local deadline: a
-                // process resumed past it starts nothing, even before its
-                // elector has woken up to step down.
+                // The unit's leadership check (`Believed::token`).
                 if context.leadership.token() != Some(token) {
                     continue;
                 }
@@ -789,6 +983,15 @@ mod tests {
             connect_timeout: Duration::from_millis(600),
             write_retries: 2,
             fencing: false,
+            lock: Some(PgSettings {
+                tcp_keepalives_idle: Duration::from_secs(2),
+                tcp_keepalives_interval: Duration::from_secs(1),
+                tcp_keepalives_count: 3,
+                query_timeout: Duration::from_millis(92_460),
+                connect_timeout: Duration::from_micros(12_700_001),
+                retry_interval: Duration::from_millis(500),
+                check_interval: Duration::from_secs(1),
+            }),
             history: Some(PathBuf::from("/tmp/run 1/node-a#3.jsonl")),
             run_name: Some("gc-pause-fenced".to_string()),
             #[cfg(feature = "planted-bugs")]
@@ -803,5 +1006,76 @@ mod tests {
             .expect("the runner's command line parses");
         let Command::Node(args) = parsed.command;
         assert_eq!(NodeConfig::from_args(args).expect("valid"), config);
+    }
+
+    #[test]
+    fn a_connection_lock_node_refuses_keepalives_postgresql_cannot_hold() {
+        // Proves the node's own check (bad input, never a silent rounding):
+        // a keepalive of 1.5 s is refused naming the flag; a zero count too.
+        let command = |idle: &str, count: &str| {
+            let line = [
+                "fenced-lab",
+                "node",
+                "--node-id",
+                "node-a",
+                "--incarnation",
+                "1",
+                "--lease-url",
+                "u",
+                "--registry-url",
+                "u",
+                "--downstream-url",
+                "u",
+                "--schema",
+                "fenced_lab_1_0",
+                "--role",
+                "reports",
+                "--resource",
+                "r",
+                "--ttl",
+                "3s",
+                "--renew-interval",
+                "1s",
+                "--retry-interval",
+                "200ms",
+                "--heartbeat-interval",
+                "500ms",
+                "--liveness-ttl",
+                "3s",
+                "--write-interval",
+                "100ms",
+                "--work-ms",
+                "20ms",
+                "--query-timeout",
+                "1s",
+                "--unfenced",
+                "--connection-lock",
+                "--keepalives-idle",
+                idle,
+                "--keepalives-interval",
+                "1s",
+                "--keepalives-count",
+                count,
+                "--lock-query-timeout",
+                "9s",
+                "--lock-connect-timeout",
+                "9s",
+                "--lock-retry-interval",
+                "500ms",
+                "--lock-check-interval",
+                "1s",
+            ];
+            let parsed = Wrapper::try_parse_from(line).expect("parses");
+            let Command::Node(args) = parsed.command;
+            NodeConfig::from_args(args)
+        };
+        assert!(command("2s", "3").is_ok_and(|c| c.lock.is_some()));
+        let error = command("1500ms", "3").expect_err("not whole seconds");
+        assert!(error.to_string().contains("--keepalives-idle"), "{error}");
+        let error = command("2s", "0").expect_err("zero count");
+        assert!(
+            error.to_string().contains("tcp_keepalives_count"),
+            "{error}"
+        );
     }
 }

@@ -37,7 +37,9 @@ use fenced_sim::{
     ValidScenario,
 };
 use fenced_sim::{DOWNSTREAM, LEASE_STORE};
+use fenced_zoo::connection_lock::PgSettings;
 
+use crate::design::{self, Design};
 use crate::faketime::{ClockSetting, FaketimeSupport};
 use crate::realise::{self, Realised};
 pub use crate::time_scale::{TimeScale, MAX_TIME_SCALE};
@@ -191,6 +193,8 @@ pub struct LabNode {
     /// then read their wall clock's offset (the node's `clock_offset`, then
     /// every step) from a file, and their monotonic clock is the machine's.
     pub wall_steps: bool,
+    /// The lock design its processes follow, with its settings scaled.
+    pub design: Design,
 }
 
 /// The network model every proxy applies (scaled).
@@ -389,15 +393,8 @@ impl<'a> Planner<'a> {
 
     fn plan(mut self) -> Result<LabPlan, PlanError> {
         let s = self.scenario;
-        if s.election.protocol != ProtocolSpec::Fenced {
-            self.refuse(
-                "election.protocol",
-                format!(
-                    "`{}` has no real implementation here; the lab runs only the fenced protocol \
-                     (this crate's tokio elector over the PostgreSQL lease store)",
-                    s.election.protocol.name()
-                ),
-            );
+        if let Some(why) = design::unplanned(&s.election.protocol) {
+            self.refuse("election.protocol", why);
             // Its faults name that design's servers: nothing more to say.
             return Err(PlanError::Refused(self.refusals));
         }
@@ -429,8 +426,9 @@ impl<'a> Planner<'a> {
         let mut nodes = nodes;
         let fault_plan = s.fault_plan();
         for (index, fault) in fault_plan.faults().iter().enumerate() {
-            let refusal =
-                realise::refusal(fault_plan.hosts(), fault).or_else(|| self.clock_refusal(fault));
+            let refusal = realise::refusal(fault_plan.hosts(), fault)
+                .or_else(|| self.design_refusal(fault))
+                .or_else(|| self.clock_refusal(fault));
             if let Some(why) = refusal {
                 self.refuse(self.fault_label(index), why);
             }
@@ -476,6 +474,17 @@ impl<'a> Planner<'a> {
             end,
             heal_at: s.heal_at.map(|h| self.scale.scale(h)),
         })
+    }
+
+    /// Why the lab cannot make `fault` real for the scenario's design, if
+    /// the design says so ([`design::connection_lock_refusal`]).
+    fn design_refusal(&self, fault: &Resolution) -> Option<String> {
+        match self.scenario.election.protocol {
+            ProtocolSpec::ConnectionLock(_) => {
+                design::connection_lock_refusal(fault, self.scenario.nodes.len())
+            }
+            _ => None,
+        }
     }
 
     /// Why the lab cannot make clock fault `fault` real, if it is one it
@@ -627,7 +636,10 @@ impl<'a> Planner<'a> {
             },
             write_retries: s.work.write_retries,
         };
-        let floors = [
+        // The elector's and the heartbeat's floors bind only the fenced
+        // protocol's nodes; another design's are its own (`lock_floors`).
+        let fenced = s.election.protocol == ProtocolSpec::Fenced;
+        let elector_floors = [
             (
                 "election.lease_ttl",
                 settings.timings.lease_ttl,
@@ -643,6 +655,8 @@ impl<'a> Planner<'a> {
                 settings.heartbeat_interval,
                 MIN_RETRY_INTERVAL,
             ),
+        ];
+        let floors = [
             (
                 "work.write_interval",
                 settings.write_interval,
@@ -659,20 +673,42 @@ impl<'a> Planner<'a> {
                 MIN_RETRY_INTERVAL,
             ),
         ];
-        for (key, scaled, floor) in floors {
-            if scaled < floor {
-                self.refuse(
-                    key,
-                    format!(
-                        "{scaled:?} after --time-scale {}: below the lab's floor of {floor:?} \
-                         (a real PostgreSQL round trip and process scheduling take milliseconds); \
-                         use a larger time scale",
-                        self.scale.factor()
-                    ),
-                );
-            }
+        let elector_floors = elector_floors.iter().filter(|_| fenced);
+        for &(key, scaled, floor) in elector_floors.chain(&floors) {
+            self.floor(key, scaled, floor);
         }
         settings
+    }
+
+    /// Refuses `key` if its `scaled` value is below `floor`.
+    fn floor(&mut self, key: &str, scaled: Duration, floor: Duration) {
+        if scaled < floor {
+            self.refuse(
+                key,
+                format!(
+                    "{scaled:?} after --time-scale {}: below the lab's floor of {floor:?} \
+                     (a real PostgreSQL round trip and process scheduling take milliseconds); \
+                     use a larger time scale",
+                    self.scale.factor()
+                ),
+            );
+        }
+    }
+
+    /// The floors of node `node`'s connection-lock client timings (scaled).
+    fn lock_floors(&mut self, node: usize, settings: &PgSettings) {
+        let table = match self.scenario.nodes[node].protocol {
+            Some(_) => format!("node[{node}].connection-lock"),
+            None => "election.connection-lock".to_string(),
+        };
+        for (key, scaled) in [
+            ("retry_interval", settings.retry_interval),
+            ("check_interval", settings.check_interval),
+            ("query_timeout", settings.query_timeout),
+            ("connect_timeout", settings.connect_timeout),
+        ] {
+            self.floor(&format!("{table}.{key}"), scaled, MIN_RETRY_INTERVAL);
+        }
     }
 
     fn nodes(&mut self) -> Vec<LabNode> {
@@ -690,10 +726,28 @@ impl<'a> Planner<'a> {
                     }
                 },
             };
+            let design = match design::of_node(s.scenario(), index) {
+                Some(Design::ConnectionLock(settings)) => {
+                    let settings = design::scale_connection_lock(&settings, self.scale);
+                    self.lock_floors(index, &settings);
+                    Design::ConnectionLock(settings)
+                }
+                Some(Design::Fenced) => Design::Fenced,
+                None => {
+                    // Validation refuses a node of another design than the
+                    // election's, and the election's was planned above.
+                    self.refuse(
+                        format!("node[{index}] {}", spec.id),
+                        "its design has no real implementation here",
+                    );
+                    Design::Fenced
+                }
+            };
             nodes.push(LabNode {
                 id: id.clone(),
                 clock,
                 wall_steps: false,
+                design,
             });
         }
         nodes

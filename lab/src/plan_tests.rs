@@ -71,8 +71,8 @@ fn refusals(result: Result<LabPlan, PlanError>) -> Vec<Refusal> {
 #[test]
 fn every_shipped_scenario_is_planned_or_refused_as_listed() {
     // The lab's coverage of the shipped library, at --time-scale 0.1: the
-    // fenced-protocol scenarios run for real; the rest are refused up
-    // front, each with the first reason listed here.
+    // fenced-protocol and connection-lock scenarios run for real; the rest
+    // are refused up front, each with the first reason listed here.
     let refused = [
         ("client-go-fast-clock", "election.protocol"),
         ("client-go-gc-pause-fenced", "election.protocol"),
@@ -81,7 +81,6 @@ fn every_shipped_scenario_is_planned_or_refused_as_listed() {
         ("client-go-mixed-lease-durations", "election.protocol"),
         ("client-go-true-clocks", "election.protocol"),
         ("client-go-wall-clock-steps", "election.protocol"),
-        ("connection-lock-gc-pause", "election.protocol"),
         ("downstream-restart-volatile", "fault[1] (restart)"),
         ("dynamodb-gc-pause-unfenced", "election.protocol"),
         ("etcd-paused-leader-fenced", "election.protocol"),
@@ -106,6 +105,7 @@ fn every_shipped_scenario_is_planned_or_refused_as_listed() {
     ];
     let planned = [
         "asymmetric-cut",
+        "connection-lock-gc-pause",
         "asymmetric-cut-eager-rejoin",
         "crash-restart",
         "downstream-restart-durable",
@@ -635,4 +635,78 @@ fn the_nodes_run_with_the_settings_of_the_scaled_scenario_the_simulator_predicts
         checked += 1;
     }
     assert!(checked >= 20, "{checked} plannable scenarios checked");
+}
+
+#[test]
+fn a_connection_lock_scenario_plans_its_design_and_refuses_what_the_proxy_cannot_make() {
+    // The shipped connection-lock scenario plans, every node on the
+    // design's settings scaled (keepalives in whole seconds); of a
+    // scenario's faults, those that stall PostgreSQL's link (whose
+    // keepalives the proxy's kernel answers) and a step of PostgreSQL's
+    // clock (which moves nothing of the design) are refused, naming why,
+    // while a cut of the downstream and a crash plan.
+    let plan = plan_file("connection-lock-gc-pause", 0.1).expect("plans");
+    for node in &plan.nodes {
+        let Design::ConnectionLock(settings) = &node.design else {
+            panic!("{}: {:?}", node.id, node.design);
+        };
+        assert_eq!(settings.tcp_keepalives_idle, Duration::from_secs(720));
+        assert_eq!(settings.tcp_keepalives_interval, Duration::from_secs(8));
+        assert_eq!(settings.retry_interval, Duration::from_millis(500));
+    }
+    let text = r#"
+name = "t"
+duration = "60s"
+[election]
+protocol = "connection-lock"
+[downstream]
+fencing = false
+[[node]]
+id = "node-a"
+[[node]]
+id = "node-b"
+[[fault]]
+kind = "cut"
+from = "postgres"
+to = "node-a"
+at = "10s"
+duration = "5s"
+[[fault]]
+kind = "cut"
+from = "downstream"
+to = "node-b"
+at = "10s"
+duration = "5s"
+[[fault]]
+kind = "crash"
+node = "node-b"
+at = "20s"
+[[fault]]
+kind = "clock-jump"
+node = "postgres"
+at = "30s"
+by = "10s"
+[[fault]]
+kind = "isolate"
+node = "node-a"
+at = "40s"
+duration = "5s"
+"#;
+    let scenario = fenced_sim::file::parse(text, std::path::Path::new("t.toml"))
+        .expect("parses")
+        .validated()
+        .expect("valid");
+    let refused = refusals(LabPlan::new(&scenario, &options(0.1, verified())));
+    let whats: Vec<&str> = refused.iter().map(|r| r.what.as_str()).collect();
+    assert_eq!(
+        whats,
+        [
+            "fault[0] (cut)",
+            "fault[3] (clock-jump)",
+            "fault[4] (isolate)"
+        ],
+        "{refused:?}"
+    );
+    assert!(refused[0].why.contains("keepalive"), "{refused:?}");
+    assert!(refused[1].why.contains("moved: false"), "{refused:?}");
 }

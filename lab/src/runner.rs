@@ -28,6 +28,7 @@ use tokio::signal::unix::{signal, Signal as SignalStream, SignalKind};
 use tokio::time::{sleep_until, Instant};
 
 use crate::anchor_watch::HistoryTails;
+use crate::design::Design;
 use crate::faketime::{self, FaketimeSupport};
 use crate::lab_history::LabHistory;
 use crate::node::NodeConfig;
@@ -511,6 +512,10 @@ impl Lab<'_> {
             connect_timeout: settings.client.connect_timeout,
             write_retries: settings.write_retries,
             fencing: settings.fencing,
+            lock: match &self.plan.nodes[node].design {
+                Design::ConnectionLock(lock) => Some(lock.clone()),
+                Design::Fenced => None,
+            },
             history: Some(history.clone()),
             run_name: Some(self.plan.scenario.clone()),
             #[cfg(feature = "planted-bugs")]

@@ -6,8 +6,9 @@
 //! `CREATE SCHEMA` — never `IF NOT EXISTS` — so a schema that already exists
 //! (another run's, a user's) makes the creation fail and the next `n` is
 //! tried: the run only ever drops a schema it created itself. The fenced
-//! tables are then migrated into it ([`PostgresStore::migrate`]) and the
-//! plain table of unfenced runs, `lab_plain_writes`, is added.
+//! tables are then migrated into it ([`PostgresStore::migrate`]), and the
+//! plain table of unfenced runs, `lab_plain_writes`, and the connection
+//! lock's term sequence, `lab_lock_terms`, are added.
 //!
 //! [`RunSchema::drop_schema`] drops it at the end of the run. If the run
 //! panics first, `Drop` drops it from a thread of its own (a destructor
@@ -28,6 +29,11 @@ pub const DROP_TIMEOUT: Duration = Duration::from_secs(10);
 const ATTEMPTS: u32 = 16;
 /// The plain (unfenced) table's name.
 pub const PLAIN_TABLE: &str = "lab_plain_writes";
+/// The sequence that numbers a connection lock's terms: a holder draws the
+/// next value in the statement that takes the lock (`lab/src/node_lock.rs`),
+/// so terms are numbered in the order the server granted the lock, as the
+/// simulator numbers a tokenless design's terms in the order they begin.
+pub const LOCK_TERMS: &str = "lab_lock_terms";
 
 /// Why the schema could not be set up or dropped.
 #[derive(Debug)]
@@ -170,6 +176,8 @@ impl RunSchema {
                  written_at timestamptz NOT NULL DEFAULT clock_timestamp())"
         );
         execute(&client, "create the plain table", &plain).await?;
+        let terms = format!("CREATE SEQUENCE \"{name}\".{LOCK_TERMS}");
+        execute(&client, "create the lock's term sequence", &terms).await?;
         Ok(schema)
     }
 

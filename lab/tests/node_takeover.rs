@@ -39,6 +39,7 @@ fn config(url: &str, schema: &RunSchema, node: &str) -> NodeConfig {
         connect_timeout: Duration::from_millis(500),
         write_retries: 1,
         fencing: true,
+        lock: None,
         history: None,
         run_name: None,
         #[cfg(feature = "planted-bugs")]

@@ -288,7 +288,7 @@ fn the_simulator_and_the_lab_execute_one_fault_plan() {
         }
     }
     // The scenarios the lab runs for real (lab/README.md).
-    assert_eq!(compared, 24);
+    assert_eq!(compared, 25);
 }
 
 #[test]

@@ -124,33 +124,14 @@ async fn ports(client: &Client) -> (u16, u16) {
     (port(server), port(client_port))
 }
 
-/// [`keepalive_timer_secs`] once the socket's last answer is acknowledged:
+/// [`support::keepalive_timer_secs`] once the socket's last answer is acknowledged:
 /// until then its timer is the retransmission timer (`tr` 1).
 async fn keepalive_timer(local: u16, remote: u16) -> Option<f64> {
     for _ in 0..100 {
-        if let Some(seconds) = keepalive_timer_secs(local, remote) {
+        if let Some(seconds) = support::keepalive_timer_secs(local, remote) {
             return Some(seconds);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     None
-}
-
-/// The keepalive timer (seconds left) of the IPv4 socket whose local port
-/// is `local` and remote port `remote`, from `/proc/net/tcp`: its `tr`
-/// field is 2 for a keepalive timer, `tm->when` in USER_HZ (100) ticks.
-fn keepalive_timer_secs(local: u16, remote: u16) -> Option<f64> {
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-    let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
-    table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() < 6 || port(fields[1])? != local || port(fields[2])? != remote {
-            return None;
-        }
-        let (kind, when) = fields[5].split_once(':')?;
-        if kind != "02" {
-            return None;
-        }
-        Some(u64::from_str_radix(when, 16).ok()? as f64 / 100.0)
-    })
 }

@@ -89,6 +89,29 @@ fn a_long_pause_unfenced_is_caught_as_split_brain_wherever_the_lock_moves() {
     }
 }
 
+/// A connection-lock holder killed on a live machine: its kernel closes the
+/// connection, PostgreSQL ends the session, and a follower takes the lock on
+/// its next try (every 5 s) — not after the keepalive verdict (2 h 11 min by
+/// default), which only a machine that vanishes waits for. `fenced-lab`
+/// measured it against the real server (`lab/tests/zoo_connection_lock.rs`).
+/// Every other design's server keeps its lease, session or key past a
+/// closed connection: their crashes are untouched (their expiry decides).
+#[test]
+fn a_killed_connection_lock_holder_fails_over_on_the_next_try() {
+    let protocol = ProtocolSpec::by_name("connection-lock").expect("known");
+    let mut s = trio_of(&protocol, secs(120));
+    s.faults.push(FaultSpec::Crash {
+        node: "node-a".into(),
+        at: ms(30_050),
+        restart_after: None,
+    });
+    let report = run_seed(&s, 1);
+    assert_eq!(report.leader_changes, 1, "{report:#?}");
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    let gap = report.failovers[0].gap_ms;
+    assert!(gap < 6_000, "failed over after {gap} ms");
+}
+
 /// With a token, the same pause is harmless once the downstream fences by
 /// it: the woken leader's writes are rejected.
 #[test]

@@ -222,6 +222,17 @@ pub trait LockClient<P: Protocol + ?Sized> {
     fn wall_clock_stepped(&mut self, by_nanos: i64, now: Instant) {
         let _ = (by_nanos, now);
     }
+    /// The client's process was killed while its machine lives on (`kill
+    /// -9`, an OOM kill, a crash of the process): the kernel closes the
+    /// process's sockets, and whatever that tells a server is polled as
+    /// [`ClientOutput::Send`]s; the client is never used again. Nothing by
+    /// default: an etcd lease, a ZooKeeper session, a Redis key, a
+    /// Kubernetes `Lease` and a DynamoDB item all outlive their client's
+    /// connection. (A machine that vanishes closes nothing: a partition, or
+    /// an isolation before the crash.)
+    fn kernel_closed(&mut self, now: Instant) {
+        let _ = now;
+    }
 }
 
 /// The application-facing notion of leading.

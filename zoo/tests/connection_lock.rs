@@ -28,8 +28,10 @@ fn paused_holder_keeps_the_lock() {
     assert_eq!(sim.leader_ids(), vec![a]);
 }
 
-/// A crashed holder's lock is freed only by the server's keepalive verdict:
-/// idle + count × interval (7875 s by default) after it was last heard.
+/// A holder whose machine vanishes (crashed with nothing sent: power loss,
+/// a kernel panic) has its lock freed only by the server's keepalive
+/// verdict: idle + count × interval (7875 s by default) after it was last
+/// heard.
 #[test]
 fn server_frees_only_after_keepalive_verdict() {
     let mut sim = sim();
@@ -57,6 +59,23 @@ fn server_frees_only_after_keepalive_verdict() {
         })
         .expect("freed");
     assert!(freed_at >= secs(20 + 7875) && freed_at < secs(20 + 7875 + 1));
+    assert_eq!(sim.leader_ids(), vec![b]);
+}
+
+/// A holder killed on a live machine: its kernel closes the connection,
+/// the session ends, and the lock is free one latency later — a follower
+/// takes it on its next try (every 5 s), not hours later.
+#[test]
+fn a_killed_holders_kernel_frees_the_lock_at_once() {
+    let mut sim = sim();
+    let a = sim.add_client(1, Clock::default());
+    sim.run_for(Duration::from_secs(1));
+    let b = sim.add_client(2, Clock::default());
+    sim.run_for(Duration::from_secs(20));
+    sim.kill(a);
+    sim.run_for(Duration::from_millis(10));
+    assert_eq!(sim.holder(0), Some((None, None)), "freed by the FIN");
+    sim.run_for(Duration::from_secs(6));
     assert_eq!(sim.leader_ids(), vec![b]);
 }
 

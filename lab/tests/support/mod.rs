@@ -222,3 +222,22 @@ pub async fn servers_die_with_their_owner(kind: &str, count: usize, dir: &Path) 
     );
     pids
 }
+
+/// The keepalive timer (seconds left) of the IPv4 socket whose local port
+/// is `local` and remote port `remote`, from `/proc/net/tcp`: its `tr`
+/// field is 2 for a keepalive timer, `tm->when` in USER_HZ (100) ticks.
+pub fn keepalive_timer_secs(local: u16, remote: u16) -> Option<f64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 6 || port(fields[1])? != local || port(fields[2])? != remote {
+            return None;
+        }
+        let (kind, when) = fields[5].split_once(':')?;
+        if kind != "02" {
+            return None;
+        }
+        Some(u64::from_str_radix(when, 16).ok()? as f64 / 100.0)
+    })
+}

@@ -119,8 +119,11 @@ pub(crate) trait Hosts: Sized {
         out: &mut Outbox<'_, Self, O>,
     );
 
-    /// The process in slot `pid` died: its volatile state is gone.
-    fn crash_process(&mut self, pid: u32);
+    /// The process in slot `pid` died: its volatile state is gone. Its
+    /// machine lives on (a `kill -9`, an OOM kill), and the kernel closes
+    /// the process's connections: what that tells a server goes out through
+    /// `out`, from the process's address, before the engine counts it dead.
+    fn crash_process<O: Observer>(&mut self, pid: u32, out: &mut Outbox<'_, Self, O>);
 
     /// `to`'s clock changed its course (a step of the clock it times by, or
     /// a slew): re-arm the timers it set on its clock (a host that is paused
@@ -567,7 +570,9 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     pub(crate) fn crash_node(&mut self, node: u32) -> bool {
         let pids = self.lives.alive_pids(node);
         for &pid in &pids {
-            self.hosts.crash_process(pid);
+            let incarnation = self.lives.incarnation_of(pid);
+            let (hosts, mut out) = self.outbox(Address::Process { pid, incarnation });
+            hosts.crash_process(pid, &mut out);
             self.lives.kill(pid);
             let process = self.lives.process_ref(pid);
             self.observers

@@ -187,7 +187,9 @@ impl Hosts for FencedHosts {
         process.start(heartbeat_interval, workers, out);
     }
 
-    fn crash_process(&mut self, pid: u32) {
+    /// The fenced protocol's servers learn nothing from a closed
+    /// connection (a lease outlives its holder's session): nothing is sent.
+    fn crash_process<O: Observer>(&mut self, pid: u32, _out: &mut Outbox<'_, Self, O>) {
         self.procs.crash(pid);
     }
 

@@ -361,7 +361,12 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
         self.next_term = next_term;
     }
 
-    fn crash_process(&mut self, pid: u32) {
+    /// The client is told its process died on a live machine
+    /// ([`LockClient::kernel_closed`](fenced_zoo::LockClient::kernel_closed)):
+    /// what its kernel's closing of the connections sends goes out, then
+    /// the process is gone.
+    fn crash_process<O: Observer>(&mut self, pid: u32, out: Out<'_, '_, P, O>) {
+        self.procs.life(pid).0.kernel_closed(out);
         self.procs.crash(pid);
     }
 

@@ -125,6 +125,31 @@ impl<P: ZooProtocol> ZooProcess<P> {
         out.exit();
     }
 
+    /// The process dies on a live machine: its client is told
+    /// ([`LockClient::kernel_closed`]) and what its kernel sends goes out.
+    /// Nothing else is drained: the process is gone, and the worker table's
+    /// crash ends its term.
+    pub(super) fn kernel_closed<O: Observer>(&mut self, out: Out<'_, '_, P, O>) {
+        let local = out.local_now();
+        self.client.kernel_closed(local);
+        while let Some(output) = self.client.poll_output() {
+            if let ClientOutput::Send { to, request } = output {
+                self.send(to, request, out);
+            }
+        }
+    }
+
+    /// Sends the client's `request` to server `to`.
+    fn send<O: Observer>(&self, to: u16, request: P::Request, out: Out<'_, '_, P, O>) {
+        let msg = ZooMessage::ToServer {
+            index: to,
+            from: self.id,
+            pid: self.pid,
+            request,
+        };
+        out.send(Address::Server(server_endpoint(to)), msg);
+    }
+
     fn drain<O: Observer>(
         &mut self,
         next_term: &mut u64,
@@ -133,15 +158,7 @@ impl<P: ZooProtocol> ZooProcess<P> {
     ) {
         while let Some(output) = self.client.poll_output() {
             match output {
-                ClientOutput::Send { to, request } => {
-                    let msg = ZooMessage::ToServer {
-                        index: to,
-                        from: self.id,
-                        pid: self.pid,
-                        request,
-                    };
-                    out.send(Address::Server(server_endpoint(to)), msg);
-                }
+                ClientOutput::Send { to, request } => self.send(to, request, out),
                 ClientOutput::BecameLeader { token } => {
                     if let Some(old) = workers.believed(self.pid) {
                         self.end_term(old, "new term", workers, out);

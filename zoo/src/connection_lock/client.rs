@@ -262,6 +262,22 @@ impl LockClient<ConnectionLock> for PgClient {
         self.state = State::Idle;
     }
 
+    /// The process died and its kernel closed the connection (a FIN, no
+    /// `Terminate`): the backend reads end-of-file and exits
+    /// (`src/backend/tcop/postgres.c`, `SocketBackend`: "unexpected EOF on
+    /// client connection", then `proc_exit`), and a session's advisory
+    /// locks are released when it ends (PostgreSQL docs, "Advisory Locks").
+    /// The server's side of it is the same as `Terminate`'s, so that is what
+    /// is sent. A connection attempt in flight sends nothing: its session,
+    /// if the server opens one, holds no lock.
+    fn kernel_closed(&mut self, now: Instant) {
+        let _ = self.outbox.observe(now);
+        if let State::Open { session, .. } = self.state {
+            self.send(PgRequest::Terminate { session });
+        }
+        self.state = State::Idle;
+    }
+
     /// Leading while the connection that took the lock is believed alive:
     /// nothing here looks at a clock.
     fn leadership(&self, _now: Instant) -> Option<Leadership> {

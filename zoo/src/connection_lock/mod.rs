@@ -14,9 +14,11 @@
 //!   model keeps that count, so a duplicated request needs two unlocks.
 //! * PostgreSQL docs, "Connection Settings": `tcp_keepalives_idle`,
 //!   `tcp_keepalives_interval`, `tcp_keepalives_count`, all defaulting to `0`
-//!   = "the operating system's default". The backend only learns its client
-//!   is gone when the kernel gives up on the connection; until then the
-//!   session, and its advisory lock, live. On Linux the defaults are
+//!   = "the operating system's default". The backend learns its client is
+//!   gone when the client's kernel closes the connection (the process died:
+//!   [`LockClient::kernel_closed`](crate::LockClient::kernel_closed)), or
+//!   when its own kernel gives up on a silent one; until then the session,
+//!   and its advisory lock, live. On Linux the defaults are
 //!   `tcp_keepalive_time` 7200 s, `tcp_keepalive_intvl` 75 s,
 //!   `tcp_keepalive_probes` 9: a vanished client's lock is freed
 //!   7200 + 9 × 75 = 7875 s (2 h 11 min 15 s) after it was last heard from.
@@ -47,8 +49,9 @@
 //! The client's own TCP keepalive (libpq `keepalives_idle` also defaults to
 //! the OS's 7200 s, and the client talks every few seconds, so it never
 //! fires); the server's TCP retransmission timeout for replies left unacked
-//! (the common case — a client dying between queries — is the keepalive
-//! path); `tcp_user_timeout`; transaction-level advisory locks.
+//! (a machine vanishing between queries — the common case of a silent
+//! client — is the keepalive path); `tcp_user_timeout`; transaction-level
+//! advisory locks.
 //!
 //! **Keepalive probes are answered by the client's kernel**, even while the
 //! client process is paused (a GC pause keeps the lock). The model answers
@@ -56,10 +59,20 @@
 //! a driver that wants kernel fidelity should deliver
 //! [`PgResponse::KeepaliveProbe`] to a paused client host too.
 //!
+//! **A crash is a killed process on a live machine.** Its kernel closes
+//! the socket (FIN), the backend reads end-of-file and exits, and the lock
+//! is freed at once: the client sends `Terminate` from
+//! [`LockClient::kernel_closed`](crate::LockClient::kernel_closed), which
+//! ends the session alike. `fenced-lab` measured it (a SIGKILLed holder's
+//! lock is free within milliseconds, `lab/tests/zoo_connection_lock.rs`);
+//! until then this model waited for the keepalive verdict, which is what a
+//! machine that vanishes gets (a partition, or an isolation before the
+//! crash).
+//!
 //! # Known failure mode
 //!
-//! No token, and the server frees a dead or partitioned holder's lock only on
-//! its keepalive verdict (2 h 11 min by default), while a paused or
+//! No token, and the server frees a vanished or partitioned holder's lock
+//! only on its keepalive verdict (2 h 11 min by default), while a paused or
 //! partitioned holder keeps acting as leader until its next query fails.
 
 mod client;

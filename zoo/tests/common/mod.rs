@@ -305,6 +305,17 @@ impl<P: Protocol> Sim<P> {
         self.clients.remove(&client);
     }
 
+    /// The client's process is killed on a live machine: its kernel closes
+    /// its connections (`LockClient::kernel_closed`), what that sends goes
+    /// out, then the client is gone.
+    pub fn kill(&mut self, client: ClientId) {
+        let host = self.clients.get_mut(&client).expect("a live client");
+        let local = host.clock.local(self.now);
+        host.machine.kernel_closed(local);
+        self.drain_client(client);
+        self.clients.remove(&client);
+    }
+
     fn latency_of(&self, client: ClientId) -> u64 {
         self.client_latency
             .get(&client)
