@@ -46,6 +46,7 @@ pub mod timeline;
 pub mod to_toml;
 mod trace;
 pub mod units;
+pub mod verify;
 mod zoo;
 
 /// What a lost segment costs a TCP stream: the retransmission model the
