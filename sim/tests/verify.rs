@@ -221,6 +221,26 @@ fn the_result_does_not_depend_on_the_number_of_threads() {
 }
 
 #[test]
+fn progress_is_reported_in_order_and_ends_at_the_schedules_run() {
+    // The observer sees every batch: counts never go back, depths never
+    // go back, and the last report is the result's own count.
+    let scenario = load("small-fenced");
+    let bounds = one_pause(&scenario);
+    let mut seen = Vec::new();
+    let r =
+        fenced_sim::verify::verify_observed(&scenario, &RunOptions::default(), &bounds, &mut |p| {
+            seen.push(p)
+        })
+        .expect("the search runs");
+    assert!(seen.len() > 1, "{seen:?}");
+    assert!(seen
+        .windows(2)
+        .all(|w| w[0].schedules_run < w[1].schedules_run && w[0].depth <= w[1].depth));
+    assert_eq!(seen.last().map(|p| p.schedules_run), Some(r.schedules_run));
+    assert_eq!(r, search(&scenario, &RunOptions::default(), &bounds));
+}
+
+#[test]
 fn a_latency_script_decides_every_message_and_round_trips_through_a_file() {
     // The same script twice gives the same run; a different choice at one
     // message gives another; writing the scenario out and reading it back

@@ -8,12 +8,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use fenced_sim::verify::{boundary_lengths, verify, Bounds, FaultKind, Outcome, Verification};
+use fenced_sim::verify::{
+    boundary_lengths, verify_observed, Bounds, FaultKind, Outcome, Progress, Verification,
+};
 use fenced_sim::RunOptions;
 
 use super::common::{
-    bad_input, load_or_report, parse_duration, parse_jobs, rate, say, shell_word, stopwatch,
-    Outcome as CliOutcome, PlantArg, EXIT_FAIL,
+    bad_input, load_or_report, parse_duration, parse_jobs, progress_bar, rate, say, shell_word,
+    stopwatch, Outcome as CliOutcome, PlantArg, EXIT_FAIL,
 };
 
 /// The search stopped on `--max-states` before covering its bounds:
@@ -121,8 +123,18 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
     };
     let origin = args.scenario.display().to_string();
     let started = stopwatch();
-    let result =
-        verify(&scenario, &options, &bounds).map_err(|e| bad_input(format!("{origin}: {e}")))?;
+    // On a terminal only: the bar runs to --max-states, the bound.
+    let bar = progress_bar(
+        bounds.max_states,
+        "{bar:40} {pos}/{len} schedules (--max-states)  {msg}  {rate}",
+    );
+    let mut observe = |p: Progress| {
+        bar.set_position(p.schedules_run);
+        bar.set_message(format!("length {}, {} queued", p.depth, p.queued));
+    };
+    let result = verify_observed(&scenario, &options, &bounds, &mut observe);
+    bar.finish_and_clear();
+    let result = result.map_err(|e| bad_input(format!("{origin}: {e}")))?;
     let seconds = started.elapsed().as_secs_f64();
     let per_second = result.schedules_run as f64 / seconds.max(1e-9);
     let replay = match (&result.counterexample, &args.counterexample) {

@@ -261,6 +261,32 @@ pub fn verify(
     options: &RunOptions,
     bounds: &Bounds,
 ) -> Result<Verification, VerifyError> {
+    verify_observed(scenario, options, bounds, &mut |_| {})
+}
+
+/// How far a search has come: handed to the observer of
+/// [`verify_observed`] after each batch of schedules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Schedules run so far.
+    pub schedules_run: u64,
+    /// The schedule length being run.
+    pub depth: u32,
+    /// Schedules of the next length queued so far.
+    pub queued: u64,
+}
+
+/// [`verify`], telling `observe` how far it has come after each batch of
+/// schedules (a progress display; the result does not depend on it).
+///
+/// # Errors
+/// As [`verify`].
+pub fn verify_observed(
+    scenario: &Scenario,
+    options: &RunOptions,
+    bounds: &Bounds,
+    observe: &mut dyn FnMut(Progress),
+) -> Result<Verification, VerifyError> {
     check_bounds(scenario, bounds)?;
     let window = scenario.heal_at.unwrap_or(scenario.duration);
     let mut result = Verification {
@@ -333,6 +359,11 @@ pub fn verify(
                 overflow += (children.len() - fits) as u64;
                 next.extend(children.into_iter().take(fits));
             }
+            observe(Progress {
+                schedules_run: result.schedules_run,
+                depth,
+                queued: next.len() as u64,
+            });
         }
         result.distinct_behaviours = distinct.len() as u64;
         if left_out > 0 {
