@@ -352,12 +352,13 @@ pub fn verify_observed(
                 let room = bounds
                     .max_states
                     .saturating_sub(result.schedules_run + next.len() as u64);
-                let children = children(scenario, bounds, schedule, &run);
-                let fits = usize::try_from(room)
-                    .unwrap_or(usize::MAX)
-                    .min(children.len());
-                overflow += (children.len() - fits) as u64;
-                next.extend(children.into_iter().take(fits));
+                let mut frontier = Frontier {
+                    next: &mut next,
+                    room,
+                    overflow: 0,
+                };
+                children(scenario, bounds, schedule, &run, &mut frontier);
+                overflow += frontier.overflow;
             }
             observe(Progress {
                 schedules_run: result.schedules_run,
@@ -594,14 +595,35 @@ fn describe(scenario: &Scenario, bounds: &Bounds, schedule: &Schedule) -> String
     text
 }
 
-/// The schedules one choice longer than `schedule`, in canonical order.
+/// Where the next level's schedules go: at most `room` of them are kept
+/// (each cloned only then), the others only counted, so memory never
+/// holds more than the schedules still allowed to run.
+struct Frontier<'a> {
+    next: &'a mut Vec<Schedule>,
+    room: u64,
+    overflow: u64,
+}
+
+impl Frontier<'_> {
+    fn offer(&mut self, make: impl FnOnce() -> Schedule) {
+        if self.room > 0 {
+            self.room -= 1;
+            self.next.push(make());
+        } else {
+            self.overflow += 1;
+        }
+    }
+}
+
+/// The schedules one choice longer than `schedule`, in canonical order,
+/// offered to `out`.
 fn children(
     scenario: &Scenario,
     bounds: &Bounds,
     schedule: &Schedule,
     run: &RunResult,
-) -> Vec<Schedule> {
-    let mut out = Vec::new();
+    out: &mut Frontier<'_>,
+) {
     if schedule.deviations.is_empty() && (schedule.faults.len() as u32) < bounds.faults {
         let after = schedule.faults.last().copied();
         let from_ns = after.map_or(0, |f| f.at_ns);
@@ -629,9 +651,11 @@ fn children(
                         if after.is_some_and(|a| fault <= a) {
                             continue;
                         }
-                        let mut child = schedule.clone();
-                        child.faults.push(fault);
-                        out.push(child);
+                        out.offer(|| {
+                            let mut child = schedule.clone();
+                            child.faults.push(fault);
+                            child
+                        });
                     }
                 }
             }
@@ -641,13 +665,14 @@ fn children(
         let from = schedule.deviations.last().map_or(0, |d| d.draw + 1);
         for draw in from..run.draws {
             for latency in 1..bounds.latencies.len() as u32 {
-                let mut child = schedule.clone();
-                child.deviations.push(Deviation { draw, latency });
-                out.push(child);
+                out.offer(|| {
+                    let mut child = schedule.clone();
+                    child.deviations.push(Deviation { draw, latency });
+                    child
+                });
             }
         }
     }
-    out
 }
 
 /// The fault targets: the nodes in scenario order, then (with `servers`)
