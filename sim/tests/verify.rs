@@ -144,6 +144,13 @@ fn the_counterexample_replays_with_run_to_the_same_violation() {
     let result: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
     assert_eq!(result["outcome"]["verdict"], "violation");
     assert_eq!(result["outcome"]["invariants"][0], "split-brain");
+    // The JSON states what it did not do, as the human output does.
+    assert!(result["deduplication"]
+        .as_str()
+        .is_some_and(|d| d.starts_with("none")));
+    assert!(result["not_explored"]
+        .as_array()
+        .is_some_and(|list| !list.is_empty()));
     assert_eq!(
         result["replay"],
         format!("fenced-sim run {file_arg}").as_str()

@@ -205,8 +205,8 @@ fn write_human(
          lengths     [{}]\n  \
          latencies   [{}] (the first is the default); <= {} deviating messages per schedule ({} messages in the base run)\n  \
          horizon     {}\n  \
-         not explored: the order of same-instant events (the engine's time, sequence order), random loss and duplication\n  \
-         dedup       none: replay-based, every schedule run from time zero; distinct behaviours are distinct trace hashes, measured, not pruned\n\
+         not explored: {}\n  \
+         dedup       {}\n\
          schedules   {} run ({} distinct behaviours), {} refused by the scenario rules; {} transitions (events)\n\
          depth       {}\n",
         r.scenario,
@@ -228,6 +228,8 @@ fn write_human(
         r.deviations_max,
         r.base_draws,
         human(Duration::from_nanos(r.horizon_ns)),
+        r.not_explored.join("; "),
+        r.deduplication,
         r.schedules_run,
         r.distinct_behaviours,
         r.refused,

@@ -233,12 +233,28 @@ pub struct Verification {
     pub transitions: u64,
     /// The deepest level (schedule length) every schedule of which ran.
     pub depth_complete: Option<u32>,
+    /// What the search does not explore (the output says so).
+    pub not_explored: Vec<&'static str>,
+    /// What it deduplicates: nothing (see the module docs).
+    pub deduplication: &'static str,
     /// How it ended.
     pub outcome: Outcome,
     /// The counterexample as a standalone scenario, for a violation.
     #[serde(skip)]
     pub counterexample: Option<Scenario>,
 }
+
+/// The nondeterminism no schedule varies, stated in every result.
+const NOT_EXPLORED: [&str; 4] = [
+    "the order of events due at the same instant (the engine's time, sequence order)",
+    "random loss and duplication (off under a script)",
+    "fault kinds other than pause, isolate and crash (replace, stop, clock faults, restarts of servers)",
+    "the scenario's own faults, which stay as written",
+];
+
+/// What the search deduplicates, stated in every result.
+const DEDUPLICATION: &str = "none: replay-based, every schedule run from time zero; distinct \
+     behaviours are distinct trace hashes, measured, not pruned; no symmetry reduction";
 
 /// What one run of a schedule gives the search.
 struct RunResult {
@@ -310,6 +326,8 @@ pub fn verify_observed(
         refused: 0,
         transitions: 0,
         depth_complete: None,
+        not_explored: NOT_EXPLORED.to_vec(),
+        deduplication: DEDUPLICATION,
         outcome: Outcome::Proven,
         counterexample: None,
     };
