@@ -46,6 +46,7 @@ pub mod timeline;
 pub mod to_toml;
 mod trace;
 pub mod units;
+pub mod verify;
 mod zoo;
 
 /// What a lost segment costs a TCP stream: the retransmission model the
@@ -90,11 +91,12 @@ pub use rng::mix64;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{
     Anchor, AnchorEvent, Client, ClockOffset, Durability, DurationRange, Election, Expectations,
-    FaultSpec, Membership, Network, NodeSpec, ProtocolSpec, RecurringKind, Scenario, ScenarioError,
-    StoreClock, Transport, ValidScenario, Work, DOWNSTREAM, LEASE_STORE,
+    FaultSpec, LatencyChoice, LatencyScript, Membership, Network, NodeSpec, ProtocolSpec,
+    RecurringKind, Scenario, ScenarioError, StoreClock, Transport, ValidScenario, Work, DOWNSTREAM,
+    LEASE_STORE,
 };
 pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
     Resolution, ResolveError, ResolvedAnchor, ResolvedFault, ServerId, StepCause, WallStep,
 };
-pub use simulation::{Finished, Recording, RunOptions, Simulation};
+pub use simulation::{Finished, NotedInstants, Recording, RunOptions, Simulation};

@@ -191,6 +191,23 @@ fn write_network(o: &mut String, n: &Network) {
     if n.retransmit_timeout != Network::default().retransmit_timeout {
         let _ = writeln!(o, "retransmit_timeout = {}", dur(n.retransmit_timeout));
     }
+    if let Some(script) = &n.script {
+        let _ = write!(
+            o,
+            "\n[network.script]\nlatency = {}\nchoices = [",
+            dur(script.latency)
+        );
+        for (i, c) in script.choices.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(
+                o,
+                "{sep}{{ draw = {}, latency = {} }}",
+                c.draw,
+                dur(c.latency)
+            );
+        }
+        let _ = writeln!(o, "]");
+    }
 }
 
 fn write_fault(o: &mut String, fault: &FaultSpec) {

@@ -455,11 +455,14 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         self.events += 1;
         let (to, exit) = match event {
             Event::Deliver { to, msg, .. } => {
+                let server = matches!(to, Address::Server(_));
+                self.net.note_event(self.now, false, server);
                 let (hosts, mut out) = self.outbox(to);
                 hosts.deliver(to, msg, &mut out);
                 (to, out.exit)
             }
             Event::Timer { to, timer } => {
+                self.net.note_event(self.now, true, false);
                 let (hosts, mut out) = self.outbox(to);
                 hosts.fire(to, timer, &mut out);
                 (to, out.exit)

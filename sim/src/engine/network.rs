@@ -83,6 +83,87 @@ pub(crate) struct Network {
     /// No isolation, cut or partition is in effect: every link is up. Kept
     /// by every change, so that the common case costs one test per message.
     quiet: bool,
+    /// When set, every latency comes from this script instead of the RNG,
+    /// and nothing is lost nor duplicated at random (see [`Script`]).
+    script: Option<Script>,
+}
+
+/// A scripted network: the choice interface `fenced-sim verify` drives.
+///
+/// Every message the network times (a datagram's transit or a stream
+/// segment's) is one *draw*, numbered from 0 in the order the run makes
+/// them. Under a script, draw `i` takes the latency the script names for it
+/// (`deviations`), or `default_nanos`; no message is lost or duplicated at
+/// random and a stream pays no retransmission penalty. The script counts the
+/// draws, so a search knows how many choice points a run had. Without a
+/// script (every ordinary run) the RNG decides exactly as before: the
+/// scripted path is one `Option` test per message and draws nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Script {
+    default_nanos: u64,
+    /// `(draw, latency_nanos)`, draws strictly increasing.
+    deviations: Vec<(u64, u64)>,
+    /// The next deviation not yet reached.
+    next: usize,
+    /// Draws made so far.
+    draws: u64,
+    /// When asked for ([`Script::record_instants`]): the instants timers
+    /// fired and messages reached a server, in order, each at most once.
+    instants: Option<Instants>,
+}
+
+/// The instants a scripted run noted: the protocol's boundaries, for a
+/// search to start faults at. At most [`MAX_NOTED_INSTANTS`] of each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Instants {
+    /// When a timer fired (a deadline), in ns.
+    pub(crate) timers: Vec<u64>,
+    /// When a message reached a server (a request the store judged), in ns.
+    pub(crate) server_inputs: Vec<u64>,
+}
+
+/// The most instants of each kind a script notes.
+pub(crate) const MAX_NOTED_INSTANTS: usize = 1 << 20;
+
+impl Instants {
+    fn push(list: &mut Vec<u64>, at: u64) {
+        if list.len() < MAX_NOTED_INSTANTS && list.last() != Some(&at) {
+            list.push(at);
+        }
+    }
+}
+
+impl Script {
+    /// A script giving every draw `default_nanos`, except the draws
+    /// `deviations` names (sorted by draw, each draw at most once).
+    pub(crate) fn new(default_nanos: u64, deviations: Vec<(u64, u64)>) -> Self {
+        debug_assert!(deviations.windows(2).all(|w| w[0].0 < w[1].0));
+        Script {
+            default_nanos,
+            deviations,
+            next: 0,
+            draws: 0,
+            instants: None,
+        }
+    }
+
+    /// Note the instants of timers and of servers' inputs from now on.
+    pub(crate) fn record_instants(&mut self) {
+        self.instants.get_or_insert_with(Instants::default);
+    }
+
+    /// The latency of the next draw.
+    fn draw(&mut self) -> u64 {
+        let index = self.draws;
+        self.draws += 1;
+        match self.deviations.get(self.next) {
+            Some(&(at, nanos)) if at == index => {
+                self.next += 1;
+                nanos
+            }
+            _ => self.default_nanos,
+        }
+    }
 }
 
 impl Network {
@@ -105,6 +186,48 @@ impl Network {
             cuts: BTreeMap::new(),
             groups: None,
             quiet: true,
+            script: None,
+        }
+    }
+
+    /// From now on, latencies follow `script` (see [`Script`]).
+    pub(crate) fn follow(&mut self, script: Script) {
+        self.script = Some(script);
+    }
+
+    /// The draws made under the script so far (`None`: no script, the RNG
+    /// decides).
+    pub(crate) fn scripted_draws(&self) -> Option<u64> {
+        self.script.as_ref().map(|s| s.draws)
+    }
+
+    /// Starts noting instants, if a script is followed.
+    pub(crate) fn record_instants(&mut self) {
+        if let Some(script) = &mut self.script {
+            script.record_instants();
+        }
+    }
+
+    /// The instants noted so far, if a script noted any.
+    pub(crate) fn noted_instants(&self) -> Option<&Instants> {
+        self.script.as_ref().and_then(|s| s.instants.as_ref())
+    }
+
+    /// A host event is handled at `at`: a timer firing (`timer`) or a
+    /// message arriving, at a server (`server`) or not. Noted only while a
+    /// script records instants; one test otherwise.
+    #[inline(always)]
+    pub(crate) fn note_event(&mut self, at: SimTime, timer: bool, server: bool) {
+        if let Some(Script {
+            instants: Some(noted),
+            ..
+        }) = &mut self.script
+        {
+            if timer {
+                Instants::push(&mut noted.timers, at.as_nanos());
+            } else if server {
+                Instants::push(&mut noted.server_inputs, at.as_nanos());
+            }
         }
     }
 
@@ -139,6 +262,9 @@ impl Network {
     /// duplication.
     #[inline(always)]
     pub(crate) fn transit(&mut self, now: SimTime) -> Transit {
+        if let Some(script) = &mut self.script {
+            return Transit::Once(now.saturating_add_nanos(script.draw()));
+        }
         if self.loss > 0.0 && unit_f64(&mut self.rng) < self.loss {
             return Transit::Lost;
         }
@@ -154,6 +280,9 @@ impl Network {
     /// its losses ([`retransmission_penalty`]). Never lost, never twice (a
     /// receiver discards a duplicate segment).
     pub(crate) fn stream_transit(&mut self, now: SimTime) -> SimTime {
+        if let Some(script) = &mut self.script {
+            return now.saturating_add_nanos(script.draw());
+        }
         let latency = self.latency_nanos();
         let penalty = if self.loss > 0.0 {
             let (loss, rng) = (self.loss, &mut self.rng);
@@ -274,6 +403,30 @@ mod tests {
         let rng = SeedDeriver::new(1, "n").rng();
         let mut lossy = Network::new(2, (ns(1), ns(1)), 1.0, 0.0, ns(200), rng);
         assert_eq!(lossy.transit(SimTime::ZERO), Transit::Lost);
+    }
+
+    #[test]
+    fn a_script_decides_every_latency_and_counts_its_draws() {
+        let mut n = net();
+        n.follow(Script::new(2, vec![(1, 5), (3, 4)]));
+        let at = |t: Transit| match t {
+            Transit::Once(at) => at.as_nanos(),
+            other => panic!("{other:?}"),
+        };
+        let t0 = SimTime::from_nanos(100);
+        assert_eq!(at(n.transit(t0)), 102);
+        assert_eq!(at(n.transit(t0)), 105);
+        assert_eq!(n.stream_transit(t0).as_nanos(), 102);
+        assert_eq!(at(n.transit(t0)), 104);
+        assert_eq!(at(n.transit(t0)), 102);
+        assert_eq!(n.scripted_draws(), Some(5));
+        // A script overrides loss and duplication: nothing is drawn at random.
+        let rng = SeedDeriver::new(1, "n").rng();
+        let mut lossy = Network::new(2, (ns(1), ns(9)), 1.0, 1.0, ns(200), rng);
+        assert_eq!(lossy.scripted_draws(), None);
+        lossy.follow(Script::new(7, Vec::new()));
+        assert_eq!(at(lossy.transit(SimTime::ZERO)), 7);
+        assert_eq!(lossy.stream_transit(SimTime::ZERO).as_nanos(), 7);
     }
 
     #[test]

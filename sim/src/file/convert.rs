@@ -105,6 +105,10 @@ pub(super) fn convert(raw: RawScenario, spans: &mut Spans) -> Result<Scenario, C
                 spans,
             )?
             .unwrap_or(d.retransmit_timeout),
+            script: match &n.script {
+                Some(raw) => Some(script(raw, spans)?),
+                None => None,
+            },
         };
     }
     if let Some(c) = &raw.client {
@@ -286,4 +290,24 @@ fn convert_expect(x: &RawExpect, spans: &mut Spans) -> Result<Expectations, Conv
         leader_at_end: x.leader_at_end,
         anchors_begin: x.anchors_begin,
     })
+}
+
+/// `[network.script]`, as written (its rules are the scenario's).
+fn script(
+    raw: &super::raw::RawScript,
+    spans: &mut Spans,
+) -> Result<crate::scenario::LatencyScript, ConvertError> {
+    let latency = duration("network.script.latency", &raw.latency, spans)?;
+    let choices = raw
+        .choices
+        .iter()
+        .flatten()
+        .map(|c| {
+            Ok(crate::scenario::LatencyChoice {
+                draw: c.draw,
+                latency: duration("network.script.choices", &c.latency, spans)?,
+            })
+        })
+        .collect::<Result<_, ConvertError>>()?;
+    Ok(crate::scenario::LatencyScript { latency, choices })
 }

@@ -112,6 +112,23 @@ pub(super) struct RawNetwork {
     pub(super) loss: Option<Spanned<f64>>,
     pub(super) duplicate: Option<Spanned<f64>>,
     pub(super) retransmit_timeout: Option<Spanned<String>>,
+    pub(super) script: Option<RawScript>,
+}
+
+/// `[network.script]`: a schedule `fenced-sim verify` found.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScript {
+    pub(super) latency: Spanned<String>,
+    pub(super) choices: Option<Vec<RawChoice>>,
+}
+
+/// One entry of `[network.script] choices`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawChoice {
+    pub(super) draw: u64,
+    pub(super) latency: Spanned<String>,
 }
 
 /// `[downstream]`.

@@ -225,6 +225,12 @@ pub struct Network {
     /// time (`engine::network::retransmission_penalty`). Default 200 ms,
     /// Linux's `TCP_RTO_MIN`.
     pub retransmit_timeout: Duration,
+    /// `[network.script]`: when set, every message's latency is the
+    /// script's instead of a draw from `latency`, and nothing is lost or
+    /// duplicated at random. `fenced-sim verify` writes it into the
+    /// counterexamples it finds, so that `run` replays the exact schedule.
+    /// Default: none.
+    pub script: Option<LatencyScript>,
 }
 
 impl Default for Network {
@@ -234,8 +240,35 @@ impl Default for Network {
             loss: 0.0,
             duplicate: 0.0,
             retransmit_timeout: Duration::from_millis(200),
+            script: None,
         }
     }
+}
+
+/// `[network.script]`: one fixed latency per message instead of random
+/// draws — the schedule of one of `fenced-sim verify`'s searches.
+///
+/// The network numbers the messages it times from 0, in the order the run
+/// sends them (a datagram or a session's segment, each one *draw*). Draw
+/// `i` takes the latency of the [`LatencyChoice`] naming `i`, if any, else
+/// `latency`. Under a script no message is lost or duplicated at random and
+/// a session's segment pays no retransmission penalty; links that faults
+/// take down still drop (or hold) what crosses them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LatencyScript {
+    /// The latency of every draw not named in `choices`.
+    pub latency: Duration,
+    /// The draws that take another latency, strictly increasing by draw.
+    pub choices: Vec<LatencyChoice>,
+}
+
+/// One draw of a [`LatencyScript`] that takes its own latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LatencyChoice {
+    /// The draw (0 is the first message the network times).
+    pub draw: u64,
+    /// Its one-way latency.
+    pub latency: Duration,
 }
 
 /// `[store] clock`: which of its host's clocks the fenced protocol's lease

@@ -15,7 +15,7 @@ mod faults;
 mod public;
 mod report;
 
-pub use public::{Finished, Recording, Simulation};
+pub use public::{Finished, NotedInstants, Recording, Simulation};
 
 use std::io::Write;
 use std::time::Duration;
@@ -216,7 +216,7 @@ impl<H: SimHosts> Core<H> {
                 )
             });
         let lives = Lives::with_servers(servers, nodes, clocks);
-        let net = Network::new(
+        let mut net = Network::new(
             lives.endpoint_count(),
             scenario.network.latency,
             scenario.network.loss,
@@ -224,6 +224,16 @@ impl<H: SimHosts> Core<H> {
             scenario.network.retransmit_timeout,
             seeds.str("network").rng(),
         );
+        if let Some(script) = &scenario.network.script {
+            net.follow(crate::engine::network::Script::new(
+                span_nanos(script.latency),
+                script
+                    .choices
+                    .iter()
+                    .map(|c| (c.draw, span_nanos(c.latency)))
+                    .collect(),
+            ));
+        }
         let observers = Observers {
             tracer: Tracer::new(),
             checker: Checker::new(CheckerSettings::of(scenario)),
@@ -349,6 +359,24 @@ impl<H: SimHosts> Core<H> {
     /// See [`Simulation::trace_hash`].
     pub fn trace_hash(&self) -> u64 {
         self.engine.observers.tracer.hash()
+    }
+
+    /// See [`Simulation::scripted_draws`].
+    pub fn scripted_draws(&self) -> Option<u64> {
+        self.engine.net.scripted_draws()
+    }
+
+    /// See [`Simulation::record_instants`].
+    pub fn record_instants(&mut self) {
+        self.engine.net.record_instants();
+    }
+
+    /// See [`Simulation::noted_instants`].
+    pub fn noted_instants(&self) -> Option<NotedInstants> {
+        self.engine.net.noted_instants().map(|n| NotedInstants {
+            timers_ns: n.timers.clone(),
+            server_inputs_ns: n.server_inputs.clone(),
+        })
     }
 
     /// See [`Simulation::run_until`].

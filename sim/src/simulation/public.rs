@@ -111,6 +111,19 @@ pub struct Finished {
     pub recurring_faults: Vec<FaultSpec>,
 }
 
+/// The protocol's boundary instants a scripted run noted
+/// ([`Simulation::record_instants`]): where `fenced-sim verify` starts
+/// faults besides its grid. True time in nanoseconds, increasing, each
+/// instant once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NotedInstants {
+    /// When a timer fired: every deadline of every host.
+    pub timers_ns: Vec<u64>,
+    /// When a message reached a server (the store judged a request: a
+    /// lease's expiry is one TTL later).
+    pub server_inputs_ns: Vec<u64>,
+}
+
 impl Simulation {
     /// Sets up a run of a valid scenario at time zero, with the lock design
     /// its `[election] protocol` names (the fenced protocol by default). Nothing
@@ -297,6 +310,26 @@ impl Simulation {
     /// The trace hash so far.
     pub fn trace_hash(&self) -> u64 {
         each_core!(&self.core, c => c.trace_hash())
+    }
+
+    /// How many messages the network has timed so far under the scenario's
+    /// `[network.script]` (each one a choice point of `fenced-sim verify`);
+    /// `None` when the scenario has no script (latencies are drawn).
+    pub fn scripted_draws(&self) -> Option<u64> {
+        each_core!(&self.core, c => c.scripted_draws())
+    }
+
+    /// Under a `[network.script]`, note from now on the instants timers
+    /// fire and messages reach a server (at most 2^20 of each), for
+    /// [`noted_instants`](Self::noted_instants). Nothing without a script.
+    pub fn record_instants(&mut self) {
+        each_core!(&mut self.core, c => c.record_instants())
+    }
+
+    /// The instants noted since [`record_instants`](Self::record_instants)
+    /// (`None`: no script, or not asked for).
+    pub fn noted_instants(&self) -> Option<NotedInstants> {
+        each_core!(&self.core, c => c.noted_instants())
     }
 
     /// Runs every event before `until` (capped at the run's end); the clock

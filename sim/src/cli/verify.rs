@@ -1,0 +1,287 @@
+//! `fenced-sim verify`: the bounded exhaustive search of
+//! [`fenced_sim::verify`] — its flags, its honest statement of the bounds,
+//! the counterexample file and the exit codes (0 proven within the bounds,
+//! 1 violation, 2 bad input, 3 incomplete).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use fenced_sim::verify::{
+    boundary_lengths, verify_observed, Bounds, FaultKind, Outcome, Progress, Verification,
+};
+use fenced_sim::RunOptions;
+
+use super::common::{
+    bad_input, load_or_report, parse_duration, parse_jobs, progress_bar, rate, say, shell_word,
+    stopwatch, Outcome as CliOutcome, PlantArg, EXIT_FAIL,
+};
+
+/// The search stopped on `--max-states` before covering its bounds:
+/// nothing is proven beyond the depths it completed. Distinct from a pass.
+pub(super) const EXIT_INCOMPLETE: u8 = 3;
+
+#[derive(clap::Args, Debug)]
+pub(super) struct VerifyArgs {
+    /// The scenario file (TOML). Its own faults stay; verify adds its own.
+    scenario: PathBuf,
+    /// The most injected faults per schedule (K).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=8))]
+    faults: u32,
+    /// The kinds of fault injected on every node: pause, isolate, crash
+    /// (a crash restarts after the fault's length).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "pause",
+        value_name = "LIST"
+    )]
+    kinds: Vec<FaultKind>,
+    /// Pause and isolate the servers too (the lease store or the design's
+    /// servers, and the downstream), not only the nodes.
+    #[arg(long)]
+    servers: bool,
+    /// Faults start on every multiple of this before the scenario's
+    /// heal_at (or its end)...
+    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
+    grid: Duration,
+    /// ...and, unless this is given, at every timer deadline and every
+    /// lease expiry at the store of the run they are added to, at, 1 ns
+    /// before and 1 ns after.
+    #[arg(long)]
+    no_boundaries: bool,
+    /// The fault lengths. Default: the boundary lengths — the renew
+    /// interval; the validity (lease_ttl - safety_margin), the TTL and the
+    /// rejoin delay, each 1 ns below, at and above.
+    #[arg(long, value_delimiter = ',', value_parser = parse_duration, value_name = "LIST")]
+    lengths: Option<Vec<Duration>>,
+    /// The latency set, each inside the scenario's network.latency; the
+    /// first is every message's default. Default: the scenario's minimum
+    /// and maximum.
+    #[arg(long, value_delimiter = ',', value_parser = parse_duration, value_name = "LIST")]
+    latencies: Option<Vec<Duration>>,
+    /// The most messages per schedule that take a latency other than the
+    /// first (D).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=8))]
+    deviations: u32,
+    /// The most schedules to run; past it the result is incomplete (exit 3).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    max_states: u64,
+    /// Worker threads (the result does not depend on them).
+    #[arg(long, default_value = "1", value_parser = parse_jobs)]
+    jobs: usize,
+    /// Override the scenario's seed (its other random draws: jitter,
+    /// recurring faults).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the counterexample, if one is found, to this scenario file
+    /// (`fenced-sim run FILE` replays it).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    counterexample: Option<PathBuf>,
+    /// Print one JSON object instead of the human summary.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    plant: PlantArg,
+}
+
+pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
+    let scenario = load_or_report(&args.scenario)?;
+    let mut options = RunOptions::with_seed(args.seed);
+    let plant_flag = args.plant.apply(&mut options)?;
+    let (low, high) = scenario.network.latency;
+    let latencies = args.latencies.clone().unwrap_or_else(|| {
+        if low == high {
+            vec![low]
+        } else {
+            vec![low, high]
+        }
+    });
+    let mut kinds = args.kinds.clone();
+    kinds.sort();
+    kinds.dedup();
+    let bounds = Bounds {
+        faults: args.faults,
+        kinds,
+        servers: args.servers,
+        grid: args.grid,
+        boundaries: !args.no_boundaries,
+        lengths: match &args.lengths {
+            Some(l) => {
+                let mut l = l.clone();
+                l.sort();
+                l.dedup();
+                l
+            }
+            None => boundary_lengths(&scenario),
+        },
+        latencies,
+        deviations: args.deviations,
+        max_states: args.max_states,
+        jobs: args.jobs,
+    };
+    let origin = args.scenario.display().to_string();
+    let started = stopwatch();
+    // On a terminal only: the bar runs to --max-states, the bound.
+    let bar = progress_bar(
+        bounds.max_states,
+        "{bar:40} {pos}/{len} schedules (--max-states)  {msg}  {rate}",
+    );
+    let mut observe = |p: Progress| {
+        bar.set_position(p.schedules_run);
+        bar.set_message(format!("length {}, {} queued", p.depth, p.queued));
+    };
+    let result = verify_observed(&scenario, &options, &bounds, &mut observe);
+    bar.finish_and_clear();
+    let result = result.map_err(|e| bad_input(format!("{origin}: {e}")))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let per_second = result.schedules_run as f64 / seconds.max(1e-9);
+    let replay = match (&result.counterexample, &args.counterexample) {
+        (Some(found), Some(path)) => {
+            std::fs::write(path, fenced_sim::to_toml::to_toml(found)).map_err(|e| {
+                bad_input(format!(
+                    "cannot write the counterexample to {}: {e}",
+                    path.display()
+                ))
+            })?;
+            Some(format!(
+                "fenced-sim run {}{plant_flag}",
+                shell_word(&path.display().to_string())
+            ))
+        }
+        _ => None,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let mut value = serde_json::to_value(&result)
+            .map_err(|e| bad_input(format!("cannot encode the result: {e}")))?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("replay".to_string(), serde_json::json!(replay));
+            // The one field that depends on the machine: named so.
+            map.insert(
+                "wall_clock_states_per_second".to_string(),
+                serde_json::json!(per_second.round()),
+            );
+        }
+        say(&mut out, format_args!("{value}"));
+    } else {
+        write_human(&mut out, &result, replay.as_deref(), seconds, per_second);
+    }
+    let _ = out.flush();
+    Ok(match result.outcome {
+        Outcome::Proven => ExitCode::SUCCESS,
+        Outcome::Violation { .. } => ExitCode::from(EXIT_FAIL),
+        Outcome::Incomplete { .. } => ExitCode::from(EXIT_INCOMPLETE),
+    })
+}
+
+/// A span as a person reads it (`30s`, `29s 999ms 999ns`), exact to the
+/// nanosecond as the counterexample file writes it.
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+fn list(nanos: &[u64]) -> String {
+    nanos
+        .iter()
+        .map(|&n| human(Duration::from_nanos(n)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn write_human(
+    out: &mut impl Write,
+    r: &Verification,
+    replay: Option<&str>,
+    seconds: f64,
+    per_second: f64,
+) {
+    let kinds: Vec<&str> = r.kinds.iter().map(|k| k.name()).collect();
+    let mut text = format!(
+        "verify {}: {} nodes ({})\n\
+         bounds:\n  \
+         faults      <= {} of [{}] on any of [{}], starting before {} on a {} grid{} ({} start instants in the base run)\n  \
+         lengths     [{}]\n  \
+         latencies   [{}] (the first is the default); <= {} deviating messages per schedule ({} messages in the base run)\n  \
+         horizon     {}\n  \
+         not explored: {}\n  \
+         dedup       {}\n\
+         schedules   {} run ({} distinct behaviours), {} refused by the scenario rules; {} transitions (events)\n\
+         depth       {}\n",
+        r.scenario,
+        r.nodes.len(),
+        r.nodes.join(", "),
+        r.faults_max,
+        kinds.join(", "),
+        r.hosts.join(", "),
+        human(Duration::from_nanos(r.fault_window_ns)),
+        human(Duration::from_nanos(r.grid_ns)),
+        if r.boundaries {
+            " and at every timer deadline and lease expiry, ±1 ns"
+        } else {
+            ""
+        },
+        r.base_start_instants,
+        list(&r.lengths_ns),
+        list(&r.latencies_ns),
+        r.deviations_max,
+        r.base_draws,
+        human(Duration::from_nanos(r.horizon_ns)),
+        r.not_explored.join("; "),
+        r.deduplication,
+        r.schedules_run,
+        r.distinct_behaviours,
+        r.refused,
+        r.transitions,
+        match r.depth_complete {
+            Some(d) => format!("every schedule of length <= {d} ran"),
+            None => "no level completed".to_string(),
+        },
+    );
+    match &r.outcome {
+        Outcome::Proven => {
+            text.push_str("result      no violation in any schedule within these bounds\n")
+        }
+        Outcome::Violation {
+            invariants,
+            schedule,
+        } => {
+            text.push_str(&format!(
+                "result      VIOLATION ({}) with a shortest schedule: length {}\n",
+                invariants.join(", "),
+                schedule.len()
+            ));
+            for f in &schedule.faults {
+                text.push_str(&format!(
+                    "  fault     {} {} at {} for {}\n",
+                    f.kind,
+                    r.hosts[f.host as usize],
+                    human(Duration::from_nanos(f.at_ns)),
+                    human(Duration::from_nanos(f.length_ns))
+                ));
+            }
+            for d in &schedule.deviations {
+                text.push_str(&format!(
+                    "  message   #{} takes {}\n",
+                    d.draw,
+                    human(Duration::from_nanos(r.latencies_ns[d.latency as usize]))
+                ));
+            }
+            match replay {
+                Some(cmd) => text.push_str(&format!("  replay    {cmd}\n")),
+                None => text.push_str("  (write it as a scenario with -o FILE)\n"),
+            }
+        }
+        Outcome::Incomplete { unrun_at_least } => text.push_str(&format!(
+            "result      INCOMPLETE: --max-states {} reached with at least {} schedules unrun; \
+             nothing is proven beyond the depth above\n",
+            r.max_states, unrun_at_least
+        )),
+    }
+    text.push_str(&format!(
+        "time        {seconds:.2}s, {} schedules (states) per second on this machine's wall clock\n",
+        rate(per_second)
+    ));
+    let _ = write!(out, "{text}");
+}

@@ -1,0 +1,202 @@
+//! Where and how long the injected faults can be: the start instants (a
+//! grid and the protocol's boundaries of the run they are added to) and the
+//! default length set (the boundary lengths).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{nanos, Bounds};
+use crate::scenario::Scenario;
+use crate::simulation::NotedInstants;
+
+/// A kind of fault the search injects on a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// A GC pause of the node (`pause`).
+    Pause,
+    /// Every link of the node down (`isolate`).
+    Isolate,
+    /// The node's processes die; a new one starts after the length
+    /// (`crash` with `restart_after`).
+    Crash,
+}
+
+impl FaultKind {
+    /// Every kind, in order.
+    pub const ALL: [FaultKind; 3] = [FaultKind::Pause, FaultKind::Isolate, FaultKind::Crash];
+
+    /// The name, as `--kinds` and scenario files spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pause",
+            FaultKind::Isolate => "isolate",
+            FaultKind::Crash => "crash",
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not a [`FaultKind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownFaultKind(pub String);
+
+impl fmt::Display for UnknownFaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` is not a fault kind verify injects; known: pause, isolate, crash",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownFaultKind {}
+
+impl FromStr for FaultKind {
+    type Err = UnknownFaultKind;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FaultKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownFaultKind(s.to_string()))
+    }
+}
+
+/// The default fault lengths: the protocol's boundary lengths of the
+/// scenario's `[election]` — the renew interval; the validity
+/// (`lease_ttl − safety_margin`), the TTL and the rejoin delay, each 1 ns
+/// below, at and 1 ns above. Sorted, each once.
+pub fn boundary_lengths(scenario: &Scenario) -> Vec<Duration> {
+    let e = &scenario.election;
+    let validity = e.lease_ttl.saturating_sub(e.effective_safety_margin());
+    let one = Duration::from_nanos(1);
+    let mut set = BTreeSet::new();
+    set.insert(e.renew_interval);
+    for edge in [validity, e.lease_ttl, e.effective_rejoin_delay()] {
+        set.insert(edge.saturating_sub(one));
+        set.insert(edge);
+        set.insert(edge.saturating_add(one));
+    }
+    set.remove(&Duration::ZERO);
+    set.into_iter().collect()
+}
+
+/// The instants a fault may start at in a run that noted `instants`, at or
+/// after `from_ns` and before the fault window's end: every multiple of the
+/// grid, and (with `bounds.boundaries`) every timer deadline and every
+/// lease expiry at the store (a request's arrival plus `lease_ttl`), each at,
+/// 1 ns before and 1 ns after. Sorted, each once.
+pub(super) fn starts(
+    scenario: &Scenario,
+    bounds: &Bounds,
+    instants: &NotedInstants,
+    from_ns: u64,
+) -> Vec<u64> {
+    let window = nanos(scenario.heal_at.unwrap_or(scenario.duration));
+    let grid = nanos(bounds.grid).max(1);
+    let mut set = BTreeSet::new();
+    let mut at = grid;
+    while at < window {
+        set.insert(at);
+        at = at.saturating_add(grid);
+    }
+    if bounds.boundaries {
+        let ttl = nanos(scenario.election.lease_ttl);
+        let expiries = instants
+            .server_inputs_ns
+            .iter()
+            .map(|&t| t.saturating_add(ttl));
+        for edge in instants.timers_ns.iter().copied().chain(expiries) {
+            set.extend([edge.saturating_sub(1), edge, edge.saturating_add(1)]);
+        }
+    }
+    set.range(from_ns..window).copied().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounds(grid_ms: u64, boundaries: bool) -> Bounds {
+        Bounds {
+            faults: 1,
+            kinds: vec![FaultKind::Pause],
+            servers: false,
+            grid: Duration::from_millis(grid_ms),
+            boundaries,
+            lengths: vec![Duration::from_secs(1)],
+            latencies: vec![Duration::from_millis(1)],
+            deviations: 0,
+            max_states: 10,
+            jobs: 1,
+        }
+    }
+
+    fn scenario() -> Scenario {
+        let mut s = Scenario::new("t", Duration::from_secs(10));
+        s.nodes.push(crate::scenario::NodeSpec::new("a"));
+        s.election.lease_ttl = Duration::from_secs(3);
+        s
+    }
+
+    #[test]
+    fn starts_are_the_grid_and_each_boundary_with_its_neighbours() {
+        let noted = NotedInstants {
+            timers_ns: vec![5_000_000_000],
+            server_inputs_ns: vec![1_000_000_000],
+        };
+        let s = scenario();
+        let grid_only = starts(&s, &bounds(4_000, false), &noted, 0);
+        assert_eq!(grid_only, vec![4_000_000_000, 8_000_000_000]);
+        let all = starts(&s, &bounds(4_000, true), &noted, 0);
+        assert_eq!(
+            all,
+            vec![
+                // The lease granted at 1 s expires at 4 s: the grid's 4 s too.
+                3_999_999_999,
+                4_000_000_000,
+                4_000_000_001,
+                4_999_999_999,
+                5_000_000_000,
+                5_000_000_001,
+                8_000_000_000
+            ]
+        );
+        // From an instant on, and never at or past the window's end.
+        assert_eq!(
+            starts(&s, &bounds(4_000, true), &noted, 5_000_000_000),
+            vec![5_000_000_000, 5_000_000_001, 8_000_000_000]
+        );
+    }
+
+    #[test]
+    fn boundary_lengths_straddle_validity_ttl_and_rejoin() {
+        let s = scenario();
+        let lengths = boundary_lengths(&s);
+        let ttl = s.election.lease_ttl;
+        let one = Duration::from_nanos(1);
+        for needed in [ttl - one, ttl, ttl + one, s.election.renew_interval] {
+            assert!(lengths.contains(&needed), "{needed:?} in {lengths:?}");
+        }
+        assert!(lengths.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn kinds_parse_by_name_and_refuse_others() {
+        for kind in FaultKind::ALL {
+            assert_eq!(kind.name().parse::<FaultKind>(), Ok(kind));
+        }
+        let err = "stop".parse::<FaultKind>().unwrap_err();
+        assert!(err.to_string().contains("pause, isolate, crash"));
+    }
+}

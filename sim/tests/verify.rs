@@ -1,0 +1,367 @@
+//! `fenced-sim verify`, the bounded exhaustive search: it covers exactly the
+//! schedules its bounds describe, proves a clean configuration within them,
+//! finds a shortest violating schedule, says when a bound cut it short, and
+//! writes counterexamples that `fenced-sim run` replays to the same
+//! violation.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::{assert_exit, fenced_sim, stderr, stdout, workspace_root};
+use fenced_sim::verify::{verify, Bounds, FaultKind, Outcome, Schedule, Verification};
+use fenced_sim::{LatencyChoice, LatencyScript, RunOptions, Scenario, Simulation};
+
+fn data(name: &str) -> PathBuf {
+    workspace_root().join(format!("sim/tests/verify/{name}.toml"))
+}
+
+fn load(name: &str) -> Scenario {
+    fenced_sim::file::load(&data(name)).expect("the test scenario loads")
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// One pause on any node, starting on a 1 s grid and at the boundaries,
+/// with the boundary lengths; no latency deviations.
+fn one_pause(scenario: &Scenario) -> Bounds {
+    Bounds {
+        faults: 1,
+        kinds: vec![FaultKind::Pause],
+        servers: false,
+        grid: Duration::from_secs(1),
+        boundaries: true,
+        lengths: fenced_sim::verify::boundary_lengths(scenario),
+        latencies: vec![ms(1), ms(5)],
+        deviations: 0,
+        max_states: 1_000_000,
+        jobs: 1,
+    }
+}
+
+fn search(scenario: &Scenario, options: &RunOptions, bounds: &Bounds) -> Verification {
+    verify(scenario, options, bounds).expect("the search runs")
+}
+
+/// The invariants and the schedule of a search that must have found a
+/// violation.
+fn violation(r: &Verification) -> (&Vec<String>, &Schedule) {
+    match &r.outcome {
+        Outcome::Violation {
+            invariants,
+            schedule,
+        } => (invariants, schedule),
+        other => panic!("expected a violation, got {other:?}: {r:#?}"),
+    }
+}
+
+#[test]
+fn a_clean_configuration_is_proven_over_every_single_pause() {
+    // Every schedule of one pause ran — the base run plus one per start
+    // instant, node and length, no more, no fewer — and none broke anything.
+    let scenario = load("small-fenced");
+    let bounds = one_pause(&scenario);
+    let r = search(&scenario, &RunOptions::default(), &bounds);
+    assert_eq!(r.outcome, Outcome::Proven, "{r:#?}");
+    assert_eq!(r.depth_complete, Some(1));
+    let expected = 1 + r.base_start_instants * 2 * bounds.lengths.len() as u64;
+    assert_eq!(r.schedules_run, expected);
+    assert_eq!(r.refused, 0);
+    // The boundaries add instants the 1 s grid does not have.
+    assert!(r.base_start_instants > 19, "{}", r.base_start_instants);
+    assert!(r.distinct_behaviours > 1 && r.distinct_behaviours <= r.schedules_run);
+}
+
+#[test]
+fn a_clean_configuration_is_proven_over_every_single_latency_deviation() {
+    // With no fault, every message in turn takes the other latency: one
+    // schedule per message of the base run, and the base run.
+    let scenario = load("small-fenced");
+    let bounds = Bounds {
+        faults: 0,
+        deviations: 1,
+        ..one_pause(&scenario)
+    };
+    let r = search(&scenario, &RunOptions::default(), &bounds);
+    assert_eq!(r.outcome, Outcome::Proven, "{r:#?}");
+    assert!(r.base_draws > 100, "{}", r.base_draws);
+    assert_eq!(r.schedules_run, 1 + r.base_draws);
+    // Every deviation changes some delivery instant, so every run differs.
+    assert_eq!(r.distinct_behaviours, r.schedules_run);
+}
+
+#[test]
+fn split_brain_without_fencing_is_found_with_a_shortest_schedule_of_one_pause() {
+    // The base run is clean, so the shortest violating schedule has one
+    // fault: a pause of the leader longer than its lease, starting while a
+    // unit of work is under way (just after a work timer fired: a boundary
+    // instant, not a grid point).
+    let scenario = load("small-unfenced");
+    let r = search(&scenario, &RunOptions::default(), &one_pause(&scenario));
+    let (invariants, schedule) = violation(&r);
+    assert_eq!(invariants, &vec!["split-brain".to_string()]);
+    assert_eq!(schedule.len(), 1);
+    assert!(schedule.deviations.is_empty());
+    let pause = schedule.faults[0];
+    assert_eq!((pause.kind, pause.host), (FaultKind::Pause, 0), "{pause:?}");
+    assert!(
+        pause.length_ns > 3_000_000_000,
+        "longer than the TTL: {pause:?}"
+    );
+    assert_ne!(pause.at_ns % 1_000_000_000, 0, "a boundary, not the grid");
+    assert_eq!(r.depth_complete, Some(0));
+    // Without the boundaries, the grid alone misses this window.
+    let grid_only = Bounds {
+        boundaries: false,
+        ..one_pause(&scenario)
+    };
+    let r = search(&scenario, &RunOptions::default(), &grid_only);
+    assert_eq!(r.outcome, Outcome::Proven, "{r:#?}");
+}
+
+#[test]
+fn the_counterexample_replays_with_run_to_the_same_violation() {
+    // The schedule written as a scenario file (faults as [[fault]], the
+    // latencies as [network.script]) fails `fenced-sim run` with the same
+    // invariant, and reads back as the very scenario the search ran.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("found.toml");
+    let file_arg = file.display().to_string();
+    let source = data("small-unfenced").display().to_string();
+    let out = fenced_sim([
+        "verify",
+        &source,
+        "--deviations",
+        "0",
+        "-o",
+        &file_arg,
+        "--json",
+    ]);
+    assert_exit(&out, 1);
+    let result: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    assert_eq!(result["outcome"]["verdict"], "violation");
+    assert_eq!(result["outcome"]["invariants"][0], "split-brain");
+    // The JSON states what it did not do, as the human output does.
+    assert!(result["deduplication"]
+        .as_str()
+        .is_some_and(|d| d.starts_with("none")));
+    assert!(result["not_explored"]
+        .as_array()
+        .is_some_and(|list| !list.is_empty()));
+    assert_eq!(
+        result["replay"],
+        format!("fenced-sim run {file_arg}").as_str()
+    );
+    let replayed = fenced_sim(["run", &file_arg, "--json"]);
+    assert_exit(&replayed, 1);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&replayed)).expect("a report");
+    assert_eq!(report["split_brain"], true, "{report}");
+    // The file is the search's schedule, exactly.
+    let scenario = load("small-unfenced");
+    let r = search(&scenario, &RunOptions::default(), &one_pause(&scenario));
+    let written = fenced_sim::file::load(&file).expect("the counterexample loads");
+    assert_eq!(Some(written), r.counterexample);
+}
+
+#[test]
+fn a_search_cut_short_by_max_states_is_incomplete_not_proven() {
+    // The same clean search with room for 100 schedules: the base level
+    // completes, the next does not, and the verdict says so (exit code 3).
+    let scenario = load("small-fenced");
+    let bounds = Bounds {
+        max_states: 100,
+        ..one_pause(&scenario)
+    };
+    let r = search(&scenario, &RunOptions::default(), &bounds);
+    let Outcome::Incomplete { unrun_at_least } = r.outcome else {
+        panic!("expected incomplete: {r:#?}");
+    };
+    assert_eq!(r.depth_complete, Some(0));
+    assert_eq!(r.schedules_run, 100);
+    // The schedules of length 1 that ran plus those left out are all of
+    // them: nothing was dropped unsaid.
+    let level_one = r.base_start_instants * 2 * bounds.lengths.len() as u64;
+    assert_eq!(r.schedules_run - 1 + unrun_at_least, level_one);
+    let source = data("small-fenced").display().to_string();
+    let out = fenced_sim(["verify", &source, "--max-states", "100"]);
+    assert_exit(&out, 3);
+    assert!(stdout(&out).contains("INCOMPLETE"), "{}", stdout(&out));
+    let proven = fenced_sim(["verify", &source, "--faults", "0", "--deviations", "0"]);
+    assert_exit(&proven, 0);
+    assert!(
+        stdout(&proven).contains("no violation in any schedule within these bounds"),
+        "{}",
+        stdout(&proven)
+    );
+}
+
+#[test]
+fn the_result_does_not_depend_on_the_number_of_threads() {
+    let scenario = load("small-unfenced");
+    let bounds = one_pause(&scenario);
+    let one = search(&scenario, &RunOptions::default(), &bounds);
+    let two = search(
+        &scenario,
+        &RunOptions::default(),
+        &Bounds {
+            jobs: 2,
+            ..bounds.clone()
+        },
+    );
+    assert_eq!(one, two);
+    let fenced = load("small-fenced");
+    let fenced_bounds = Bounds {
+        faults: 0,
+        deviations: 1,
+        ..bounds
+    };
+    let one = search(&fenced, &RunOptions::default(), &fenced_bounds);
+    let two = search(
+        &fenced,
+        &RunOptions::default(),
+        &Bounds {
+            jobs: 2,
+            ..fenced_bounds
+        },
+    );
+    assert_eq!(one, two);
+}
+
+#[test]
+fn progress_is_reported_in_order_and_ends_at_the_schedules_run() {
+    // The observer sees every batch: counts never go back, depths never
+    // go back, and the last report is the result's own count.
+    let scenario = load("small-fenced");
+    let bounds = one_pause(&scenario);
+    let mut seen = Vec::new();
+    let r =
+        fenced_sim::verify::verify_observed(&scenario, &RunOptions::default(), &bounds, &mut |p| {
+            seen.push(p)
+        })
+        .expect("the search runs");
+    assert!(seen.len() > 1, "{seen:?}");
+    assert!(seen
+        .windows(2)
+        .all(|w| w[0].schedules_run < w[1].schedules_run && w[0].depth <= w[1].depth));
+    assert_eq!(seen.last().map(|p| p.schedules_run), Some(r.schedules_run));
+    assert_eq!(r, search(&scenario, &RunOptions::default(), &bounds));
+}
+
+#[test]
+fn a_latency_script_decides_every_message_and_round_trips_through_a_file() {
+    // The same script twice gives the same run; a different choice at one
+    // message gives another; writing the scenario out and reading it back
+    // keeps the script. A scenario without a script draws at random, as
+    // before (no draws are counted).
+    let mut scenario = load("small-fenced");
+    let run = |s: &Scenario| {
+        let mut sim = Simulation::from_scenario(s, RunOptions::default()).expect("runs");
+        sim.run_to_end();
+        (sim.trace_hash(), sim.scripted_draws())
+    };
+    let (_, draws) = run(&scenario);
+    assert_eq!(draws, None);
+    scenario.network.script = Some(LatencyScript {
+        latency: ms(1),
+        choices: vec![LatencyChoice {
+            draw: 3,
+            latency: ms(5),
+        }],
+    });
+    let (hash, draws) = run(&scenario);
+    assert!(draws.is_some_and(|d| d > 3), "{draws:?}");
+    assert_eq!(run(&scenario).0, hash);
+    let mut other = scenario.clone();
+    if let Some(script) = &mut other.network.script {
+        script.choices[0].draw = 4;
+    }
+    assert_ne!(run(&other).0, hash);
+    let text = fenced_sim::to_toml::to_toml(&scenario);
+    let back = fenced_sim::file::parse(&text, std::path::Path::new("back.toml")).expect("parses");
+    assert_eq!(back, scenario);
+}
+
+#[test]
+fn bad_bounds_and_bad_scripts_are_refused_with_exit_2() {
+    let source = data("small-fenced").display().to_string();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--latencies", "10ms"],
+            "outside the scenario's network.latency",
+        ),
+        (&["--latencies", "1ms,1ms"], "listed twice"),
+        (&["--kinds", "stop"], "not a fault kind"),
+        (&["--grid", "0s"], "--grid"),
+    ];
+    for (flags, needle) in cases {
+        let mut args = vec!["verify", source.as_str()];
+        args.extend_from_slice(flags);
+        let out = fenced_sim(&args);
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains(needle), "{flags:?}: {}", stderr(&out));
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let text = std::fs::read_to_string(data("small-fenced")).expect("readable");
+    let path = dir.path().join("bad.toml");
+    let refused = |command: &str, script: &str, needle: &str| {
+        std::fs::write(&path, format!("{text}\n[network.script]\n{script}\n")).expect("writable");
+        let out = fenced_sim([command, &path.display().to_string()]);
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains(needle), "{script}: {}", stderr(&out));
+    };
+    refused(
+        "run",
+        "latency = \"1ms\"\nchoices = [{ draw = 5, latency = \"5ms\" }, { draw = 2, latency = \"5ms\" }]",
+        "network.script.choices",
+    );
+    refused("run", "latency = \"9ms\"", "network.script.latency");
+    refused("run", "latency = \"1ms\"\nlatncy = \"1ms\"", "latncy");
+    // A scenario that already is a schedule is not a search space.
+    refused(
+        "verify",
+        "latency = \"1ms\"",
+        "already has a [network.script]",
+    );
+}
+
+#[cfg(feature = "planted-bugs")]
+mod planted {
+    use super::*;
+    use fenced::PlantedBug;
+
+    #[test]
+    fn a_downstream_accepting_lower_tokens_is_found_with_one_pause() {
+        // Fencing on: clean without the bug (proven above); with the bug,
+        // the paused leader's late write is accepted below its successor's
+        // token, and the shortest schedule is one pause.
+        let scenario = load("small-fenced");
+        let options = RunOptions {
+            planted_bug: Some(PlantedBug::DownstreamAcceptsLowerToken),
+            ..RunOptions::default()
+        };
+        let r = search(&scenario, &options, &one_pause(&scenario));
+        let (invariants, schedule) = violation(&r);
+        assert!(
+            invariants.contains(&"single-writer".to_string()),
+            "{invariants:?}"
+        );
+        assert_eq!(schedule.len(), 1, "{schedule:?}");
+        assert_eq!(r.depth_complete, Some(0));
+        // The counterexample fails `run` with the bug, and is clean without.
+        let found = r.counterexample.expect("a counterexample");
+        let judged = |options: RunOptions| {
+            let mut sim = Simulation::from_scenario(&found, options).expect("runs");
+            sim.run_to_end();
+            sim.report()
+        };
+        let report = judged(options.clone());
+        assert!(report
+            .violations
+            .iter()
+            .any(|v| v.invariant == "single-writer"));
+        assert!(judged(RunOptions::default()).violations.is_empty());
+    }
+}
