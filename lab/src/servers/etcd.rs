@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::data_dir::DataDir;
-use super::process::{Launch, ServerProcess};
+use super::process::{kill_slot, live_pid, signal_slot, Launch, ServerProcess};
 use super::{find_program, ports, ServerError, START_ATTEMPTS};
 use crate::supervisor::Signal;
 
@@ -100,8 +100,7 @@ impl EtcdMember {
 
     /// The pid of its live process, if it has one.
     pub fn pid(&mut self) -> Option<i32> {
-        let process = self.process.as_mut()?;
-        process.is_running().then(|| process.pid())
+        live_pid(&mut self.process)
     }
 
     /// Its data directory.
@@ -287,13 +286,7 @@ impl EtcdCluster {
 
     fn signal(&mut self, index: usize, signal: Signal) -> Result<(), ServerError> {
         let member = self.member_or_error(index)?;
-        match member.process.as_mut() {
-            Some(process) => process.signal(signal),
-            None => Err(ServerError::NotRunning {
-                server: member.launch.server.clone(),
-                what: signal.name(),
-            }),
-        }
+        signal_slot(&mut member.process, &member.launch, signal)
     }
 
     fn member_or_error(&mut self, index: usize) -> Result<&mut EtcdMember, ServerError> {
@@ -309,9 +302,7 @@ impl EtcdCluster {
     /// SIGKILLs member `index` (a crash); its data directory stays.
     pub async fn kill(&mut self, index: usize) {
         if let Some(member) = self.members.get_mut(index) {
-            if let Some(mut process) = member.process.take() {
-                process.kill().await;
-            }
+            kill_slot(&mut member.process).await;
         }
     }
 

@@ -385,6 +385,40 @@ fn looks_like_a_cause(line: &str) -> bool {
         .any(|word| line.contains(word))
 }
 
+/// The pid of a server slot's live process, if it has one: what every
+/// server kind's `pid()` answers.
+pub fn live_pid(process: &mut Option<ServerProcess>) -> Option<i32> {
+    let process = process.as_mut()?;
+    process.is_running().then(|| process.pid())
+}
+
+/// Sends `signal` to a server slot's process: a slot without one (killed,
+/// not restarted) is [`ServerError::NotRunning`], named by `launch`.
+///
+/// # Errors
+/// No process, it has ended, or the signal failed.
+pub fn signal_slot(
+    process: &mut Option<ServerProcess>,
+    launch: &Launch,
+    signal: Signal,
+) -> Result<(), ServerError> {
+    match process.as_mut() {
+        Some(process) => process.signal(signal),
+        None => Err(ServerError::NotRunning {
+            server: launch.server.clone(),
+            what: signal.name(),
+        }),
+    }
+}
+
+/// SIGKILLs a server slot's process, if it has one, and empties the slot
+/// (its data directory stays, for a restart).
+pub async fn kill_slot(process: &mut Option<ServerProcess>) {
+    if let Some(mut process) = process.take() {
+        process.kill().await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

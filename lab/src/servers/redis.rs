@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::data_dir::DataDir;
-use super::process::{Launch, ServerProcess};
+use super::process::{kill_slot, live_pid, signal_slot, Launch, ServerProcess};
 use super::wall_clock::SteppedClock;
 use super::{find_program, ports, ServerError, START_ATTEMPTS};
 use crate::supervisor::Signal;
@@ -231,8 +231,7 @@ impl RedisServer {
 
     /// The pid of its live process, if it has one.
     pub fn pid(&mut self) -> Option<i32> {
-        let process = self.process.as_mut()?;
-        process.is_running().then(|| process.pid())
+        live_pid(&mut self.process)
     }
 
     /// Its data directory.
@@ -269,20 +268,12 @@ impl RedisServer {
     }
 
     fn signal(&mut self, signal: Signal) -> Result<(), ServerError> {
-        match self.process.as_mut() {
-            Some(process) => process.signal(signal),
-            None => Err(ServerError::NotRunning {
-                server: self.launch.server.clone(),
-                what: signal.name(),
-            }),
-        }
+        signal_slot(&mut self.process, &self.launch, signal)
     }
 
     /// SIGKILLs it (a crash); its directory stays for a restart.
     pub async fn kill(&mut self) {
-        if let Some(mut process) = self.process.take() {
-            process.kill().await;
-        }
+        kill_slot(&mut self.process).await;
     }
 
     /// Kills it if it runs, then starts it again on the same port, from its

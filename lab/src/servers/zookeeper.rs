@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::data_dir::DataDir;
-use super::process::{Launch, ServerProcess};
+use super::process::{kill_slot, live_pid, signal_slot, Launch, ServerProcess};
 use super::{find_program, ports, ServerError, START_ATTEMPTS};
 use crate::supervisor::Signal;
 
@@ -249,8 +249,7 @@ impl ZooKeeperServer {
 
     /// The pid of its live process (the JVM), if it has one.
     pub fn pid(&mut self) -> Option<i32> {
-        let process = self.process.as_mut()?;
-        process.is_running().then(|| process.pid())
+        live_pid(&mut self.process)
     }
 
     /// Its data directory.
@@ -286,20 +285,12 @@ impl ZooKeeperServer {
     }
 
     fn signal(&mut self, signal: Signal) -> Result<(), ServerError> {
-        match self.process.as_mut() {
-            Some(process) => process.signal(signal),
-            None => Err(ServerError::NotRunning {
-                server: self.launch.server.clone(),
-                what: signal.name(),
-            }),
-        }
+        signal_slot(&mut self.process, &self.launch, signal)
     }
 
     /// SIGKILLs it (a crash); its data directory stays.
     pub async fn kill(&mut self) {
-        if let Some(mut process) = self.process.take() {
-            process.kill().await;
-        }
+        kill_slot(&mut self.process).await;
     }
 
     /// Kills it if it runs and starts it again over its data (its snapshot
