@@ -199,14 +199,20 @@ fn write_network(o: &mut String, n: &Network) {
         );
         for (i, c) in script.choices.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
-            let _ = write!(
-                o,
-                "{sep}{{ draw = {}, latency = {} }}",
-                c.draw,
-                dur(c.latency)
-            );
+            let _ = write!(o, "{sep}{{ draw = {}, latency = {}", c.draw, dur(c.latency));
+            if c.lost {
+                let _ = write!(o, ", lost = true");
+            }
+            if let Some(copy) = c.duplicate {
+                let _ = write!(o, ", duplicate = {}", dur(copy));
+            }
+            let _ = write!(o, " }}");
         }
         let _ = writeln!(o, "]");
+        if !script.reorders.is_empty() {
+            let points: Vec<String> = script.reorders.iter().map(u64::to_string).collect();
+            let _ = writeln!(o, "reorder = [{}]", points.join(", "));
+        }
     }
 }
 

@@ -37,6 +37,9 @@ fn one_pause(scenario: &Scenario) -> Bounds {
         lengths: fenced_sim::verify::boundary_lengths(scenario),
         latencies: vec![ms(1), ms(5)],
         deviations: 0,
+        drops: 0,
+        duplicates: 0,
+        reorders: 0,
         max_states: 1_000_000,
         jobs: 1,
     }
@@ -266,10 +269,8 @@ fn a_latency_script_decides_every_message_and_round_trips_through_a_file() {
     assert_eq!(draws, None);
     scenario.network.script = Some(LatencyScript {
         latency: ms(1),
-        choices: vec![LatencyChoice {
-            draw: 3,
-            latency: ms(5),
-        }],
+        choices: vec![LatencyChoice::latency(3, ms(5))],
+        reorders: Vec::new(),
     });
     let (hash, draws) = run(&scenario);
     assert!(draws.is_some_and(|d| d > 3), "{draws:?}");
@@ -287,13 +288,15 @@ fn a_latency_script_decides_every_message_and_round_trips_through_a_file() {
 #[test]
 fn bad_bounds_and_bad_scripts_are_refused_with_exit_2() {
     let source = data("small-fenced").display().to_string();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--latencies", "10ms"],
             "outside the scenario's network.latency",
         ),
         (&["--latencies", "1ms,1ms"], "listed twice"),
-        (&["--kinds", "stop"], "not a fault kind"),
+        (&["--kinds", "slew"], "not a fault kind"),
+        (&["--drops", "1"], "loses nothing"),
+        (&["--duplicates", "1"], "duplicates nothing"),
         (&["--grid", "0s"], "--grid"),
     ];
     for (flags, needle) in cases {
@@ -318,6 +321,23 @@ fn bad_bounds_and_bad_scripts_are_refused_with_exit_2() {
         "network.script.choices",
     );
     refused("run", "latency = \"9ms\"", "network.script.latency");
+    // A schedule stays inside the scenario's space: no loss where the
+    // network loses nothing, no copy where it duplicates nothing.
+    refused(
+        "run",
+        "latency = \"1ms\"\nchoices = [{ draw = 2, lost = true }]",
+        "loses nothing",
+    );
+    refused(
+        "run",
+        "latency = \"1ms\"\nchoices = [{ draw = 2, latency = \"1ms\", duplicate = \"5ms\" }]",
+        "duplicates nothing",
+    );
+    refused(
+        "run",
+        "latency = \"1ms\"\nchoices = [{ draw = 2 }]",
+        "needs a latency",
+    );
     refused("run", "latency = \"1ms\"\nlatncy = \"1ms\"", "latncy");
     // A scenario that already is a schedule is not a search space.
     refused(
@@ -325,6 +345,157 @@ fn bad_bounds_and_bad_scripts_are_refused_with_exit_2() {
         "latency = \"1ms\"",
         "already has a [network.script]",
     );
+}
+
+#[test]
+fn losses_and_copies_are_searched_one_message_at_a_time_where_the_network_allows_them() {
+    // On a lossy network, every message of the base run in turn is lost,
+    // or delivered twice with its copy at each latency of the set: one
+    // schedule each, and the base run. The protocol survives every one.
+    let scenario = load("small-lossy");
+    let bounds = Bounds {
+        faults: 0,
+        drops: 1,
+        duplicates: 1,
+        ..one_pause(&scenario)
+    };
+    // Length 1 only: one loss or one copy.
+    let r = search(
+        &scenario,
+        &RunOptions::default(),
+        &Bounds {
+            max_states: 1_000_000,
+            ..bounds.clone()
+        },
+    );
+    assert_eq!(r.outcome, Outcome::Proven, "{r:#?}");
+    assert!(r.base_draws > 100, "{}", r.base_draws);
+    assert_eq!(r.depth_complete, Some(2));
+    let level_one = 1 + r.base_draws * 3;
+    assert!(r.schedules_run > level_one, "{}", r.schedules_run);
+    let only_drops = search(
+        &scenario,
+        &RunOptions::default(),
+        &Bounds {
+            duplicates: 0,
+            ..bounds
+        },
+    );
+    assert_eq!(only_drops.schedules_run, 1 + only_drops.base_draws);
+    // A loss is no copy: the scenario's space decides what is searched.
+    assert_eq!(only_drops.drops_max, 1);
+    assert_eq!(only_drops.duplicates_max, 0);
+}
+
+#[test]
+fn a_lost_or_duplicated_message_changes_the_run_and_round_trips_through_a_file() {
+    let mut scenario = load("small-lossy");
+    let run = |s: &Scenario| {
+        let mut sim = Simulation::from_scenario(s, RunOptions::default()).expect("runs");
+        sim.run_to_end();
+        sim.trace_hash()
+    };
+    let script = |choice: LatencyChoice| LatencyScript {
+        latency: ms(1),
+        choices: vec![choice],
+        reorders: Vec::new(),
+    };
+    scenario.network.script = Some(script(LatencyChoice::latency(3, ms(1))));
+    let plain = run(&scenario);
+    let mut lost = LatencyChoice::latency(3, ms(1));
+    lost.lost = true;
+    let mut twice = LatencyChoice::latency(3, ms(1));
+    twice.duplicate = Some(ms(5));
+    for choice in [lost, twice] {
+        let mut s = scenario.clone();
+        s.network.script = Some(script(choice));
+        assert_ne!(run(&s), plain, "{choice:?}");
+        assert_eq!(run(&s), run(&s));
+        let text = fenced_sim::to_toml::to_toml(&s);
+        let back =
+            fenced_sim::file::parse(&text, std::path::Path::new("back.toml")).expect("parses");
+        assert_eq!(back, s, "{text}");
+    }
+}
+
+#[test]
+fn every_fault_kind_is_searched_on_the_hosts_it_can_strike() {
+    // Each kind alone, one fault, on the 1 s grid with one length: the
+    // schedules of length 1 are the base run's start instants times the
+    // hosts the kind strikes — a replace has no length, a restart strikes
+    // only servers, a crash, stop or replace only nodes.
+    let scenario = load("small-fenced");
+    let one_kind = |kind: FaultKind| {
+        let r = search(
+            &scenario,
+            &RunOptions::default(),
+            &Bounds {
+                kinds: vec![kind],
+                servers: true,
+                boundaries: false,
+                lengths: vec![ms(1_500), ms(4_000)],
+                ..one_pause(&scenario)
+            },
+        );
+        assert_eq!(r.depth_complete, Some(1), "{kind}: {r:#?}");
+        assert_eq!(r.outcome, Outcome::Proven, "{kind}: {r:#?}");
+        r.schedules_run + r.refused - 1
+    };
+    // 19 grid instants (1 s .. 19 s), 2 nodes, 2 servers, 2 lengths.
+    let starts = 19;
+    for (kind, hosts, lengths) in [
+        (FaultKind::Pause, 4, 2),
+        (FaultKind::Isolate, 4, 2),
+        (FaultKind::Crash, 2, 2),
+        (FaultKind::Replace, 2, 1),
+        (FaultKind::Stop, 2, 2),
+        (FaultKind::Restart, 2, 2),
+        (FaultKind::ClockForward, 4, 2),
+        (FaultKind::ClockBack, 4, 2),
+    ] {
+        assert_eq!(one_kind(kind), starts * hosts * lengths, "{kind}");
+    }
+}
+
+#[test]
+fn same_instant_orders_of_one_host_are_searched_and_replay() {
+    // Every order point of the base run — two events of one host due at
+    // the same instant — handled the other way round, one at a time: one
+    // schedule each, and the base run; clean. A reordered schedule written
+    // as a scenario reads back the same and runs the same.
+    let scenario = load("small-fenced");
+    let bounds = Bounds {
+        faults: 0,
+        reorders: 1,
+        ..one_pause(&scenario)
+    };
+    let r = search(&scenario, &RunOptions::default(), &bounds);
+    assert_eq!(r.outcome, Outcome::Proven, "{r:#?}");
+    assert!(r.base_order_points > 10, "{}", r.base_order_points);
+    assert_eq!(r.schedules_run, 1 + r.base_order_points);
+    // Some swaps change the run (others swap, say, a stale timer).
+    assert!(r.distinct_behaviours > 1, "{r:#?}");
+    let run = |s: &Scenario| {
+        let mut sim = Simulation::from_scenario(s, RunOptions::default()).expect("runs");
+        sim.run_to_end();
+        sim.trace_hash()
+    };
+    let base = fenced_sim::verify::scripted(&scenario, &bounds, &Schedule::default());
+    let changed = (0..r.base_order_points)
+        .map(|k| {
+            let schedule = Schedule {
+                reorders: vec![k],
+                ..Schedule::default()
+            };
+            fenced_sim::verify::scripted(&scenario, &bounds, &schedule)
+        })
+        .find(|s| run(s) != run(&base))
+        .expect("a swap that changes the run");
+    let text = fenced_sim::to_toml::to_toml(&changed);
+    assert!(text.contains("reorder = ["), "{text}");
+    let back = fenced_sim::file::parse(&text, std::path::Path::new("back.toml")).expect("parses");
+    assert_eq!(back, changed);
+    assert_eq!(run(&back), run(&changed));
 }
 
 #[cfg(feature = "planted-bugs")]
@@ -363,5 +534,105 @@ mod planted {
             .iter()
             .any(|v| v.invariant == "single-writer"));
         assert!(judged(RunOptions::default()).violations.is_empty());
+    }
+
+    /// Whether `run` of `scenario` with `bug` planted breaks `invariant`,
+    /// and without it breaks nothing.
+    fn replays(scenario: &Scenario, bug: PlantedBug, invariant: &str) {
+        let judged = |planted_bug| {
+            let options = RunOptions {
+                planted_bug,
+                ..RunOptions::default()
+            };
+            let mut sim = Simulation::from_scenario(scenario, options).expect("runs");
+            sim.run_to_end();
+            sim.report()
+        };
+        let report = judged(Some(bug));
+        assert!(
+            report.violations.iter().any(|v| v.invariant == invariant),
+            "{bug}: {:?}",
+            report.violations
+        );
+        assert!(judged(None).violations.is_empty(), "{bug}");
+    }
+
+    #[test]
+    fn a_zombie_that_the_downstream_trusts_is_found_with_a_pause_and_a_replace() {
+        // The only bug of the set that needs two lives of one node: the
+        // leader paused mid-work, replaced while paused; its zombie's late
+        // write passes a downstream that trusts the host. Shortest: the
+        // pause and the replacement, nothing shorter.
+        let scenario = load("small-fenced");
+        let bug = PlantedBug::DownstreamTrustsSameHost;
+        let options = RunOptions {
+            planted_bug: Some(bug),
+            ..RunOptions::default()
+        };
+        let bounds = Bounds {
+            faults: 2,
+            kinds: vec![FaultKind::Pause, FaultKind::Replace],
+            lengths: vec![Duration::from_nanos(3_999_999_999)],
+            ..one_pause(&scenario)
+        };
+        let r = search(&scenario, &options, &bounds);
+        let (invariants, schedule) = violation(&r);
+        assert!(
+            invariants.contains(&"single-writer".to_string()),
+            "{invariants:?}"
+        );
+        let kinds: Vec<FaultKind> = schedule.faults.iter().map(|f| f.kind).collect();
+        assert_eq!(
+            kinds,
+            [FaultKind::Pause, FaultKind::Replace],
+            "{schedule:?}"
+        );
+        assert_eq!(r.depth_complete, Some(1));
+        // Every schedule of one fault ran clean first (depth 1 complete),
+        // and the counterexample is clean without the bug.
+        replays(
+            &r.counterexample.expect("a counterexample"),
+            bug,
+            "single-writer",
+        );
+    }
+
+    #[test]
+    fn overtaken_answers_are_found_on_a_slow_network() {
+        // Every message at 600 ms, past the 500 ms retry interval: renewals
+        // overlap. Matching an answer to the newest request, or dropping
+        // answers to older ones, breaks the base run already; applying a
+        // stale answer needs one message made fast, so that an answer
+        // overtakes another. Clean without a bug, every message made fast
+        // in turn.
+        let scenario = load("small-slow");
+        let bounds = Bounds {
+            faults: 0,
+            deviations: 1,
+            latencies: vec![ms(600), ms(1)],
+            ..one_pause(&scenario)
+        };
+        assert_eq!(
+            search(&scenario, &RunOptions::default(), &bounds).outcome,
+            Outcome::Proven
+        );
+        for (bug, invariant, length) in [
+            (PlantedBug::ElectorMatchesNewestRequest, "local-deadline", 0),
+            (PlantedBug::ElectorDropsSlowAnswers, "liveness", 0),
+            (PlantedBug::ElectorAppliesStaleAnswer, "local-deadline", 1),
+        ] {
+            let options = RunOptions {
+                planted_bug: Some(bug),
+                ..RunOptions::default()
+            };
+            let r = search(&scenario, &options, &bounds);
+            let (invariants, schedule) = violation(&r);
+            assert!(
+                invariants.contains(&invariant.to_string()),
+                "{bug}: {invariants:?}"
+            );
+            assert_eq!(schedule.len(), length, "{bug}: {schedule:?}");
+            replays(&r.counterexample.expect("a counterexample"), bug, invariant);
+        }
     }
 }

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use fenced_sim::verify::{
-    boundary_lengths, verify_observed, Bounds, FaultKind, Outcome, Progress, Verification,
+    boundary_lengths, swarm::SwarmPoint, verify_observed, Bounds, DrawFate, FaultKind, Outcome,
+    Progress, Verification,
 };
 use fenced_sim::RunOptions;
 
@@ -29,8 +30,11 @@ pub(super) struct VerifyArgs {
     /// The most injected faults per schedule (K).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=8))]
     faults: u32,
-    /// The kinds of fault injected on every node: pause, isolate, crash
-    /// (a crash restarts after the fault's length).
+    /// The kinds of fault injected: pause, isolate, clock-forward,
+    /// clock-back (on any node, and with --servers any server); crash,
+    /// stop (each restarts after the fault's length), replace (no length;
+    /// the zombie case) on the nodes; restart (down for the length, its
+    /// state as the scenario declares) on the servers, with --servers.
     #[arg(
         long,
         value_delimiter = ',',
@@ -38,8 +42,8 @@ pub(super) struct VerifyArgs {
         value_name = "LIST"
     )]
     kinds: Vec<FaultKind>,
-    /// Pause and isolate the servers too (the lease store or the design's
-    /// servers, and the downstream), not only the nodes.
+    /// Strike the servers too (the lease store or the design's servers,
+    /// and the downstream) with the kinds that can, not only the nodes.
     #[arg(long)]
     servers: bool,
     /// Faults start on every multiple of this before the scenario's
@@ -65,6 +69,22 @@ pub(super) struct VerifyArgs {
     /// first (D).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=8))]
     deviations: u32,
+    /// The most messages per schedule lost (a datagram dropped, a session's
+    /// segment retransmitted once). Default: 1 where the scenario's network
+    /// loses messages (loss above zero), else 0; above 0 it needs loss.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=8))]
+    drops: Option<u32>,
+    /// The most datagrams per schedule delivered twice (the copy at any
+    /// latency of the set). Default: 1 where the scenario's network
+    /// duplicates (duplicate above zero), else 0.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=8))]
+    duplicates: Option<u32>,
+    /// The most order points per schedule at which two events of one host
+    /// (a node or a server) due at the same instant are handled in the
+    /// other order (R). Events of different hosts at one instant are never
+    /// reordered (a partial-order reduction).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=8))]
+    reorders: u32,
     /// The most schedules to run; past it the result is incomplete (exit 3).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     max_states: u64,
@@ -79,6 +99,12 @@ pub(super) struct VerifyArgs {
     /// (`fenced-sim run FILE` replays it).
     #[arg(long, short = 'o', value_name = "FILE")]
     counterexample: Option<PathBuf>,
+    /// After the search, run explore's first N seeds on the same scenario,
+    /// for each N listed, and report which fraction of the search's
+    /// abstract states each visited (see the README, "How much a swarm
+    /// covers").
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    swarm: Option<Vec<u64>>,
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     json: bool,
@@ -118,6 +144,11 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
         },
         latencies,
         deviations: args.deviations,
+        drops: args.drops.unwrap_or(u32::from(scenario.network.loss > 0.0)),
+        duplicates: args
+            .duplicates
+            .unwrap_or(u32::from(scenario.network.duplicate > 0.0)),
+        reorders: args.reorders,
         max_states: args.max_states,
         jobs: args.jobs,
     };
@@ -137,6 +168,19 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
     let result = result.map_err(|e| bad_input(format!("{origin}: {e}")))?;
     let seconds = started.elapsed().as_secs_f64();
     let per_second = result.schedules_run as f64 / seconds.max(1e-9);
+    let swarm = match &args.swarm {
+        Some(checkpoints) => Some(
+            fenced_sim::verify::swarm::coverage(
+                &scenario,
+                &options,
+                &result.abstract_state_set,
+                checkpoints,
+                args.jobs,
+            )
+            .map_err(|e| bad_input(format!("{origin}: {e}")))?,
+        ),
+        None => None,
+    };
     let replay = match (&result.counterexample, &args.counterexample) {
         (Some(found), Some(path)) => {
             std::fs::write(path, fenced_sim::to_toml::to_toml(found)).map_err(|e| {
@@ -158,6 +202,9 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
             .map_err(|e| bad_input(format!("cannot encode the result: {e}")))?;
         if let Some(map) = value.as_object_mut() {
             map.insert("replay".to_string(), serde_json::json!(replay));
+            if let Some(points) = &swarm {
+                map.insert("swarm".to_string(), serde_json::json!(points));
+            }
             // The one field that depends on the machine: named so.
             map.insert(
                 "wall_clock_states_per_second".to_string(),
@@ -167,6 +214,9 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
         say(&mut out, format_args!("{value}"));
     } else {
         write_human(&mut out, &result, replay.as_deref(), seconds, per_second);
+        if let Some(points) = &swarm {
+            write_swarm(&mut out, &result, points);
+        }
     }
     let _ = out.flush();
     Ok(match result.outcome {
@@ -174,6 +224,46 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
         Outcome::Violation { .. } => ExitCode::from(EXIT_FAIL),
         Outcome::Incomplete { .. } => ExitCode::from(EXIT_INCOMPLETE),
     })
+}
+
+/// The swarm's coverage of the search's abstract states, one line per
+/// number of seeds.
+fn write_swarm(out: &mut impl Write, r: &Verification, points: &[SwarmPoint]) {
+    let mut text = format!(
+        "swarm       explore's seeds on the same scenario, against the search's {} abstract \
+         states{}:\n",
+        r.abstract_states,
+        match r.outcome {
+            Outcome::Proven => "",
+            _ => " (the search did not complete: its space is partial)",
+        }
+    );
+    for p in points {
+        text.push_str(&format!(
+            "  {:>10} seeds  {:>6} / {} covered ({:.1} %), {} states outside the space\n",
+            p.seeds,
+            p.covered,
+            p.space,
+            100.0 * p.fraction(),
+            p.outside
+        ));
+    }
+    if let Some(last) = points.last() {
+        if !last.missed.is_empty() {
+            text.push_str(&format!(
+                "  not visited by {} seeds (at most {} listed):\n",
+                last.seeds,
+                fenced_sim::verify::swarm::MAX_MISSED
+            ));
+        }
+        for &code in &last.missed {
+            match fenced_sim::observation::describe_abstract_state(code, &r.nodes) {
+                Some(text_of) => text.push_str(&format!("    {text_of}\n")),
+                None => text.push_str(&format!("    state {code:#018x}\n")),
+            }
+        }
+    }
+    let _ = write!(out, "{text}");
 }
 
 /// A span as a person reads it (`30s`, `29s 999ms 999ns`), exact to the
@@ -204,10 +294,12 @@ fn write_human(
          faults      <= {} of [{}] on any of [{}], starting before {} on a {} grid{} ({} start instants in the base run)\n  \
          lengths     [{}]\n  \
          latencies   [{}] (the first is the default); <= {} deviating messages per schedule ({} messages in the base run)\n  \
+         loss        <= {} lost and <= {} duplicated messages per schedule\n  \
+         order       <= {} pairs of one host's events due together handled the other way round ({} such instants in the base run)\n  \
          horizon     {}\n  \
          not explored: {}\n  \
          dedup       {}\n\
-         schedules   {} run ({} distinct behaviours), {} refused by the scenario rules; {} transitions (events)\n\
+         schedules   {} run ({} distinct behaviours, {} abstract states), {} refused by the scenario rules; {} transitions (events)\n\
          depth       {}\n",
         r.scenario,
         r.nodes.len(),
@@ -227,11 +319,16 @@ fn write_human(
         list(&r.latencies_ns),
         r.deviations_max,
         r.base_draws,
+        r.drops_max,
+        r.duplicates_max,
+        r.reorders_max,
+        r.base_order_points,
         human(Duration::from_nanos(r.horizon_ns)),
         r.not_explored.join("; "),
         r.deduplication,
         r.schedules_run,
         r.distinct_behaviours,
+        r.abstract_states,
         r.refused,
         r.transitions,
         match r.depth_complete {
@@ -253,19 +350,34 @@ fn write_human(
                 schedule.len()
             ));
             for f in &schedule.faults {
+                let length = if f.kind.has_length() {
+                    format!(" for {}", human(Duration::from_nanos(f.length_ns)))
+                } else {
+                    String::new()
+                };
                 text.push_str(&format!(
-                    "  fault     {} {} at {} for {}\n",
+                    "  fault     {} {} at {}{length}\n",
                     f.kind,
                     r.hosts[f.host as usize],
                     human(Duration::from_nanos(f.at_ns)),
-                    human(Duration::from_nanos(f.length_ns))
                 ));
             }
+            let latency = |i: u32| human(Duration::from_nanos(r.latencies_ns[i as usize]));
             for d in &schedule.deviations {
+                let fate = match d.fate {
+                    DrawFate::Delayed => format!("takes {}", latency(d.latency)),
+                    DrawFate::Lost => "is lost".to_string(),
+                    DrawFate::Duplicated => format!(
+                        "arrives twice: after {} and after {}",
+                        latency(0),
+                        latency(d.copy)
+                    ),
+                };
+                text.push_str(&format!("  message   #{} {fate}\n", d.draw));
+            }
+            for k in &schedule.reorders {
                 text.push_str(&format!(
-                    "  message   #{} takes {}\n",
-                    d.draw,
-                    human(Duration::from_nanos(r.latencies_ns[d.latency as usize]))
+                    "  order     at order point #{k}, the second event is handled first\n"
                 ));
             }
             match replay {

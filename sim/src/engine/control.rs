@@ -190,7 +190,6 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
     /// the partition ends; `text` and `members` describe it.
     pub(crate) fn partition(&mut self, group_of: Option<Vec<u16>>, text: &str, members: &[u16]) {
         let start = group_of.is_some();
-        self.net.partition(group_of);
         let lives = &self.lives;
         let members: Vec<HostRef<'_>> = members.iter().map(|&e| lives.endpoint_ref(e)).collect();
         self.observers.observe(
@@ -199,8 +198,10 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                 start,
                 groups: text,
                 members: &members,
+                group_of: group_of.as_deref(),
             },
         );
+        self.net.partition(group_of);
         self.release_held();
     }
 

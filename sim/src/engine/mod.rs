@@ -241,6 +241,9 @@ pub(crate) struct Engine<H: Hosts, O: Observer> {
     servers: Vec<Pausable<HostEvent<H>>>,
     /// Sessions' streams: their order, and what down links hold.
     streams: Streams<HostEvent<H>>,
+    /// An event a script put after the one due with it (see
+    /// [`reordered`](Self::reordered)): handled next, at the same instant.
+    swapped: Option<HostEvent<H>>,
     pub(crate) hosts: H,
     pub(crate) observers: O,
 }
@@ -271,6 +274,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             lives,
             servers,
             streams: Streams::new(),
+            swapped: None,
             hosts,
             observers,
         }
@@ -302,7 +306,12 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let procs = self.lives.deferred().map(|e| (e, true));
         // Held back by a down link: in flight still.
         let held = self.streams.held().map(|e| (e, false));
-        queued.chain(servers).chain(procs).chain(held)
+        let swapped = self.swapped.iter().map(|e| (e, false));
+        queued
+            .chain(servers)
+            .chain(procs)
+            .chain(held)
+            .chain(swapped)
     }
 
     /// Schedules `control` at `at` (not before now).
@@ -324,6 +333,11 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             return None;
         }
         let until = until.min(self.end);
+        if let Some(event) = self.swapped.take() {
+            if let Some(control) = self.dispatch_swapped(event) {
+                return Some(control);
+            }
+        }
         while let Some(time) = self.queue.peek_time() {
             if time >= until {
                 break;
@@ -342,10 +356,18 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             if self.queue.is_large() {
                 self.prefetch_upcoming();
             }
-            let event = self.queue.take(slot)?;
+            let mut event = self.queue.take(slot)?;
+            if self.net.is_scripted() {
+                event = self.reordered(time, event);
+            }
             let mut control = self.dispatch(event);
             if control.is_none() && self.observers.wants_attention() {
                 control = Some(Control::Attention);
+            }
+            if control.is_none() {
+                if let Some(event) = self.swapped.take() {
+                    control = self.dispatch_swapped(event);
+                }
             }
             if self.queue.len() > MAX_PENDING_EVENTS {
                 self.halt = Some(Halt::TooManyPending {
@@ -360,6 +382,51 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         }
         self.now = self.now.max(until);
         None
+    }
+
+    /// Under a script: when the next event is due at `time` too and is for
+    /// the same host as `first` (an *order point*, see
+    /// [`Script::reorder`](network::Script::reorder)), the script may swap
+    /// them — the second is returned, to be handled now, and `first` waits
+    /// in [`swapped`](Self::swapped), handled right after. Events of
+    /// different hosts at one instant commute (neither reads the other's
+    /// state) and are never offered: the partial-order reduction.
+    #[cold]
+    fn reordered(&mut self, time: SimTime, first: HostEvent<H>) -> HostEvent<H> {
+        let Some((next_time, second)) = self.queue.peek() else {
+            return first;
+        };
+        if next_time != time {
+            return first;
+        }
+        let same_host = match (host_address(&first), host_address(second)) {
+            (Some(a), Some(b)) => self.target_endpoint(a) == self.target_endpoint(b),
+            _ => false,
+        };
+        if !same_host || !self.net.reorder() {
+            return first;
+        }
+        let Some((_, slot)) = self.queue.pop_slot() else {
+            return first;
+        };
+        match self.queue.take(slot) {
+            Some(second) => {
+                self.swapped = Some(first);
+                second
+            }
+            None => first,
+        }
+    }
+
+    /// Handles the event a script swapped behind another, as the loop
+    /// handles any.
+    #[cold]
+    fn dispatch_swapped(&mut self, event: HostEvent<H>) -> Option<Control> {
+        let control = self.dispatch(event);
+        if control.is_none() && self.observers.wants_attention() {
+            return Some(Control::Attention);
+        }
+        control
     }
 
     fn is_stale(&self, event: &HostEvent<H>) -> bool {
@@ -558,4 +625,12 @@ fn defer<M, T>(deferred: &mut Vec<Event<M, T>>, event: Event<M, T>) -> Option<Ev
     }
     deferred.push(event);
     None
+}
+
+/// The host an event is for (`None`: the owner's control events).
+fn host_address<M, T>(event: &Event<M, T>) -> Option<Address> {
+    match event {
+        Event::Deliver { to, .. } | Event::Timer { to, .. } => Some(*to),
+        Event::Control(_) => None,
+    }
 }

@@ -92,17 +92,19 @@ pub(crate) struct Network {
 ///
 /// Every message the network times (a datagram's transit or a stream
 /// segment's) is one *draw*, numbered from 0 in the order the run makes
-/// them. Under a script, draw `i` takes the latency the script names for it
-/// (`deviations`), or `default_nanos`; no message is lost or duplicated at
-/// random and a stream pays no retransmission penalty. The script counts the
-/// draws, so a search knows how many choice points a run had. Without a
-/// script (every ordinary run) the RNG decides exactly as before: the
-/// scripted path is one `Option` test per message and draws nothing.
+/// them. Under a script, draw `i` meets the fate the script names for it
+/// (`deviations`: another latency, lost, or duplicated), or arrives once
+/// after `default_nanos`; nothing is lost or duplicated at random and a
+/// stream pays no retransmission penalty the script does not name. The
+/// script counts the draws, so a search knows how many choice points a run
+/// had. Without a script (every ordinary run) the RNG decides exactly as
+/// before: the scripted path is one `Option` test per message and draws
+/// nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Script {
     default_nanos: u64,
-    /// `(draw, latency_nanos)`, draws strictly increasing.
-    deviations: Vec<(u64, u64)>,
+    /// `(draw, fate)`, draws strictly increasing.
+    deviations: Vec<(u64, Fate)>,
     /// The next deviation not yet reached.
     next: usize,
     /// Draws made so far.
@@ -110,6 +112,31 @@ pub(crate) struct Script {
     /// When asked for ([`Script::record_instants`]): the instants timers
     /// fired and messages reached a server, in order, each at most once.
     instants: Option<Instants>,
+    /// The order points (see [`Script::reorder`]) at which the second event
+    /// is handled first, strictly increasing.
+    reorders: Vec<u64>,
+    /// The next of `reorders` not yet reached.
+    next_reorder: usize,
+    /// Order points met so far.
+    order_points: u64,
+}
+
+/// What a script does with one draw.
+///
+/// A stream segment (a session's message) is never lost nor seen twice by
+/// the application: TCP retransmits and discards duplicates. So on a stream
+/// `Lost` is **one** lost transmission — the segment arrives after its
+/// latency plus one retransmission timeout ([`retransmission_penalty`] of
+/// one loss) — and `Twice` arrives once, after its first latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// Arrives once, after this many ns.
+    Latency(u64),
+    /// A datagram is lost; a stream segment is retransmitted once, and
+    /// arrives after this many ns plus one retransmission timeout.
+    Lost(u64),
+    /// A datagram arrives twice, after each of these many ns.
+    Twice(u64, u64),
 }
 
 /// The instants a scripted run noted: the protocol's boundaries, for a
@@ -136,7 +163,7 @@ impl Instants {
 impl Script {
     /// A script giving every draw `default_nanos`, except the draws
     /// `deviations` names (sorted by draw, each draw at most once).
-    pub(crate) fn new(default_nanos: u64, deviations: Vec<(u64, u64)>) -> Self {
+    pub(crate) fn new(default_nanos: u64, deviations: Vec<(u64, Fate)>) -> Self {
         debug_assert!(deviations.windows(2).all(|w| w[0].0 < w[1].0));
         Script {
             default_nanos,
@@ -144,6 +171,32 @@ impl Script {
             next: 0,
             draws: 0,
             instants: None,
+            reorders: Vec::new(),
+            next_reorder: 0,
+            order_points: 0,
+        }
+    }
+
+    /// The same script, handling the second event first at each of the
+    /// order points `reorders` (sorted, each once).
+    pub(crate) fn with_reorders(mut self, reorders: Vec<u64>) -> Self {
+        debug_assert!(reorders.windows(2).all(|w| w[0] < w[1]));
+        self.reorders = reorders;
+        self
+    }
+
+    /// One *order point* is met — two events of one host due at the same
+    /// instant, about to be handled in the queue's order — and whether the
+    /// script swaps them. Numbered from 0 in the order the run meets them.
+    pub(crate) fn reorder(&mut self) -> bool {
+        let index = self.order_points;
+        self.order_points += 1;
+        match self.reorders.get(self.next_reorder) {
+            Some(&at) if at == index => {
+                self.next_reorder += 1;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -152,16 +205,16 @@ impl Script {
         self.instants.get_or_insert_with(Instants::default);
     }
 
-    /// The latency of the next draw.
-    fn draw(&mut self) -> u64 {
+    /// The fate of the next draw.
+    fn draw(&mut self) -> Fate {
         let index = self.draws;
         self.draws += 1;
         match self.deviations.get(self.next) {
-            Some(&(at, nanos)) if at == index => {
+            Some(&(at, fate)) if at == index => {
                 self.next += 1;
-                nanos
+                fate
             }
-            _ => self.default_nanos,
+            _ => Fate::Latency(self.default_nanos),
         }
     }
 }
@@ -199,6 +252,22 @@ impl Network {
     /// decides).
     pub(crate) fn scripted_draws(&self) -> Option<u64> {
         self.script.as_ref().map(|s| s.draws)
+    }
+
+    /// The order points met under the script so far (`None`: no script).
+    pub(crate) fn scripted_order_points(&self) -> Option<u64> {
+        self.script.as_ref().map(|s| s.order_points)
+    }
+
+    /// Whether a script decides (the engine then asks it at order points).
+    #[inline(always)]
+    pub(crate) fn is_scripted(&self) -> bool {
+        self.script.is_some()
+    }
+
+    /// See [`Script::reorder`]; `false` without a script.
+    pub(crate) fn reorder(&mut self) -> bool {
+        self.script.as_mut().is_some_and(Script::reorder)
     }
 
     /// Starts noting instants, if a script is followed.
@@ -263,7 +332,14 @@ impl Network {
     #[inline(always)]
     pub(crate) fn transit(&mut self, now: SimTime) -> Transit {
         if let Some(script) = &mut self.script {
-            return Transit::Once(now.saturating_add_nanos(script.draw()));
+            return match script.draw() {
+                Fate::Latency(nanos) => Transit::Once(now.saturating_add_nanos(nanos)),
+                Fate::Lost(_) => Transit::Lost,
+                Fate::Twice(first, second) => Transit::Twice(
+                    now.saturating_add_nanos(first),
+                    now.saturating_add_nanos(second),
+                ),
+            };
         }
         if self.loss > 0.0 && unit_f64(&mut self.rng) < self.loss {
             return Transit::Lost;
@@ -281,7 +357,12 @@ impl Network {
     /// receiver discards a duplicate segment).
     pub(crate) fn stream_transit(&mut self, now: SimTime) -> SimTime {
         if let Some(script) = &mut self.script {
-            return now.saturating_add_nanos(script.draw());
+            return match script.draw() {
+                Fate::Latency(nanos) | Fate::Twice(nanos, _) => now.saturating_add_nanos(nanos),
+                Fate::Lost(nanos) => now
+                    .saturating_add_nanos(nanos)
+                    .saturating_add_nanos(span_nanos(self.retransmit_timeout)),
+            };
         }
         let latency = self.latency_nanos();
         let penalty = if self.loss > 0.0 {
@@ -408,7 +489,10 @@ mod tests {
     #[test]
     fn a_script_decides_every_latency_and_counts_its_draws() {
         let mut n = net();
-        n.follow(Script::new(2, vec![(1, 5), (3, 4)]));
+        n.follow(Script::new(
+            2,
+            vec![(1, Fate::Latency(5)), (3, Fate::Latency(4))],
+        ));
         let at = |t: Transit| match t {
             Transit::Once(at) => at.as_nanos(),
             other => panic!("{other:?}"),
@@ -427,6 +511,44 @@ mod tests {
         lossy.follow(Script::new(7, Vec::new()));
         assert_eq!(at(lossy.transit(SimTime::ZERO)), 7);
         assert_eq!(lossy.stream_transit(SimTime::ZERO).as_nanos(), 7);
+    }
+
+    #[test]
+    fn a_script_loses_and_duplicates_the_draws_it_names() {
+        // A datagram named lost is lost and one named twice arrives twice; a
+        // stream segment named lost pays one retransmission timeout, and one
+        // named twice arrives once (TCP discards the copy).
+        let mut n = net();
+        n.follow(Script::new(
+            2,
+            vec![
+                (0, Fate::Lost(3)),
+                (1, Fate::Twice(4, 9)),
+                (2, Fate::Lost(3)),
+                (3, Fate::Twice(4, 9)),
+            ],
+        ));
+        let t0 = SimTime::from_nanos(100);
+        assert_eq!(n.transit(t0), Transit::Lost);
+        assert_eq!(
+            n.transit(t0),
+            Transit::Twice(SimTime::from_nanos(104), SimTime::from_nanos(109))
+        );
+        assert_eq!(n.stream_transit(t0).as_nanos(), 100 + 3 + 200);
+        assert_eq!(n.stream_transit(t0).as_nanos(), 104);
+        assert_eq!(n.transit(t0), Transit::Once(SimTime::from_nanos(102)));
+        assert_eq!(n.scripted_draws(), Some(5));
+    }
+
+    #[test]
+    fn a_script_numbers_order_points_and_swaps_the_ones_it_names() {
+        let mut n = net();
+        assert!(!n.reorder(), "no script: never");
+        assert_eq!(n.scripted_order_points(), None);
+        n.follow(Script::new(1, Vec::new()).with_reorders(vec![1, 3]));
+        let swaps: Vec<bool> = (0..5).map(|_| n.reorder()).collect();
+        assert_eq!(swaps, [false, true, false, true, false]);
+        assert_eq!(n.scripted_order_points(), Some(5));
     }
 
     #[test]

@@ -178,6 +178,13 @@ impl<E: Hint> EventQueue<E> {
             .map(|(key, _)| SimTime::from_nanos((key >> 64) as u64))
     }
 
+    /// The earliest event and its time, left in place.
+    pub(crate) fn peek(&self) -> Option<(SimTime, &E)> {
+        let (key, _) = self.first()?;
+        let event = self.slots[(key & SLOT_MASK) as usize].0.as_ref()?;
+        Some((SimTime::from_nanos((key >> 64) as u64), event))
+    }
+
     /// Removes and returns the earliest event with its time (the tests'
     /// way; the engine pops in two steps, see [`pop_slot`](Self::pop_slot)).
     #[cfg(test)]

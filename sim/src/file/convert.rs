@@ -302,12 +302,38 @@ fn script(
         .choices
         .iter()
         .flatten()
-        .map(|c| {
-            Ok(crate::scenario::LatencyChoice {
-                draw: c.draw,
-                latency: duration("network.script.choices", &c.latency, spans)?,
-            })
-        })
+        .map(
+            |c| -> Result<crate::scenario::LatencyChoice, ConvertError> {
+                let lost = c.lost.unwrap_or(false);
+                // A lost datagram has no latency; a lost segment's defaults to
+                // the script's, as every draw's does.
+                let latency = match &c.latency {
+                    Some(raw) => duration("network.script.choices", raw, spans)?,
+                    None if lost => latency,
+                    None => {
+                        return Err(ConvertError {
+                            key: "network.script.choices".to_string(),
+                            span: None,
+                            message: format!("draw {}: needs a latency (or lost = true)", c.draw),
+                        })
+                    }
+                };
+                let duplicate = match &c.duplicate {
+                    Some(raw) => Some(duration("network.script.choices", raw, spans)?),
+                    None => None,
+                };
+                Ok(crate::scenario::LatencyChoice {
+                    draw: c.draw,
+                    latency,
+                    lost,
+                    duplicate,
+                })
+            },
+        )
         .collect::<Result<_, ConvertError>>()?;
-    Ok(crate::scenario::LatencyScript { latency, choices })
+    Ok(crate::scenario::LatencyScript {
+        latency,
+        choices,
+        reorders: raw.reorder.clone().unwrap_or_default(),
+    })
 }

@@ -121,6 +121,7 @@ pub(super) struct RawNetwork {
 pub(super) struct RawScript {
     pub(super) latency: Spanned<String>,
     pub(super) choices: Option<Vec<RawChoice>>,
+    pub(super) reorder: Option<Vec<u64>>,
 }
 
 /// One entry of `[network.script] choices`.
@@ -128,7 +129,9 @@ pub(super) struct RawScript {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawChoice {
     pub(super) draw: u64,
-    pub(super) latency: Spanned<String>,
+    pub(super) latency: Option<Spanned<String>>,
+    pub(super) lost: Option<bool>,
+    pub(super) duplicate: Option<Spanned<String>>,
 }
 
 /// `[downstream]`.

@@ -13,10 +13,12 @@
 //! joining the live set) without being a line of the trace, so that the trace
 //! and its hash stay what they were before the stream existed.
 
+mod abstract_states;
 mod observers;
 mod session;
 
 pub use crate::time::SimTime;
+pub use abstract_states::{describe as describe_abstract_state, AbstractStates, EXACT_NODES};
 use fenced::{
     FencingToken, Instant, LeaseResult, NodeId, OwnerId, ResponseDisposition, StepDownReason,
     WriteOutcome,
@@ -294,6 +296,9 @@ pub enum Observation<'a> {
         groups: &'a str,
         /// The hosts named in a group (the bridges are not).
         members: &'a [HostRef<'a>],
+        /// When it begins: each endpoint's group (`u16::MAX`: a bridge,
+        /// which reaches every group); `None` when it ends.
+        group_of: Option<&'a [u16]>,
     },
     /// A message was lost.
     Dropped {

@@ -1,14 +1,15 @@
 //! The fan-out of the stream: every observation goes to the tracer, the
-//! checker, when a picture is asked for, the timeline recorder, and, when
-//! the scenario has anchored faults, their watcher, in that order. Nothing
-//! else feeds them.
+//! checker, when a picture is asked for, the timeline recorder, when the
+//! scenario has anchored faults, their watcher, and, when a coverage
+//! measure asks for them, the abstract states, in that order. Nothing else
+//! feeds them.
 //!
 //! The three consumers are type parameters so that the stream layer does not
 //! import what it feeds (the tracer, the checker and the recorder import the
 //! stream); the simulation names them (`simulation::RunObservers`), and the
 //! code is the same as with the types written in.
 
-use super::{Observation, Observer, SimTime};
+use super::{AbstractStates, Observation, Observer, SimTime};
 
 /// The consumers of the observation stream: a tracer `T` (always), a checker
 /// `C` (always), a timeline recorder `R` (when asked for) and an anchor
@@ -19,6 +20,8 @@ pub(crate) struct Observers<T, C, R, A> {
     pub(crate) checker: C,
     pub(crate) timeline: Option<Box<R>>,
     pub(crate) anchors: Option<Box<A>>,
+    /// The abstract states visited, when a coverage measure asks for them.
+    pub(crate) abstract_states: Option<Box<AbstractStates>>,
 }
 
 impl<T: Observer, C: Observer, R: Observer, A: Observer> Observer for Observers<T, C, R, A> {
@@ -31,6 +34,9 @@ impl<T: Observer, C: Observer, R: Observer, A: Observer> Observer for Observers<
         }
         if let Some(a) = self.anchors.as_mut() {
             a.observe(at, observation);
+        }
+        if let Some(s) = self.abstract_states.as_mut() {
+            s.observe(at, observation);
         }
     }
 

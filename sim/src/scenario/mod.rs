@@ -19,6 +19,8 @@ mod budget;
 mod client;
 mod protocol;
 mod resolve;
+mod script;
+mod servers;
 mod valid;
 mod validate;
 
@@ -30,6 +32,8 @@ pub use resolve::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
     Resolution, ResolveError, ResolvedFault, ServerId, StepCause, WallStep,
 };
+pub use script::{LatencyChoice, LatencyScript};
+pub use servers::{ClockOffset, Durability, StoreClock};
 
 pub(crate) use valid::with_jitter_seed;
 pub use valid::ValidScenario;
@@ -40,7 +44,6 @@ use std::time::Duration;
 use fenced::{ElectorTimings, Jitter, ResourceId, Role};
 
 pub use crate::observation::{DOWNSTREAM, LEASE_STORE};
-use crate::units::human;
 
 /// The longest node id: room is left for the `#incarnation` suffix (`#` and
 /// up to ten digits) of every process's owner id within
@@ -241,112 +244,6 @@ impl Default for Network {
             duplicate: 0.0,
             retransmit_timeout: Duration::from_millis(200),
             script: None,
-        }
-    }
-}
-
-/// `[network.script]`: one fixed latency per message instead of random
-/// draws — the schedule of one of `fenced-sim verify`'s searches.
-///
-/// The network numbers the messages it times from 0, in the order the run
-/// sends them (a datagram or a session's segment, each one *draw*). Draw
-/// `i` takes the latency of the [`LatencyChoice`] naming `i`, if any, else
-/// `latency`. Under a script no message is lost or duplicated at random and
-/// a session's segment pays no retransmission penalty; links that faults
-/// take down still drop (or hold) what crosses them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LatencyScript {
-    /// The latency of every draw not named in `choices`.
-    pub latency: Duration,
-    /// The draws that take another latency, strictly increasing by draw.
-    pub choices: Vec<LatencyChoice>,
-}
-
-/// One draw of a [`LatencyScript`] that takes its own latency.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct LatencyChoice {
-    /// The draw (0 is the first message the network times).
-    pub draw: u64,
-    /// Its one-way latency.
-    pub latency: Duration,
-}
-
-/// `[store] clock`: which of its host's clocks the fenced protocol's lease
-/// store expires leases (and the registry heartbeats) by.
-///
-/// The default is `"wall"`: the PostgreSQL backend (`fenced::postgres`)
-/// stamps and expires leases with the database server's `clock_timestamp()`,
-/// a wall clock, so an NTP step of that server moves every expiry — a real
-/// hazard the simulator keeps. `"monotonic"` is the in-process
-/// `fenced::LeaseStore` driven by a runtime's monotonic clock (the tokio
-/// driver's `tokio::time::Instant`): no step moves it. Nodes always time by
-/// their monotonic clock (the elector is driven by `tokio::time::Instant`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StoreClock {
-    /// The wall clock: stepped by a `clock-jump` of the store.
-    #[default]
-    Wall,
-    /// The monotonic clock: never stepped.
-    Monotonic,
-}
-
-impl StoreClock {
-    /// The scenario file's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            StoreClock::Wall => "wall",
-            StoreClock::Monotonic => "monotonic",
-        }
-    }
-}
-
-/// Declared durability of the fenced protocol's servers: what a `restart`
-/// fault keeps. `None` is undeclared: a restart keeps the state (the store
-/// is assumed durable), and exploration draws no restarts of that server.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Durability {
-    /// `[store] durable`: the lease store keeps its leases and token
-    /// counters (a durable database) or loses them (an in-memory store).
-    pub store: Option<bool>,
-    /// `[downstream] durable`: the downstream keeps the highest token it
-    /// accepted, or forgets it (and fencing with it).
-    pub downstream: Option<bool>,
-}
-
-impl Durability {
-    /// Whether `host`'s state survives a restart that does not say: the
-    /// declaration, else durable.
-    pub fn of(&self, host: &str) -> bool {
-        match host {
-            LEASE_STORE => self.store.unwrap_or(true),
-            DOWNSTREAM => self.downstream.unwrap_or(true),
-            _ => true,
-        }
-    }
-}
-
-/// A signed clock offset in nanoseconds (positive: the clock is ahead).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClockOffset(pub i64);
-
-impl ClockOffset {
-    /// A clock `d` ahead of true time.
-    pub fn ahead(d: Duration) -> Self {
-        ClockOffset(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-    }
-    /// A clock `d` behind true time.
-    pub fn behind(d: Duration) -> Self {
-        ClockOffset(-i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-    }
-}
-
-impl fmt::Display for ClockOffset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = Duration::from_nanos(self.0.unsigned_abs());
-        if self.0 < 0 {
-            write!(f, "-{}", human(d))
-        } else {
-            write!(f, "{}", human(d))
         }
     }
 }

@@ -271,7 +271,7 @@ impl Scenario {
             }
         }
         match &n.script {
-            Some(script) => validate_script(script, n.latency),
+            Some(script) => script.validate(n),
             None => Ok(()),
         }
     }
@@ -772,61 +772,3 @@ fn clock_host_and_step(
     }
     Ok(())
 }
-
-/// `[network.script]`: every latency inside `[network] latency` (whose rules
-/// were checked above), the choices strictly increasing by draw.
-fn validate_script(
-    script: &super::LatencyScript,
-    range: (Duration, Duration),
-) -> Result<(), ScenarioError> {
-    let outside = |latency: Duration| latency < range.0 || latency > range.1;
-    if outside(script.latency) {
-        return Err(ScenarioError::new(
-            "network.script.latency",
-            format!(
-                "{} is outside network.latency [{}, {}]",
-                human(script.latency),
-                human(range.0),
-                human(range.1)
-            ),
-        ));
-    }
-    if script.choices.len() > MAX_SCRIPT_CHOICES {
-        return Err(ScenarioError::new(
-            "network.script.choices",
-            format!(
-                "{} choices: at most {MAX_SCRIPT_CHOICES} are supported",
-                script.choices.len()
-            ),
-        ));
-    }
-    for (i, choice) in script.choices.iter().enumerate() {
-        if outside(choice.latency) {
-            return Err(ScenarioError::new(
-                "network.script.choices",
-                format!(
-                    "draw {}: {} is outside network.latency [{}, {}]",
-                    choice.draw,
-                    human(choice.latency),
-                    human(range.0),
-                    human(range.1)
-                ),
-            ));
-        }
-        if i > 0 && script.choices[i - 1].draw >= choice.draw {
-            return Err(ScenarioError::new(
-                "network.script.choices",
-                format!(
-                    "draw {} follows draw {}: list each draw once, in increasing order",
-                    choice.draw,
-                    script.choices[i - 1].draw
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The most choices a `[network.script]` may list (a verify counterexample
-/// lists a handful).
-pub(crate) const MAX_SCRIPT_CHOICES: usize = 100_000;

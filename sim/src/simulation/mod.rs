@@ -87,6 +87,18 @@ impl RunOptions {
     }
 }
 
+/// What the engine's script does with a `[network.script]` choice's draw.
+fn script_fate(c: &crate::scenario::LatencyChoice) -> (u64, crate::engine::network::Fate) {
+    use crate::engine::network::Fate;
+    let latency = span_nanos(c.latency);
+    let fate = match (c.lost, c.duplicate) {
+        (true, _) => Fate::Lost(latency),
+        (false, Some(copy)) => Fate::Twice(latency, span_nanos(copy)),
+        (false, None) => Fate::Latency(latency),
+    };
+    (c.draw, fate)
+}
+
 /// One run of a protocol's hosts `H`: the engine, the faults, and the
 /// scenario they came from. [`Simulation`] is its public face, whatever the
 /// protocol.
@@ -225,20 +237,20 @@ impl<H: SimHosts> Core<H> {
             seeds.str("network").rng(),
         );
         if let Some(script) = &scenario.network.script {
-            net.follow(crate::engine::network::Script::new(
-                span_nanos(script.latency),
-                script
-                    .choices
-                    .iter()
-                    .map(|c| (c.draw, span_nanos(c.latency)))
-                    .collect(),
-            ));
+            net.follow(
+                crate::engine::network::Script::new(
+                    span_nanos(script.latency),
+                    script.choices.iter().map(script_fate).collect(),
+                )
+                .with_reorders(script.reorders.clone()),
+            );
         }
         let observers = Observers {
             tracer: Tracer::new(),
             checker: Checker::new(CheckerSettings::of(scenario)),
             timeline: None,
             anchors: None,
+            abstract_states: None,
         };
         let engine = Engine::new(
             SimTime::from_duration(scenario.duration),
@@ -361,6 +373,11 @@ impl<H: SimHosts> Core<H> {
         self.engine.observers.tracer.hash()
     }
 
+    /// See [`Simulation::scripted_order_points`].
+    pub fn scripted_order_points(&self) -> Option<u64> {
+        self.engine.net.scripted_order_points()
+    }
+
     /// See [`Simulation::scripted_draws`].
     pub fn scripted_draws(&self) -> Option<u64> {
         self.engine.net.scripted_draws()
@@ -369,6 +386,23 @@ impl<H: SimHosts> Core<H> {
     /// See [`Simulation::record_instants`].
     pub fn record_instants(&mut self) {
         self.engine.net.record_instants();
+    }
+
+    /// See [`Simulation::record_abstract_states`].
+    pub fn record_abstract_states(&mut self) {
+        if self.engine.observers.abstract_states.is_none() {
+            let lives = &self.engine.lives;
+            let (nodes, first) = (lives.node_count(), lives.first_node_endpoint());
+            self.engine.observers.abstract_states = Some(Box::new(
+                crate::observation::AbstractStates::new(nodes, first),
+            ));
+        }
+    }
+
+    /// See [`Simulation::take_abstract_states`].
+    pub fn take_abstract_states(&mut self) -> Option<std::collections::BTreeSet<u64>> {
+        let states = self.engine.observers.abstract_states.as_mut()?;
+        Some(states.take_visited())
     }
 
     /// See [`Simulation::noted_instants`].

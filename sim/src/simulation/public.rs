@@ -319,11 +319,33 @@ impl Simulation {
         each_core!(&self.core, c => c.scripted_draws())
     }
 
+    /// The order points met so far under a `[network.script]` (`None`:
+    /// no script): instants at which two events for one host were due
+    /// together, each a choice `reorder` can name.
+    pub fn scripted_order_points(&self) -> Option<u64> {
+        each_core!(&self.core, c => c.scripted_order_points())
+    }
+
     /// Under a `[network.script]`, note from now on the instants timers
     /// fire and messages reach a server (at most 2^20 of each), for
     /// [`noted_instants`](Self::noted_instants). Nothing without a script.
     pub fn record_instants(&mut self) {
         each_core!(&mut self.core, c => c.record_instants())
+    }
+
+    /// Note from now on the protocol's abstract states the run visits
+    /// (`observation::AbstractStates`: a projection with every time
+    /// dropped, the measure of `fenced-sim verify --swarm`). Off by default:
+    /// it costs a little on every observation.
+    pub fn record_abstract_states(&mut self) {
+        each_core!(&mut self.core, c => c.record_abstract_states())
+    }
+
+    /// The abstract states visited since
+    /// [`record_abstract_states`](Self::record_abstract_states), taken out
+    /// (`None`: not asked for).
+    pub fn take_abstract_states(&mut self) -> Option<std::collections::BTreeSet<u64>> {
+        each_core!(&mut self.core, c => c.take_abstract_states())
     }
 
     /// The instants noted since [`record_instants`](Self::record_instants)

@@ -13,30 +13,77 @@ use super::{nanos, Bounds};
 use crate::scenario::Scenario;
 use crate::simulation::NotedInstants;
 
-/// A kind of fault the search injects on a node.
+/// A kind of fault the search injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
-    /// A GC pause of the node (`pause`).
+    /// A GC pause of a host (`pause`), for the fault's length.
     Pause,
-    /// Every link of the node down (`isolate`).
+    /// Every link of a host down (`isolate`), for the fault's length.
     Isolate,
-    /// The node's processes die; a new one starts after the length
-    /// (`crash` with `restart_after`).
+    /// A node's processes die; a new one starts after the length (`crash`
+    /// with `restart_after`).
     Crash,
+    /// A new incarnation of a node starts while the old one keeps running
+    /// (`replace`: the zombie case). It has no length.
+    Replace,
+    /// A graceful stop of a node (`stop`: the elector releases its lease);
+    /// a new process starts after the length.
+    Stop,
+    /// A server goes down for the length and comes back with its state as
+    /// the scenario declares (`restart`). Servers only (`--servers`).
+    Restart,
+    /// A host's clocks jump ahead by the length (`clock-jump`, positive).
+    ClockForward,
+    /// A host's clocks jump back by the length (`clock-jump`, negative).
+    ClockBack,
 }
 
 impl FaultKind {
     /// Every kind, in order.
-    pub const ALL: [FaultKind; 3] = [FaultKind::Pause, FaultKind::Isolate, FaultKind::Crash];
+    pub const ALL: [FaultKind; 8] = [
+        FaultKind::Pause,
+        FaultKind::Isolate,
+        FaultKind::Crash,
+        FaultKind::Replace,
+        FaultKind::Stop,
+        FaultKind::Restart,
+        FaultKind::ClockForward,
+        FaultKind::ClockBack,
+    ];
 
-    /// The name, as `--kinds` and scenario files spell it.
+    /// The name, as `--kinds` spells it.
     pub const fn name(self) -> &'static str {
         match self {
             FaultKind::Pause => "pause",
             FaultKind::Isolate => "isolate",
             FaultKind::Crash => "crash",
+            FaultKind::Replace => "replace",
+            FaultKind::Stop => "stop",
+            FaultKind::Restart => "restart",
+            FaultKind::ClockForward => "clock-forward",
+            FaultKind::ClockBack => "clock-back",
         }
+    }
+
+    /// Whether it strikes a node (`nodes`) and whether a server (with
+    /// `--servers`): crash, replace and stop are a node's processes'; a
+    /// restart is a server's; the others strike any host.
+    pub const fn targets(self) -> (bool, bool) {
+        match self {
+            FaultKind::Crash | FaultKind::Replace | FaultKind::Stop => (true, false),
+            FaultKind::Restart => (false, true),
+            FaultKind::Pause
+            | FaultKind::Isolate
+            | FaultKind::ClockForward
+            | FaultKind::ClockBack => (true, true),
+        }
+    }
+
+    /// Whether the fault has a length (a replacement does not: one choice
+    /// per start and node, whatever `--lengths`).
+    pub const fn has_length(self) -> bool {
+        !matches!(self, FaultKind::Replace)
     }
 }
 
@@ -54,8 +101,9 @@ impl fmt::Display for UnknownFaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not a fault kind verify injects; known: pause, isolate, crash",
-            self.0
+            "`{}` is not a fault kind verify injects; known: {}",
+            self.0,
+            FaultKind::ALL.map(FaultKind::name).join(", ")
         )
     }
 }
@@ -137,6 +185,9 @@ mod tests {
             lengths: vec![Duration::from_secs(1)],
             latencies: vec![Duration::from_millis(1)],
             deviations: 0,
+            drops: 0,
+            duplicates: 0,
+            reorders: 0,
             max_states: 10,
             jobs: 1,
         }
@@ -196,7 +247,9 @@ mod tests {
         for kind in FaultKind::ALL {
             assert_eq!(kind.name().parse::<FaultKind>(), Ok(kind));
         }
-        let err = "stop".parse::<FaultKind>().unwrap_err();
-        assert!(err.to_string().contains("pause, isolate, crash"));
+        let err = "slew".parse::<FaultKind>().unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("pause, isolate, crash, replace, stop"));
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! # What a schedule is
 //!
-//! A scenario's nondeterminism, in this search, is of two kinds:
+//! A scenario's nondeterminism, in this search, is of three kinds:
 //!
 //! * **Latencies.** Every message the network times is one numbered *draw*
 //!   (`engine/network.rs`, [`LatencyScript`]). A schedule gives every draw
@@ -14,9 +14,16 @@
 //!   takes another latency of the set. This is *delay-bounded* search
 //!   (Emmi, Qadeer, Rakamarić, POPL 2011): exhaustive over every way of
 //!   choosing up to D deviating messages among all the messages of the run.
+//! * **Losses and copies.** At most `drops` draws lost and `duplicates`
+//!   datagrams delivered twice (the copy at any latency of the set), only
+//!   where the scenario's network loses or duplicates at all: a schedule
+//!   stays inside the scenario's own space. On a session's stream a loss is
+//!   one retransmission and a copy is discarded, as TCP does
+//!   ([`DrawFate`]).
 //! * **Faults.** At most `faults` injected faults of the kinds asked for
-//!   (pause, isolate, crash with a restart), on any node (with `servers`,
-//!   pauses and isolations of the servers too), each starting on
+//!   ([`FaultKind`]: pause, isolate and clock steps either way on any host;
+//!   crash, stop and replace on the nodes; restart on the servers), the
+//!   servers only with `servers`, each starting on
 //!   every instant of a grid **and** at the protocol's boundary instants of
 //!   the run it is added to: every instant a timer fired (a deadline), and
 //!   every lease's expiry at the store (a request reaching the lease store,
@@ -41,7 +48,7 @@
 //! behaviours the bounds reach, not a reduction. The order of events due at
 //! the same instant is the engine's `(time, sequence)` order and is not
 //! explored; under a script no message is lost or duplicated at random
-//! (the scenario's `loss` and `duplicate` are not explored); the scenario's
+//! (only the `drops` and `duplicates` the schedule names); the scenario's
 //! own faults stay as written. Memory is bounded by `max_states`: the
 //! frontier holds at most that many schedules (each a few dozen bytes plus
 //! its choices), the distinct-hash set at most that many `u64`s.
@@ -54,6 +61,8 @@
 //! the run replays the same violation.
 
 mod candidates;
+mod schedule;
+pub mod swarm;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -61,11 +70,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::scenario::{Expectations, FaultSpec, LatencyChoice, LatencyScript, Scenario};
+use crate::scenario::Scenario;
 use crate::simulation::{NotedInstants, RunOptions, Simulation};
 use crate::units::human;
 
 pub use candidates::{boundary_lengths, FaultKind};
+pub use schedule::{scripted, Deviation, DrawFate, FaultChoice, Schedule};
 
 /// The bounds of one search: what [`verify`] enumerates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +100,16 @@ pub struct Bounds {
     /// The most messages per schedule that take a latency other than the
     /// first (D).
     pub deviations: u32,
+    /// The most messages per schedule lost (a datagram dropped, a stream
+    /// segment retransmitted once). Only where the scenario's network
+    /// loses messages (`loss` above zero).
+    pub drops: u32,
+    /// The most datagrams per schedule delivered twice. Only where the
+    /// scenario's network duplicates (`duplicate` above zero).
+    pub duplicates: u32,
+    /// The most order points per schedule at which two events of one host
+    /// due together are handled in the other order (R).
+    pub reorders: u32,
     /// The most schedules run (the search's "states"): past it, the result
     /// is incomplete.
     pub max_states: u64,
@@ -119,50 +139,6 @@ impl fmt::Display for VerifyError {
 }
 
 impl std::error::Error for VerifyError {}
-
-/// One injected fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct FaultChoice {
-    /// When it starts, ns of true time.
-    pub at_ns: u64,
-    /// What it is.
-    pub kind: FaultKind,
-    /// The host: an index in [`Verification::hosts`] (the nodes in
-    /// scenario order, then the servers).
-    pub host: u32,
-    /// How long it lasts (a crash: when the node restarts), ns.
-    pub length_ns: u64,
-}
-
-/// One message that takes another latency than the default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Deviation {
-    /// The draw (the message's number in the run).
-    pub draw: u64,
-    /// Index in the latency set (never 0, the default).
-    pub latency: u32,
-}
-
-/// One schedule: its faults, then its deviations.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Schedule {
-    /// The injected faults, in increasing order.
-    pub faults: Vec<FaultChoice>,
-    /// The deviating draws, in increasing order.
-    pub deviations: Vec<Deviation>,
-}
-
-impl Schedule {
-    /// Faults plus deviations: the breadth-first search's depth.
-    pub fn len(&self) -> usize {
-        self.faults.len() + self.deviations.len()
-    }
-
-    /// Whether it is the base run (no choice made).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// How a search ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -216,6 +192,14 @@ pub struct Verification {
     pub latencies_ns: Vec<u64>,
     /// The most deviating messages per schedule.
     pub deviations_max: u32,
+    /// The most lost messages per schedule.
+    pub drops_max: u32,
+    /// The most duplicated messages per schedule.
+    pub duplicates_max: u32,
+    /// The most reordered pairs per schedule.
+    pub reorders_max: u32,
+    /// The base run's order points (two events of one host due together).
+    pub base_order_points: u64,
     /// The bound on schedules run.
     pub max_states: u64,
     /// The base run's fault start instants (grid and boundaries).
@@ -226,6 +210,14 @@ pub struct Verification {
     pub schedules_run: u64,
     /// Distinct trace hashes among them (a measure, not a pruning).
     pub distinct_behaviours: u64,
+    /// Distinct abstract states visited over all schedules run
+    /// (`observation::AbstractStates`: a projection with every time
+    /// dropped; a coverage measure, not a pruning).
+    pub abstract_states: u64,
+    /// Those states, for a swarm to be measured against
+    /// ([`swarm::coverage`]).
+    #[serde(skip)]
+    pub abstract_state_set: BTreeSet<u64>,
     /// Candidate schedules the scenario rules refused (e.g. a fault the
     /// validator rejects), not run.
     pub refused: u64,
@@ -246,19 +238,24 @@ pub struct Verification {
 
 /// The nondeterminism no schedule varies, stated in every result.
 const NOT_EXPLORED: [&str; 4] = [
-    "the order of events due at the same instant (the engine's time, sequence order)",
-    "random loss and duplication (off under a script)",
-    "fault kinds other than pause, isolate and crash (replace, stop, clock faults, restarts of servers)",
+    "orders of events due at the same instant beyond --reorders swaps of two events of one host \
+     (events of different hosts at one instant keep the engine's order: the partial-order \
+     reduction)",
+    "loss and duplication beyond --drops and --duplicates (a script draws nothing at random)",
+    "fault kinds other than --kinds (cuts, partitions, clock slews and strobes, abdications)",
     "the scenario's own faults, which stay as written",
 ];
 
 /// What the search deduplicates, stated in every result.
 const DEDUPLICATION: &str = "none: replay-based, every schedule run from time zero; distinct \
-     behaviours are distinct trace hashes, measured, not pruned; no symmetry reduction";
+     behaviours are distinct trace hashes, measured, not pruned; no symmetry reduction; \
+     same-instant events of different hosts are not reordered (partial-order reduction)";
 
 /// What one run of a schedule gives the search.
 struct RunResult {
     invariants: Vec<String>,
+    states: BTreeSet<u64>,
+    order_points: u64,
     trace_hash: u64,
     events: u64,
     draws: u64,
@@ -318,11 +315,17 @@ pub fn verify_observed(
         lengths_ns: bounds.lengths.iter().map(|&l| nanos(l)).collect(),
         latencies_ns: bounds.latencies.iter().map(|&l| nanos(l)).collect(),
         deviations_max: bounds.deviations,
+        drops_max: bounds.drops,
+        duplicates_max: bounds.duplicates,
+        reorders_max: bounds.reorders,
+        base_order_points: 0,
         max_states: bounds.max_states,
         base_start_instants: 0,
         base_draws: 0,
         schedules_run: 0,
         distinct_behaviours: 0,
+        abstract_states: 0,
+        abstract_state_set: BTreeSet::new(),
         refused: 0,
         transitions: 0,
         depth_complete: None,
@@ -349,8 +352,11 @@ pub fn verify_observed(
                 result.schedules_run += 1;
                 result.transitions += run.events;
                 distinct.insert(run.trace_hash);
+                result.abstract_state_set.extend(run.states.iter().copied());
+                result.abstract_states = result.abstract_state_set.len() as u64;
                 if schedule.is_empty() {
                     result.base_draws = run.draws;
+                    result.base_order_points = run.order_points;
                     result.base_start_instants =
                         candidates::starts(scenario, bounds, &run.instants, 0).len() as u64;
                 }
@@ -456,6 +462,22 @@ fn check_bounds(scenario: &Scenario, bounds: &Bounds) -> Result<(), VerifyError>
             "faults need at least one kind and one length".to_string(),
         ));
     }
+    if bounds.drops > 0 && scenario.network.loss <= 0.0 {
+        return Err(VerifyError::Bound(
+            "--drops",
+            "the scenario's network loses nothing (network.loss = 0): no schedule of it drops \
+             a message"
+                .to_string(),
+        ));
+    }
+    if bounds.duplicates > 0 && scenario.network.duplicate <= 0.0 {
+        return Err(VerifyError::Bound(
+            "--duplicates",
+            "the scenario's network duplicates nothing (network.duplicate = 0): no schedule of \
+             it delivers a message twice"
+                .to_string(),
+        ));
+    }
     if bounds.max_states == 0 {
         return Err(VerifyError::Bound(
             "--max-states",
@@ -525,6 +547,7 @@ fn run_schedule(
     let mut sim = Simulation::new(&valid, options.clone())
         .map_err(|e| VerifyError::Scenario(e.to_string()))?;
     sim.record_instants();
+    sim.record_abstract_states();
     sim.run_to_end();
     if let Some(halt) = sim.halted() {
         return Err(VerifyError::Halted(format!("{halt}")));
@@ -541,76 +564,13 @@ fn run_schedule(
     }
     Ok(Some(RunResult {
         invariants,
+        states: sim.take_abstract_states().unwrap_or_default(),
+        order_points: sim.scripted_order_points().unwrap_or(0),
         trace_hash: sim.trace_hash(),
         events: sim.events(),
         draws: sim.scripted_draws().unwrap_or(0),
         instants: sim.noted_instants().unwrap_or_default(),
     }))
-}
-
-/// `scenario` with `schedule` written in: its faults appended, its
-/// latencies as a `[network.script]`, its expectations the defaults (no
-/// violation, no split-brain), so `run` fails on what the search found.
-pub fn scripted(scenario: &Scenario, bounds: &Bounds, schedule: &Schedule) -> Scenario {
-    let mut s = scenario.clone();
-    let hosts = hosts(scenario, bounds.servers);
-    let node = |i: u32| hosts[i as usize].clone();
-    for f in &schedule.faults {
-        let (at, length) = (
-            Duration::from_nanos(f.at_ns),
-            Duration::from_nanos(f.length_ns),
-        );
-        s.faults.push(match f.kind {
-            FaultKind::Pause => FaultSpec::Pause {
-                host: node(f.host),
-                at,
-                duration: length,
-            },
-            FaultKind::Isolate => FaultSpec::Isolate {
-                host: node(f.host),
-                at,
-                duration: length,
-            },
-            FaultKind::Crash => FaultSpec::Crash {
-                node: node(f.host),
-                at,
-                restart_after: Some(length),
-            },
-        });
-    }
-    s.network.script = Some(LatencyScript {
-        latency: bounds.latencies[0],
-        choices: schedule
-            .deviations
-            .iter()
-            .map(|d| LatencyChoice {
-                draw: d.draw,
-                latency: bounds.latencies[d.latency as usize],
-            })
-            .collect(),
-    });
-    s.expect = Expectations::default();
-    s.description = Some(describe(scenario, bounds, schedule));
-    s
-}
-
-/// The counterexample's description: where it comes from and its choices.
-fn describe(scenario: &Scenario, bounds: &Bounds, schedule: &Schedule) -> String {
-    let mut text = format!(
-        "A schedule of `{}` found by fenced-sim verify (length {}: {} injected fault(s), {} \
-         message(s) at another latency than {}). Its expectations are the defaults: no \
-         violation, no split-brain.",
-        scenario.name,
-        schedule.len(),
-        schedule.faults.len(),
-        schedule.deviations.len(),
-        human(bounds.latencies[0]),
-    );
-    if let Some(original) = &scenario.description {
-        text.push_str(" The scenario: ");
-        text.push_str(original);
-    }
-    text
 }
 
 /// Where the next level's schedules go: at most `room` of them are kept
@@ -642,29 +602,27 @@ fn children(
     run: &RunResult,
     out: &mut Frontier<'_>,
 ) {
-    if schedule.deviations.is_empty() && (schedule.faults.len() as u32) < bounds.faults {
+    let no_later_choice = schedule.deviations.is_empty() && schedule.reorders.is_empty();
+    if no_later_choice && (schedule.faults.len() as u32) < bounds.faults {
         let after = schedule.faults.last().copied();
         let from_ns = after.map_or(0, |f| f.at_ns);
         let (nodes, hosts) = (
             scenario.nodes.len() as u32,
             hosts(scenario, bounds.servers).len() as u32,
         );
+        let lengths: Vec<u64> = bounds.lengths.iter().map(|&l| nanos(l)).collect();
         for at_ns in candidates::starts(scenario, bounds, &run.instants, from_ns) {
             for &kind in &bounds.kinds {
-                // A crash and its restart are a node's; servers pause and
-                // are isolated.
-                let targets = if kind == FaultKind::Crash {
-                    nodes
-                } else {
-                    hosts
-                };
-                for host in 0..targets {
-                    for &length in &bounds.lengths {
+                let (on_nodes, on_servers) = kind.targets();
+                let targets = (0..hosts).filter(|&h| if h < nodes { on_nodes } else { on_servers });
+                let lengths: &[u64] = if kind.has_length() { &lengths } else { &[0] };
+                for host in targets {
+                    for &length_ns in lengths {
                         let fault = FaultChoice {
                             at_ns,
                             kind,
                             host,
-                            length_ns: nanos(length),
+                            length_ns,
                         };
                         if after.is_some_and(|a| fault <= a) {
                             continue;
@@ -679,18 +637,67 @@ fn children(
             }
         }
     }
-    if (schedule.deviations.len() as u32) < bounds.deviations {
-        let from = schedule.deviations.last().map_or(0, |d| d.draw + 1);
-        for draw in from..run.draws {
-            for latency in 1..bounds.latencies.len() as u32 {
-                out.offer(|| {
-                    let mut child = schedule.clone();
-                    child.deviations.push(Deviation { draw, latency });
-                    child
-                });
+    if (schedule.reorders.len() as u32) < bounds.reorders {
+        let from = schedule.reorders.last().map_or(0, |&k| k + 1);
+        for point in from..run.order_points {
+            out.offer(|| {
+                let mut child = schedule.clone();
+                child.reorders.push(point);
+                child
+            });
+        }
+    }
+    if !schedule.reorders.is_empty() {
+        return;
+    }
+    let spent = |fate| {
+        schedule
+            .deviations
+            .iter()
+            .filter(|d| d.fate == fate)
+            .count() as u32
+    };
+    let (delays, drops, duplicates) = (
+        spent(DrawFate::Delayed) < bounds.deviations,
+        spent(DrawFate::Lost) < bounds.drops,
+        spent(DrawFate::Duplicated) < bounds.duplicates,
+    );
+    let from = schedule.deviations.last().map_or(0, |d| d.draw + 1);
+    let set = bounds.latencies.len() as u32;
+    for draw in from..run.draws {
+        if delays {
+            for latency in 1..set {
+                out.offer(|| with_deviation(schedule, Deviation::delayed(draw, latency)));
+            }
+        }
+        if drops {
+            let lost = Deviation {
+                draw,
+                latency: 0,
+                fate: DrawFate::Lost,
+                copy: 0,
+            };
+            out.offer(|| with_deviation(schedule, lost));
+        }
+        if duplicates {
+            for copy in 0..set {
+                let twice = Deviation {
+                    draw,
+                    latency: 0,
+                    fate: DrawFate::Duplicated,
+                    copy,
+                };
+                out.offer(|| with_deviation(schedule, twice));
             }
         }
     }
+}
+
+/// `schedule` with one more deviation (after all of its own).
+fn with_deviation(schedule: &Schedule, deviation: Deviation) -> Schedule {
+    let mut child = schedule.clone();
+    child.deviations.push(deviation);
+    child
 }
 
 /// The fault targets: the nodes in scenario order, then (with `servers`)
