@@ -2,12 +2,18 @@
 //! settings scaled as the run's, and what of that design the lab cannot
 //! make real.
 //!
-//! Two designs run for real: the fenced protocol (this crate's tokio
-//! elector over the PostgreSQL lease store) and **`connection-lock`**, the
+//! Four designs run for real: the fenced protocol (this crate's tokio
+//! elector over the PostgreSQL lease store), **`connection-lock`**, the
 //! zoo's PostgreSQL advisory lock held for a session's life
 //! (`fenced_zoo::connection_lock`; the node's client is
-//! `lab/src/node_lock.rs`). The others are refused by name
-//! ([`unplanned`]).
+//! `lab/src/node_lock.rs`), **`redlock`** on N real `redis-server`s the run
+//! starts (`fenced_zoo::redlock`; the node's client is
+//! `lab/src/node_redlock.rs`, the design's scaling, servers and refusals
+//! `lab/src/design_redlock.rs`), and **`etcd`**, `concurrency.Election` on
+//! a session lease against a real single-member etcd the run starts
+//! (`fenced_zoo::etcd`; the node is `lab/src/node_etcd.rs`, the settings'
+//! scaling and refusals are [`crate::design_etcd`]'s). The others are
+//! refused by name ([`unplanned`]).
 //!
 //! # Scaling the connection lock's settings
 //!
@@ -26,7 +32,10 @@ use std::time::Duration;
 
 use fenced_sim::{FaultAction, HostId, ProtocolSpec, Resolution, Scenario, ServerId};
 use fenced_zoo::connection_lock::PgSettings;
+use fenced_zoo::etcd::EtcdSettings;
+use fenced_zoo::redlock::RedlockSettings;
 
+use crate::plan::Server;
 use crate::time_scale::TimeScale;
 
 /// The design one node runs, with its settings scaled.
@@ -37,16 +46,23 @@ pub enum Design {
     Fenced,
     /// The advisory lock held for a session's life, with these settings.
     ConnectionLock(PgSettings),
+    /// Redlock on the run's Redis instances, with these settings.
+    Redlock(RedlockSettings),
+    /// etcd's `concurrency.Election`, with these settings.
+    Etcd(EtcdSettings),
 }
 
 /// `spec` with every duration scaled by `scale` (the connection lock's
-/// keepalives rounded as the module docs say); other designs unchanged
+/// keepalives rounded as the module docs say, etcd's TTL as
+/// [`crate::design_etcd`]'s); other designs unchanged
 /// (the lab refuses them before anything is scaled).
 pub fn scale_protocol(spec: &ProtocolSpec, scale: TimeScale) -> ProtocolSpec {
     match spec {
         ProtocolSpec::ConnectionLock(s) => {
             ProtocolSpec::ConnectionLock(scale_connection_lock(s, scale))
         }
+        ProtocolSpec::Redlock(s) => ProtocolSpec::Redlock(crate::design_redlock::scale(s, scale)),
+        ProtocolSpec::Etcd(s) => ProtocolSpec::Etcd(crate::design_etcd::scale_settings(s, scale)),
         other => other.clone(),
     }
 }
@@ -62,6 +78,17 @@ pub fn scale_connection_lock(s: &PgSettings, scale: TimeScale) -> PgSettings {
         retry_interval: scale.scale(s.retry_interval),
         check_interval: scale.scale(s.check_interval),
     }
+}
+
+/// The connection lock's client timings, by their `[election.
+/// connection-lock]` keys: the lab's floors apply to them.
+pub fn connection_lock_timings(s: &PgSettings) -> [(&'static str, Duration); 4] {
+    [
+        ("retry_interval", s.retry_interval),
+        ("check_interval", s.check_interval),
+        ("query_timeout", s.query_timeout),
+        ("connect_timeout", s.connect_timeout),
+    ]
 }
 
 /// `d` rounded to the nearest whole second, at least one: what
@@ -81,14 +108,29 @@ pub fn of_node(scenario: &Scenario, node: usize) -> Option<Design> {
     match spec {
         ProtocolSpec::Fenced => Some(Design::Fenced),
         ProtocolSpec::ConnectionLock(s) => Some(Design::ConnectionLock(s.clone())),
+        ProtocolSpec::Redlock(s) => Some(Design::Redlock(s.clone())),
+        ProtocolSpec::Etcd(s) => Some(Design::Etcd(s.clone())),
         _ => None,
+    }
+}
+
+/// The logical servers every node of a `spec` run links to, one proxy
+/// each: Redlock's instances and the downstream, or the lease store and the
+/// downstream.
+pub fn servers(spec: &ProtocolSpec) -> Vec<Server> {
+    match spec {
+        ProtocolSpec::Redlock(s) => crate::design_redlock::servers(s),
+        _ => Server::ALL.to_vec(),
     }
 }
 
 /// Why the lab cannot run `spec` for real, if it cannot.
 pub fn unplanned(spec: &ProtocolSpec) -> Option<String> {
     match spec {
-        ProtocolSpec::Fenced | ProtocolSpec::ConnectionLock(_) => None,
+        ProtocolSpec::Fenced
+        | ProtocolSpec::ConnectionLock(_)
+        | ProtocolSpec::Redlock(_)
+        | ProtocolSpec::Etcd(_) => None,
         ProtocolSpec::ClientGo(_) | ProtocolSpec::DynamoDb(_) => Some(format!(
             "`{}` needs a Kubernetes API server or DynamoDB, which this machine does not have; \
              it stays simulated only (no mock server stands in for it)",
@@ -96,8 +138,8 @@ pub fn unplanned(spec: &ProtocolSpec) -> Option<String> {
         )),
         _ => Some(format!(
             "`{}` has no node program yet: its real server starts (lab/README.md, \"Real \
-             servers for the lock zoo\"), but only the fenced protocol and connection-lock run \
-             for real",
+             servers for the lock zoo\"), but only the fenced protocol, connection-lock, \
+             redlock and etcd run for real",
             spec.name()
         )),
     }
@@ -190,13 +232,15 @@ mod tests {
     }
 
     #[test]
-    fn only_fenced_and_connection_lock_are_planned() {
+    fn only_fenced_connection_lock_redlock_and_etcd_are_planned() {
         // Proves the refusal names each other design and why.
         for name in ProtocolSpec::NAMES {
             let spec = ProtocolSpec::by_name(name).expect("a known name");
             let refused = unplanned(&spec);
             match name {
-                "fenced" | "connection-lock" => assert_eq!(refused, None, "{name}"),
+                "fenced" | "connection-lock" | "redlock" | "etcd" => {
+                    assert_eq!(refused, None, "{name}")
+                }
                 _ => assert!(refused.is_some_and(|why| why.contains(name)), "{name}"),
             }
         }

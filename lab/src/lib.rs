@@ -9,7 +9,8 @@
 //! * [`plan`]: the scenario (scaled by `--time-scale`) as timed actions, and
 //!   the refusal, up front, of every fault the lab cannot apply for real;
 //! * [`design`]: which lock design the nodes follow (the fenced protocol,
-//!   or the zoo's connection lock), its settings scaled, its refusals;
+//!   or the zoo's connection lock or etcd), its settings scaled, its
+//!   refusals ([`design_etcd`]: etcd's);
 //! * [`realise`]: each primitive action of the simulator's fault plan
 //!   ([`fenced_sim::ValidScenario::fault_plan`]) as the lab's real actions;
 //! * [`proxy`]: the fault-injecting TCP proxy of each (node, logical server)
@@ -39,6 +40,8 @@ pub mod anchor_watch;
 pub mod campaign;
 pub mod compare;
 pub mod design;
+pub mod design_etcd;
+pub mod design_redlock;
 pub mod faketime;
 pub mod judge;
 pub mod lab_history;

@@ -17,7 +17,9 @@
 //! With `--connection-lock` the node follows the zoo's connection lock
 //! instead (`lab/src/node_lock.rs`): a PostgreSQL advisory lock held for its
 //! session's life through `--lease-url`, no elector and no heartbeats; the
-//! worker, the downstream and the history are the same.
+//! worker, the downstream and the history are the same. With `--etcd` it
+//! follows etcd's `concurrency.Election` against the etcd at `--lease-url`
+//! (`lab/src/node_etcd.rs`), likewise.
 //!
 //! Signals: SIGTERM stops gracefully (the elector stops the work, releases
 //! the lease, and the process exits 0); SIGUSR1 makes the leader's work fail
@@ -54,6 +56,7 @@ use fenced::{
     ElectorTimings, FencingToken, Jitter, NodeId, OwnerId, ResourceId, Role, WriteOutcome,
 };
 use fenced_zoo::connection_lock::{ConnectionLock, PgSettings};
+use fenced_zoo::etcd::{Etcd, EtcdSettings};
 use fenced_zoo::Protocol;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, Mutex, Notify};
@@ -64,14 +67,19 @@ use crate::schema::PLAIN_TABLE;
 mod config;
 #[path = "node_errors.rs"]
 mod errors;
+#[path = "node_etcd.rs"]
+mod etcd;
 #[path = "node_lock.rs"]
 mod lock;
 #[path = "node_plain.rs"]
 mod plain;
+#[path = "node_redlock.rs"]
+mod redlock;
 pub use config::*;
 pub use errors::NodeError;
 use errors::{bad, infra, DurationFlagError};
 use plain::PlainTable;
+pub use redlock::{RedlockArgs, RedlockNode};
 
 /// Prints one event line on standard output.
 fn say(owner: &OwnerId, event: fmt::Arguments<'_>) {
@@ -92,6 +100,12 @@ enum Believed {
     /// The connection lock's client: the term its session holds, as far as
     /// it knows — the model's `PgClient::leadership` looks at no clock.
     Lock(watch::Receiver<Option<FencingToken>>),
+    /// Redlock's client: the term it was told, while its validity lasts on
+    /// the monotonic clock (the model's `leadership`).
+    Until(watch::Receiver<redlock::Belief>),
+    /// etcd's election client: its term, while the model's client says it
+    /// leads at this instant (`lab/src/node_etcd.rs`).
+    Etcd(etcd::Belief),
 }
 
 impl Believed {
@@ -100,6 +114,11 @@ impl Believed {
         match self {
             Believed::Elector(handle) => handle.token(),
             Believed::Lock(term) => *term.borrow(),
+            Believed::Until(term) => match *term.borrow() {
+                Some((token, until)) if tokio::time::Instant::now() < until => Some(token),
+                _ => None,
+            },
+            Believed::Etcd(belief) => belief.token(),
         }
     }
 }
@@ -289,6 +308,12 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
     if let Some(settings) = config.lock.clone() {
         return run_lock(&config, settings, &owner, &recorder, downstream).await;
     }
+    if let Some(node) = config.redlock.clone() {
+        return redlock::run_node(&config, node, &owner, &recorder, downstream).await;
+    }
+    if let Some(settings) = config.etcd.clone() {
+        return etcd::run_node(&config, settings, &owner, &recorder, downstream).await;
+    }
     let lease = PostgresStore::new(&config.lease_url, options.clone()).map_err(infra)?;
     let registry = PostgresStore::new(&config.registry_url, options.clone())
         .map_err(infra)?
@@ -379,6 +404,32 @@ async fn run_lock(
     recorder.process_stopped();
     say(owner, format_args!("exit"));
     Ok(())
+}
+
+/// A term of a design whose client is not the fenced elector (the
+/// connection lock, etcd): its token, and how to cancel its work.
+struct DesignTerm {
+    token: FencingToken,
+    work: CancellationToken,
+}
+
+impl DesignTerm {
+    /// Term `token` begins: recorded in the history, told to `believed`,
+    /// and its work started under `context`.
+    fn begin(
+        context: &Arc<WorkContext>,
+        believed: &watch::Sender<Option<FencingToken>>,
+        token: FencingToken,
+    ) -> DesignTerm {
+        let cancel = CancellationToken::new();
+        context.recorder.record(|| Event::TermStarted { token });
+        let _ = believed.send(Some(token));
+        tokio::spawn(work(token, cancel.clone(), Arc::clone(context)));
+        DesignTerm {
+            token,
+            work: cancel,
+        }
+    }
 }
 
 /// One term's work: a unit every `write_interval` until the term ends, or
@@ -549,6 +600,7 @@ mod tests {
             connect_timeout: Duration::from_millis(600),
             write_retries: 2,
             fencing: false,
+            etcd: None,
             lock: Some(PgSettings {
                 tcp_keepalives_idle: Duration::from_secs(2),
                 tcp_keepalives_interval: Duration::from_secs(1),
@@ -558,6 +610,7 @@ mod tests {
                 retry_interval: Duration::from_millis(500),
                 check_interval: Duration::from_secs(1),
             }),
+            redlock: None,
             history: Some(PathBuf::from("/tmp/run 1/node-a#3.jsonl")),
             run_name: Some("gc-pause-fenced".to_string()),
             #[cfg(feature = "planted-bugs")]

@@ -166,6 +166,33 @@ pub struct NodeArgs {
     /// Between health queries while holding.
     #[arg(long, value_parser = duration)]
     lock_check_interval: Option<Duration>,
+    /// Redlock's flags (`lab/src/node_redlock.rs`).
+    #[command(flatten)]
+    redlock: RedlockArgs,
+    /// Follow etcd's `concurrency.Election` (`fenced_zoo::etcd`, driven by
+    /// `lab/src/node_etcd.rs`) against the etcd at `--lease-url`
+    /// (`http://host:port`, the node's proxy) instead of the fenced
+    /// elector; every `--etcd-*` flag is then required.
+    #[arg(long, conflicts_with = "connection_lock", requires_all = [
+        "etcd_session_ttl", "etcd_first_keepalive_timeout", "etcd_keepalive_retry",
+        "etcd_request_timeout", "etcd_restart_delay",
+    ])]
+    etcd: bool,
+    /// The session lease's TTL, whole seconds (`session_ttl_secs`).
+    #[arg(long)]
+    etcd_session_ttl: Option<u64>,
+    /// How long the first keep-alive may take.
+    #[arg(long, value_parser = duration)]
+    etcd_first_keepalive_timeout: Option<Duration>,
+    /// Re-send period of an unanswered keep-alive.
+    #[arg(long, value_parser = duration)]
+    etcd_keepalive_retry: Option<Duration>,
+    /// Unary request timeout and watch re-send period.
+    #[arg(long, value_parser = duration)]
+    etcd_request_timeout: Option<Duration>,
+    /// Before a new session after the last one ended.
+    #[arg(long, value_parser = duration)]
+    etcd_restart_delay: Option<Duration>,
     /// Write to the fenced table (the default).
     #[arg(long, conflicts_with = "unfenced")]
     fencing: bool,
@@ -219,6 +246,31 @@ fn lock_settings(args: &NodeArgs) -> Result<Option<PgSettings>, NodeError> {
     Ok(Some(settings))
 }
 
+/// etcd's settings of `args`, when `--etcd`: validated as the model
+/// validates them.
+fn etcd_settings(args: &NodeArgs) -> Result<Option<EtcdSettings>, NodeError> {
+    if !args.etcd {
+        return Ok(None);
+    }
+    let need = |flag: &str, value: Option<Duration>| {
+        value.ok_or_else(|| bad(format!("--etcd needs --{flag}")))
+    };
+    let settings = EtcdSettings {
+        session_ttl_secs: args
+            .etcd_session_ttl
+            .ok_or_else(|| bad("--etcd needs --etcd-session-ttl"))?,
+        first_keepalive_timeout: need(
+            "etcd-first-keepalive-timeout",
+            args.etcd_first_keepalive_timeout,
+        )?,
+        keepalive_retry: need("etcd-keepalive-retry", args.etcd_keepalive_retry)?,
+        request_timeout: need("etcd-request-timeout", args.etcd_request_timeout)?,
+        restart_delay: need("etcd-restart-delay", args.etcd_restart_delay)?,
+    };
+    <Etcd as Protocol>::validate(&settings).map_err(|e| bad(format!("--etcd: {e}")))?;
+    Ok(Some(settings))
+}
+
 /// Everything one node process needs, validated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeConfig {
@@ -261,6 +313,12 @@ pub struct NodeConfig {
     /// The connection lock's settings (scaled), when the node follows that
     /// design instead of the fenced elector.
     pub lock: Option<PgSettings>,
+    /// Redlock's settings (scaled) and instances, when the node follows
+    /// that design.
+    pub redlock: Option<RedlockNode>,
+    /// etcd's settings (scaled), when the node follows etcd's election
+    /// through `lease_url` (an `http://` endpoint) instead.
+    pub etcd: Option<EtcdSettings>,
     /// Where to record the history, if anywhere.
     pub history: Option<PathBuf>,
     /// The run's name, for the history's header.
@@ -281,6 +339,8 @@ impl NodeConfig {
             seed: args.jitter_seed,
         });
         let lock = lock_settings(&args)?;
+        let redlock = redlock::settings(&args.redlock)?;
+        let etcd = etcd_settings(&args)?;
         let config = NodeConfig {
             node: NodeId::new(&args.node_id).map_err(|e| bad(format!("--node-id: {e}")))?,
             incarnation: args.incarnation,
@@ -311,6 +371,8 @@ impl NodeConfig {
             write_retries: args.write_retries,
             fencing: !args.unfenced,
             lock,
+            redlock,
+            etcd,
             history: args.history,
             run_name: args.run_name,
             #[cfg(feature = "planted-bugs")]
@@ -421,6 +483,24 @@ impl NodeConfig {
                 human(lock.retry_interval),
                 "--lock-check-interval".into(),
                 human(lock.check_interval),
+            ]);
+        }
+        if let Some(node) = &self.redlock {
+            args.extend(redlock::to_args(node));
+        }
+        if let Some(etcd) = &self.etcd {
+            args.extend([
+                "--etcd".into(),
+                "--etcd-session-ttl".into(),
+                etcd.session_ttl_secs.to_string(),
+                "--etcd-first-keepalive-timeout".into(),
+                human(etcd.first_keepalive_timeout),
+                "--etcd-keepalive-retry".into(),
+                human(etcd.keepalive_retry),
+                "--etcd-request-timeout".into(),
+                human(etcd.request_timeout),
+                "--etcd-restart-delay".into(),
+                human(etcd.restart_delay),
             ]);
         }
         if let Some(jitter) = self.timings.jitter {

@@ -155,10 +155,7 @@ impl std::fmt::Display for Broken {
 }
 
 /// The term being led: its number and what cancels its work.
-struct Term {
-    token: FencingToken,
-    work: CancellationToken,
-}
+use super::DesignTerm as Term;
 
 /// Runs the client until `shutdown`, telling `believed` (and the history)
 /// when a term begins and ends, and running `context`'s work while it does.
@@ -303,14 +300,7 @@ impl Driver {
     /// The lock was granted with term number `token`: the term begins and
     /// its work starts.
     fn begin_term(&mut self, token: FencingToken) {
-        let work = CancellationToken::new();
-        self.context
-            .recorder
-            .record(|| Event::TermStarted { token });
-        let _ = self.believed.send(Some(token));
-        let context = Arc::clone(&self.context);
-        tokio::spawn(super::work(token, work.clone(), context));
-        self.term = Some(Term { token, work });
+        self.term = Some(Term::begin(&self.context, &self.believed, token));
     }
 
     /// The term, if any, ends for `reason` (in the design's words: `why`).

@@ -32,12 +32,8 @@ use std::time::Duration;
 
 use fenced::{ElectorTimings, NodeId, ResourceId, Role};
 use fenced_sim::file::LoadError;
-use fenced_sim::{
-    FaultAction, FaultPlan, ProtocolSpec, Resolution, Scenario, ScenarioError, StoreClock,
-    ValidScenario,
-};
+use fenced_sim::{FaultPlan, ProtocolSpec, Resolution, Scenario, ScenarioError, ValidScenario};
 use fenced_sim::{DOWNSTREAM, LEASE_STORE};
-use fenced_zoo::connection_lock::PgSettings;
 
 use crate::design::{self, Design};
 use crate::faketime::{ClockSetting, FaketimeSupport};
@@ -53,25 +49,31 @@ pub const MAX_NODES: usize = 32;
 pub const MIN_RETRY_INTERVAL: Duration = Duration::from_millis(20);
 /// The shortest scaled lease TTL, for the same reason.
 pub const MIN_LEASE_TTL: Duration = Duration::from_millis(200);
-/// The two logical servers of the fenced protocol. One PostgreSQL serves
-/// both, through separate proxies, so faults can tell them apart.
+/// The logical servers a node links to, one proxy each. The fenced
+/// protocol's two (and a single-server design's): one PostgreSQL serves
+/// both, through separate proxies, so faults can tell them apart. Redlock's
+/// are its instances and the downstream ([`crate::design_redlock`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Server {
     /// Leases and the node registry.
     LeaseStore,
     /// The fenced (or plain) table the work writes to.
     Downstream,
+    /// Redlock's instance `i` (0-based: the scenario's `redis-(i+1)`), a
+    /// `redis-server` of its own.
+    Redis(u16),
 }
 
 impl Server {
-    /// Both, in a fixed order.
+    /// The fenced protocol's two, in a fixed order.
     pub const ALL: [Server; 2] = [Server::LeaseStore, Server::Downstream];
 
     /// The scenario's name of the host.
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
         match self {
-            Server::LeaseStore => LEASE_STORE,
-            Server::Downstream => DOWNSTREAM,
+            Server::LeaseStore => LEASE_STORE.into(),
+            Server::Downstream => DOWNSTREAM.into(),
+            Server::Redis(index) => format!("redis-{}", u32::from(index) + 1).into(),
         }
     }
 }
@@ -108,6 +110,9 @@ pub enum ClockTarget {
     Node(usize),
     /// The lease store's `clock_timestamp()`.
     LeaseStore,
+    /// Redlock's instance `i`'s wall clock (its `redis-server`'s, through
+    /// the wall-clock shim, [`crate::servers::wall_clock`]).
+    Redis(u16),
 }
 
 /// One thing the runner does at a planned time.
@@ -143,6 +148,15 @@ pub enum Action {
     ServerDown { server: Server },
     /// The server is back.
     ServerUp { server: Server },
+    /// SIGSTOP the server's own process (a Redlock instance, the run's etcd).
+    ServerPause { server: Server },
+    /// SIGCONT it.
+    ServerResume { server: Server },
+    /// SIGKILL the server's own process (a Redlock instance's restart).
+    ServerKill { server: Server },
+    /// Start it again on its port: from its data (`durable`: AOF, fsynced
+    /// on every write) or empty.
+    ServerRestart { server: Server, durable: bool },
     /// Step `target`'s clock by `by_nanos` (a `clock-jump`, or one flip of
     /// a `clock-strobe`).
     ClockStep { target: ClockTarget, by_nanos: i64 },
@@ -250,6 +264,10 @@ pub struct LabPlan {
     pub nodes: Vec<LabNode>,
     /// The node processes' settings.
     pub settings: NodeSettings,
+    /// The logical servers every node links to (one proxy each).
+    pub servers: Vec<Server>,
+    /// Redlock's instances the run starts, if the design is Redlock.
+    pub redis: Option<crate::design_redlock::Instances>,
     /// The proxies' model.
     pub network: NetworkModel,
     /// The actions, in time order.
@@ -363,6 +381,8 @@ struct Planner<'a> {
     scale: TimeScale,
     options: &'a PlanOptions,
     refusals: Vec<Refusal>,
+    /// The logical servers of the design ([`design::servers`]).
+    servers: Vec<Server>,
 }
 
 impl<'a> Planner<'a> {
@@ -372,6 +392,7 @@ impl<'a> Planner<'a> {
             scale: options.time_scale,
             options,
             refusals: Vec::new(),
+            servers: design::servers(&scenario.election.protocol),
         }
     }
 
@@ -426,14 +447,16 @@ impl<'a> Planner<'a> {
         let mut nodes = nodes;
         let fault_plan = s.fault_plan();
         for (index, fault) in fault_plan.faults().iter().enumerate() {
-            let refusal = realise::refusal(fault_plan.hosts(), fault)
+            let refusal = realise::refusal(fault_plan.hosts(), &self.servers, fault)
                 .or_else(|| self.design_refusal(fault))
                 .or_else(|| self.clock_refusal(fault));
             if let Some(why) = refusal {
                 self.refuse(self.fault_label(index), why);
             }
             if let Resolution::Scheduled(fault) | Resolution::Anchored { fault, .. } = fault {
-                if let Some(ClockTarget::Node(node)) = realise::clock_target(&fault.start) {
+                if let Some(ClockTarget::Node(node)) =
+                    realise::clock_target(&fault.start, &self.servers)
+                {
                     nodes[node].wall_steps = true;
                 }
             }
@@ -459,6 +482,8 @@ impl<'a> Planner<'a> {
             time_scale: self.scale,
             nodes,
             settings,
+            redis: crate::design_redlock::instances(s, &fault_plan),
+            servers: self.servers.clone(),
             network: NetworkModel {
                 latency: (
                     self.scale.scale(s.network.latency.0),
@@ -483,53 +508,9 @@ impl<'a> Planner<'a> {
             ProtocolSpec::ConnectionLock(_) => {
                 design::connection_lock_refusal(fault, self.scenario.nodes.len())
             }
+            ProtocolSpec::Redlock(_) => crate::design_redlock::refusal(fault),
+            ProtocolSpec::Etcd(_) => crate::design_etcd::refusal(fault),
             _ => None,
-        }
-    }
-
-    /// Why the lab cannot make clock fault `fault` real, if it is one it
-    /// cannot: a node's slew; a node's step without libfaketime's runtime
-    /// steps, or on a node with a drift; a step of a lease store the
-    /// scenario declares monotonic.
-    fn clock_refusal(&self, fault: &Resolution) -> Option<String> {
-        let (Resolution::Scheduled(fault) | Resolution::Anchored { fault, .. }) = fault else {
-            return None;
-        };
-        let target = realise::clock_target(&fault.start)?;
-        let slew = matches!(fault.start, FaultAction::ClockSlew { .. });
-        match target {
-            ClockTarget::Node(node) => {
-                let spec = &self.scenario.nodes[node];
-                if slew {
-                    Some(format!(
-                        "{}: a slew moves a node's monotonic clock too (Linux slews \
-                         CLOCK_MONOTONIC with CLOCK_REALTIME), and libfaketime changes a running \
-                         process's rate only with its experimental FAKETIME_XRESET, which the lab \
-                         does not trust with the elector's timers",
-                        spec.id
-                    ))
-                } else if spec.clock_drift != 0.0 {
-                    Some(format!(
-                        "{}: its clock drifts ({}) and a fault steps it — libfaketime fakes a \
-                         rate only by faking CLOCK_MONOTONIC, which a step must leave alone",
-                        spec.id, spec.clock_drift
-                    ))
-                } else {
-                    self.options.faketime.step_refusal()
-                }
-            }
-            ClockTarget::LeaseStore if !slew => match self.scenario.store_clock {
-                StoreClock::Wall => None,
-                StoreClock::Monotonic => Some(
-                    "[store] clock = \"monotonic\" declares a lease store no step moves (the \
-                     in-process store on a monotonic clock); the lab's lease store is PostgreSQL, \
-                     which expires leases by its wall clock — run it with [store] clock = \"wall\""
-                        .to_string(),
-                ),
-            },
-            // A slew moves both of a host's clocks: PostgreSQL's wall clock
-            // too, whatever the store declares.
-            ClockTarget::LeaseStore => None,
         }
     }
 
@@ -549,7 +530,7 @@ impl<'a> Planner<'a> {
             if wall_steps.len() > 1 {
                 // A strobe: each flip at its own instant, as the simulator
                 // makes them.
-                let Some(target) = realise::clock_target(&step.action) else {
+                let Some(target) = realise::clock_target(&step.action, &self.servers) else {
                     unreachable!("only a clock fault steps a wall clock: {:?}", step.action);
                 };
                 for (flip, wall) in wall_steps.iter().enumerate() {
@@ -566,7 +547,16 @@ impl<'a> Planner<'a> {
                 }
                 continue;
             }
-            let realised = realise::realise(fault_plan.hosts(), s.nodes.len(), fault, &step.action);
+            let realised = match crate::design_etcd::realise(&s.election.protocol, &step.action) {
+                Some(action) => Realised::Actions(vec![action]),
+                None => realise::realise(
+                    fault_plan.hosts(),
+                    &self.servers,
+                    s.nodes.len(),
+                    fault,
+                    &step.action,
+                ),
+            };
             match realised {
                 Realised::Actions(actions) => {
                     steps.extend(actions.into_iter().map(|action| Step {
@@ -680,9 +670,10 @@ impl<'a> Planner<'a> {
         settings
     }
 
-    /// Refuses `key` if its `scaled` value is below `floor`.
+    /// Refuses `key` if its `scaled` value is below `floor` (once: every
+    /// node of a design checks its table's keys).
     fn floor(&mut self, key: &str, scaled: Duration, floor: Duration) {
-        if scaled < floor {
+        if scaled < floor && !self.refusals.iter().any(|r| r.what == key) {
             self.refuse(
                 key,
                 format!(
@@ -695,18 +686,14 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// The floors of node `node`'s connection-lock client timings (scaled).
-    fn lock_floors(&mut self, node: usize, settings: &PgSettings) {
+    /// The floors of node `node`'s own design timings (scaled): `design`'s
+    /// table, the node's own or the election's.
+    fn design_floors(&mut self, node: usize, design: &str, timings: &[(&str, Duration)]) {
         let table = match self.scenario.nodes[node].protocol {
-            Some(_) => format!("node[{node}].connection-lock"),
-            None => "election.connection-lock".to_string(),
+            Some(_) => format!("node[{node}].{design}"),
+            None => format!("election.{design}"),
         };
-        for (key, scaled) in [
-            ("retry_interval", settings.retry_interval),
-            ("check_interval", settings.check_interval),
-            ("query_timeout", settings.query_timeout),
-            ("connect_timeout", settings.connect_timeout),
-        ] {
+        for &(key, scaled) in timings {
             self.floor(&format!("{table}.{key}"), scaled, MIN_RETRY_INTERVAL);
         }
     }
@@ -729,8 +716,21 @@ impl<'a> Planner<'a> {
             let design = match design::of_node(s.scenario(), index) {
                 Some(Design::ConnectionLock(settings)) => {
                     let settings = design::scale_connection_lock(&settings, self.scale);
-                    self.lock_floors(index, &settings);
+                    let timings = design::connection_lock_timings(&settings);
+                    self.design_floors(index, "connection-lock", &timings);
                     Design::ConnectionLock(settings)
+                }
+                Some(Design::Redlock(settings)) => {
+                    let settings = crate::design_redlock::scale(&settings, self.scale);
+                    let timings = crate::design_redlock::floored(&settings);
+                    self.design_floors(index, "redlock", &timings);
+                    Design::Redlock(settings)
+                }
+                Some(Design::Etcd(settings)) => {
+                    let settings = crate::design_etcd::scale_settings(&settings, self.scale);
+                    let timings = crate::design_etcd::client_timings(&settings);
+                    self.design_floors(index, "etcd", &timings);
+                    Design::Etcd(settings)
                 }
                 Some(Design::Fenced) => Design::Fenced,
                 None => {
@@ -754,68 +754,11 @@ impl<'a> Planner<'a> {
     }
 }
 
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Action::Spawn { node } => write!(f, "spawn node {node}"),
-            Action::Pause { node } => write!(f, "SIGSTOP node {node}"),
-            Action::Resume { node } => write!(f, "SIGCONT node {node}"),
-            Action::Kill { node } => write!(f, "SIGKILL node {node}"),
-            Action::Terminate { node } => write!(f, "SIGTERM node {node}"),
-            Action::Restart { node, after } => {
-                write!(f, "restart node {node} (after fault[{after}])")
-            }
-            Action::Replace { node } => write!(f, "replace node {node}"),
-            Action::Abdicate { node } => write!(f, "SIGUSR1 (abdicate) node {node}"),
-            Action::Block { link, direction } => {
-                write!(
-                    f,
-                    "stall {direction:?} on node {} <-> {}",
-                    link.node,
-                    link.server.name()
-                )
-            }
-            Action::Unblock { link, direction } => {
-                write!(
-                    f,
-                    "heal {direction:?} on node {} <-> {}",
-                    link.node,
-                    link.server.name()
-                )
-            }
-            Action::ServerDown { server } => write!(f, "{} down (reset)", server.name()),
-            Action::ServerUp { server } => write!(f, "{} up", server.name()),
-            Action::ClockStep { target, by_nanos } => {
-                write!(f, "step {target}'s clock by {}", signed(*by_nanos))
-            }
-            Action::ClockSlew {
-                target,
-                by_nanos,
-                over,
-            } => write!(
-                f,
-                "slew {target}'s clock by {} over {over:?}",
-                signed(*by_nanos)
-            ),
-            Action::Heal => f.write_str("heal everything"),
-        }
-    }
-}
+#[path = "plan_display.rs"]
+mod display;
 
-impl fmt::Display for ClockTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClockTarget::Node(node) => write!(f, "node {node}"),
-            ClockTarget::LeaseStore => f.write_str(LEASE_STORE),
-        }
-    }
-}
-
-/// A signed clock amount in words: `+40s`, `-1.5s`.
-fn signed(nanos: i64) -> String {
-    let sign = if nanos < 0 { '-' } else { '+' };
-    format!("{sign}{:?}", Duration::from_nanos(nanos.unsigned_abs()))
-}
+#[path = "plan_clocks.rs"]
+mod clocks;
 
 #[path = "plan_anchored.rs"]
 mod anchored;

@@ -61,6 +61,7 @@ impl Planner<'_> {
                 let cause = Cause::Fault(index);
                 let realised = realise::realise(
                     fault_plan.hosts(),
+                    &self.servers,
                     self.scenario.nodes.len(),
                     Some((index, label.as_str())),
                     action,

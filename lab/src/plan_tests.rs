@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use fenced_sim::{FaultSpec, Scenario};
+use fenced_sim::{FaultSpec, Scenario, StoreClock};
 
 use super::*;
 use crate::faketime::{Measured, StepSupport, StepsMeasured};
@@ -71,8 +71,9 @@ fn refusals(result: Result<LabPlan, PlanError>) -> Vec<Refusal> {
 #[test]
 fn every_shipped_scenario_is_planned_or_refused_as_listed() {
     // The lab's coverage of the shipped library, at --time-scale 0.1: the
-    // fenced-protocol and connection-lock scenarios run for real; the rest
-    // are refused up front, each with the first reason listed here.
+    // fenced-protocol, connection-lock and etcd scenarios run for real; the
+    // rest are refused up front, each with the first reason listed here
+    // (Redlock's plan at 0.2: `design_redlock`'s tests).
     let refused = [
         ("client-go-fast-clock", "election.protocol"),
         ("client-go-gc-pause-fenced", "election.protocol"),
@@ -83,23 +84,26 @@ fn every_shipped_scenario_is_planned_or_refused_as_listed() {
         ("client-go-wall-clock-steps", "election.protocol"),
         ("downstream-restart-volatile", "fault[1] (restart)"),
         ("dynamodb-gc-pause-unfenced", "election.protocol"),
-        ("etcd-paused-leader-fenced", "election.protocol"),
-        ("etcd-paused-leader-unfenced", "election.protocol"),
-        ("etcd-wall-clock-steps", "election.protocol"),
+        ("etcd-wall-clock-steps", "fault[0] (clock-jump)"),
         ("explored-client-go-split-brain", "election.protocol"),
         ("explored-dynamodb-split-brain", "election.protocol"),
-        ("explored-etcd-split-brain", "election.protocol"),
-        ("explored-redlock-split-brain", "election.protocol"),
+        (
+            "explored-redlock-split-brain",
+            "election.redlock.redis_timeout",
+        ),
         ("fleet-election", "fault[0] (pause)"),
         ("fleet-election-50", "node"),
         ("fleet-election-500", "node"),
         ("heavy-loss-duplication", "network.duplicate"),
         ("lease-store-restart-volatile", "fault[1] (restart)"),
-        ("redlock-clock-jump", "election.protocol"),
-        ("redlock-clock-strobe", "election.protocol"),
-        ("redlock-gc-pause", "election.protocol"),
-        ("redlock-restart-durable", "election.protocol"),
-        ("redlock-restart-without-persistence", "election.protocol"),
+        ("redlock-clock-jump", "election.redlock.redis_timeout"),
+        ("redlock-clock-strobe", "election.redlock.redis_timeout"),
+        ("redlock-gc-pause", "election.redlock.redis_timeout"),
+        ("redlock-restart-durable", "election.redlock.redis_timeout"),
+        (
+            "redlock-restart-without-persistence",
+            "election.redlock.redis_timeout",
+        ),
         ("zookeeper-session-policy-partition", "election.protocol"),
         ("zookeeper-standard-policy-partition", "election.protocol"),
     ];
@@ -109,6 +113,9 @@ fn every_shipped_scenario_is_planned_or_refused_as_listed() {
         "asymmetric-cut-eager-rejoin",
         "crash-restart",
         "downstream-restart-durable",
+        "etcd-paused-leader-fenced",
+        "etcd-paused-leader-unfenced",
+        "explored-etcd-split-brain",
         "gc-pause-fenced",
         "gc-pause-unfenced",
         "graceful-stop",
@@ -167,13 +174,17 @@ fn refusals_name_the_fault_and_say_why() {
     assert!(recurring[1].why.contains("recurring"), "{recurring:?}");
     let volatile = refusals(plan_file("lease-store-restart-volatile", 0.1));
     assert!(volatile[0].why.contains("durable = false"), "{volatile:?}");
-    let zoo = refusals(plan_file("redlock-clock-jump", 0.1));
+    let zoo = refusals(plan_file("dynamodb-gc-pause-unfenced", 0.1));
     assert_eq!(
         zoo.len(),
         1,
         "another design's faults are not judged: {zoo:?}"
     );
-    assert!(zoo[0].why.contains("`redlock`"), "{zoo:?}");
+    assert!(zoo[0].why.contains("`dynamodb`"), "{zoo:?}");
+    // A floor is refused once, not once per node of the design.
+    let redlock = refusals(plan_file("redlock-clock-jump", 0.1));
+    assert_eq!(redlock.len(), 1, "{redlock:?}");
+    assert_eq!(redlock[0].what, "election.redlock.redis_timeout");
     let fleet = refusals(plan_file("fleet-election-50", 0.1));
     assert!(fleet[0].why.contains("50 nodes"), "{fleet:?}");
 }

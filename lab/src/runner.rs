@@ -45,6 +45,12 @@ use crate::supervisor::{Launch, ProcessIndex, Signal, Supervisor};
 mod clocks;
 #[path = "runner_drive.rs"]
 mod drive;
+#[path = "runner_etcd.rs"]
+mod etcd;
+#[path = "runner_redlock.rs"]
+mod redlock;
+#[path = "runner_spawn.rs"]
+mod spawn;
 #[path = "runner_target.rs"]
 mod target;
 
@@ -197,10 +203,12 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let time_scale =
         TimeScale::new(args.time_scale).map_err(|e| RunError::BadInput(e.to_string()))?;
     let fault_plan = scenario.fault_plan();
+    let servers = crate::design::servers(&scenario.election.protocol);
     let steps_a_node = fault_plan.faults().iter().any(|fault| {
         matches!(fault, fenced_sim::Resolution::Scheduled(fault)
             | fenced_sim::Resolution::Anchored { fault, .. }
-            if matches!(crate::realise::clock_target(&fault.start), Some(ClockTarget::Node(_))))
+            if matches!(crate::realise::clock_target(&fault.start, &servers),
+                Some(ClockTarget::Node(_))))
     });
     let needs_clock = steps_a_node
         || scenario
@@ -233,6 +241,14 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
             (dir.path().to_path_buf(), Some(dir))
         }
     };
+    // Redlock's instances start before the run's clock does (the lab's
+    // history's first line), so their start-up is no part of the run.
+    let redis = match &plan.redis {
+        Some(instances) => redlock::Fleet::start(instances, &log_dir).await?,
+        None => redlock::Fleet::default(),
+    };
+    // Before anything that must be cleaned up: dropped on every early return.
+    let etcd = etcd::start(&plan, &log_dir).await?;
     let scaled = crate::judge::scaled_scenario(&scenario, time_scale, plan.seed);
     let history =
         LabHistory::create(&log_dir.join("lab.jsonl"), &plan.scenario, &scaled).map_err(infra)?;
@@ -249,6 +265,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         .await
         .map_err(infra)?;
     let mut lab = Lab {
+        etcd,
         store_clock,
         wall_offsets,
         plan: &plan,
@@ -256,6 +273,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         target,
         schema_name: schema.name().to_string(),
         proxies: BTreeMap::new(),
+        redis,
         supervisor: Supervisor::new(&program, &log_dir),
         incarnations: BTreeMap::new(),
         paused: BTreeMap::new(),
@@ -296,6 +314,8 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     // Tear down in every case: processes, proxies, then the schema.
     lab.supervisor.shutdown().await;
     lab.proxies.clear();
+    lab.redis.stop().await;
+    let etcd_holder = lab.stop_etcd(outcome.is_ok(), schema.name()).await;
     let downstream = match &outcome {
         Ok(()) => downstream_summary(&args.postgres, &plan, &schema).await,
         Err(_) => None,
@@ -315,6 +335,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     // What the anchored faults did, judged as the simulator's are.
     let anchors = std::mem::take(&mut lab.anchors).into_values().collect();
     judged.report.record_anchors(anchors, &scaled.expect);
+    etcd::record_holder(&mut judged.report, etcd_holder)?;
     let simulated = crate::judge::simulate(&scaled);
     let comparison = simulated
         .as_ref()
@@ -369,6 +390,8 @@ async fn downstream_summary(url: &str, plan: &LabPlan, schema: &RunSchema) -> Op
 
 /// The running lab: everything a step may touch.
 struct Lab<'a> {
+    /// The run's etcd, when its nodes follow etcd's election.
+    etcd: Option<crate::servers::etcd::EtcdCluster>,
     /// The lease store's clock, when a fault moves it.
     store_clock: Option<StoreClock>,
     /// Each stepped node's wall-clock offset now (its file's content).
@@ -378,6 +401,8 @@ struct Lab<'a> {
     target: Target,
     schema_name: String,
     proxies: BTreeMap<Link, Proxy>,
+    /// Redlock's instances (none for another design).
+    redis: redlock::Fleet,
     supervisor: Supervisor,
     incarnations: BTreeMap<usize, u32>,
     /// Per node, the faults pausing it.
@@ -447,10 +472,17 @@ impl Lab<'_> {
             retransmit_timeout: network.retransmit_timeout,
             blocked: false,
         };
+        let etcd = self.etcd.as_ref().and_then(etcd::address);
         for node in 0..self.plan.nodes.len() {
-            for server in Server::ALL {
-                let seed = child_seed(self.plan.seed, &[node as u64, server as u64]);
-                let proxy = Proxy::start(self.target.address, [rules; 2], seed)
+            for &server in &self.plan.servers {
+                let (target, part) = match (server, etcd) {
+                    (Server::Redis(index), _) => (self.redis.address(index)?, 2 + u64::from(index)),
+                    (Server::LeaseStore, Some(etcd)) => (etcd, 0),
+                    (Server::LeaseStore, None) => (self.target.address, 0),
+                    (Server::Downstream, _) => (self.target.address, 1),
+                };
+                let seed = child_seed(self.plan.seed, &[node as u64, part]);
+                let proxy = Proxy::start(target, [rules; 2], seed)
                     .await
                     .map_err(|e| infra(format!("cannot start a proxy: {e}")))?;
                 self.proxies.insert(Link { node, server }, proxy);
@@ -461,87 +493,6 @@ impl Lab<'_> {
 
     fn node_name(&self, node: usize) -> String {
         self.plan.nodes[node].id.to_string()
-    }
-
-    fn spawn(&mut self, node: usize) -> Result<String, RunError> {
-        let incarnation = self.incarnations.entry(node).or_insert(0);
-        *incarnation += 1;
-        let incarnation = *incarnation;
-        let store_clock = self.plan.store_clock.then_some(self.schema_name.as_str());
-        let url = |server| {
-            let proxy = &self.proxies[&Link { node, server }];
-            let mut url = self.target.through(proxy.address());
-            if let (Server::LeaseStore, Some(schema)) = (server, store_clock) {
-                // The store's SQL reads the run's clock (crate::store_clock).
-                url.push_str(&format!(" options='{}'", search_path_option(schema)));
-            }
-            url
-        };
-        let history = self
-            .run_dir
-            .join(format!("{}#{incarnation}.jsonl", self.node_name(node)));
-        self.tails.follow(
-            node as u32,
-            format!("{}#{incarnation}", self.node_name(node)),
-            history.clone(),
-        );
-        let settings = &self.plan.settings;
-        let jitter_seed = child_seed(self.plan.seed, &[u64::MAX, node as u64, incarnation.into()]);
-        let mut timings = settings.timings;
-        if let Some(jitter) = timings.jitter.as_mut() {
-            jitter.seed = jitter_seed;
-        }
-        let config = NodeConfig {
-            node: self.plan.nodes[node].id.clone(),
-            incarnation,
-            lease_url: url(Server::LeaseStore),
-            registry_url: url(Server::LeaseStore),
-            downstream_url: url(Server::Downstream),
-            namespace: fenced::postgres::Namespace::new(&self.schema_name, "").map_err(infra)?,
-            role: settings.role.clone(),
-            resource: settings.resource.clone(),
-            timings,
-            heartbeat_interval: settings.heartbeat_interval,
-            liveness_ttl: settings.liveness_ttl,
-            write_interval: settings.write_interval,
-            work_duration: settings.work_duration,
-            // The scenario's client, scaled with the rest: what the
-            // simulator's sessions model (`sim/src/hosts/session.rs`).
-            query_timeout: settings.client.query_timeout,
-            query_grace: settings.client.query_grace,
-            connect_timeout: settings.client.connect_timeout,
-            write_retries: settings.write_retries,
-            fencing: settings.fencing,
-            lock: match &self.plan.nodes[node].design {
-                Design::ConnectionLock(lock) => Some(lock.clone()),
-                Design::Fenced => None,
-            },
-            history: Some(history.clone()),
-            run_name: Some(self.plan.scenario.clone()),
-            #[cfg(feature = "planted-bugs")]
-            planted: self.planted,
-        };
-        let (args, mut env) = config.to_command();
-        if self.plan.nodes[node].wall_steps {
-            let file = wall_clock_file(&self.run_dir, &self.node_name(node));
-            let extra = self.options.faketime.stepped_environment(&file);
-            env.extend(extra.into_iter().map(|(k, v)| (k.into(), v.into())));
-        } else if let Some(clock) = &self.plan.nodes[node].clock {
-            let extra = self.options.faketime.environment(clock);
-            env.extend(extra.into_iter().map(|(k, v)| (k.into(), v.into())));
-        }
-        let launch = Launch {
-            node: self.node_name(node),
-            incarnation,
-            args,
-            env,
-        };
-        let index = self.supervisor.spawn(launch).map_err(infra)?;
-        let pid = self.supervisor.processes()[index].pid;
-        Ok(format!(
-            "started {}#{incarnation} (pid {pid})",
-            self.node_name(node)
-        ))
     }
 
     /// Sends `signal` to every live process of `node`; says to whom.
@@ -701,15 +652,19 @@ impl Lab<'_> {
                 self.history.ended(fault);
                 self.set_block(link, direction, fault, false)
             }
-            Action::ServerDown { server } => {
-                self.history.server_fault(fault, server.name());
-                self.set_down(server, fault, true)
+            Action::ServerPause {
+                server: Server::Redis(_),
             }
-            Action::ServerUp { server } => {
-                self.history.ended(fault);
-                self.set_down(server, fault, false)
+            | Action::ServerResume {
+                server: Server::Redis(_),
             }
-            Action::Heal => self.heal()?,
+            | Action::ServerKill { .. }
+            | Action::ServerRestart { .. } => self.apply_instance(action, fault).await?,
+            Action::ServerDown { .. }
+            | Action::ServerUp { .. }
+            | Action::ServerPause { .. }
+            | Action::ServerResume { .. } => self.server_fault(fault, action).await?,
+            Action::Heal => self.heal().await?,
             Action::ClockStep { target, by_nanos } => self.step_clock(target, by_nanos).await?,
             Action::ClockSlew {
                 target,
@@ -732,9 +687,9 @@ impl Lab<'_> {
             .collect()
     }
 
-    fn heal(&mut self) -> Result<String, RunError> {
+    async fn heal(&mut self) -> Result<String, RunError> {
         self.history.heal();
-        let mut said = Vec::new();
+        let mut said = self.redis.heal().await?;
         self.paused.clear();
         let stopped: Vec<usize> = self.stopped.keys().copied().collect();
         for node in stopped {
@@ -749,6 +704,9 @@ impl Lab<'_> {
             proxy.set_loss(0.0);
         }
         said.push("every link flowing, loss off".to_string());
+        if let Some(etcd) = self.etcd.as_mut() {
+            said.push(etcd::heal(etcd).await?);
+        }
         let started: Vec<usize> = self.incarnations.keys().copied().collect();
         for node in started {
             if self.supervisor.live(&self.node_name(node)).is_empty() {

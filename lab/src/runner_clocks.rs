@@ -63,6 +63,7 @@ impl Lab<'_> {
         by_nanos: i64,
     ) -> Result<String, RunError> {
         match target {
+            ClockTarget::Redis(index) => self.redis.step_clock(index, by_nanos),
             ClockTarget::LeaseStore => {
                 let Some(clock) = &self.store_clock else {
                     return Err(infra("the lease store's clock was not installed"));

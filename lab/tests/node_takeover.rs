@@ -40,6 +40,8 @@ fn config(url: &str, schema: &RunSchema, node: &str) -> NodeConfig {
         write_retries: 1,
         fencing: true,
         lock: None,
+        redlock: None,
+        etcd: None,
         history: None,
         run_name: None,
         #[cfg(feature = "planted-bugs")]

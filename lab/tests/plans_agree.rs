@@ -154,8 +154,20 @@ fn verified() -> FaketimeSupport {
 fn lock(server: Server) -> HostId {
     HostId::Server(match server {
         Server::LeaseStore => ServerId::Lock(0),
+        Server::Redis(index) => ServerId::Lock(index),
         Server::Downstream => ServerId::Downstream,
     })
+}
+
+/// The host a pause, resume or restart of a server names.
+fn host_of(action: &FaultAction) -> Option<HostId> {
+    match action {
+        FaultAction::Pause { host } | FaultAction::Resume { host } => Some(*host),
+        FaultAction::ServerDown { server, .. } | FaultAction::ServerUp { server, .. } => {
+            Some(HostId::Server(*server))
+        }
+        _ => None,
+    }
 }
 
 /// Whether lab action `real` acts on the hosts plan action `planned` names,
@@ -193,9 +205,23 @@ fn same_hosts(planned: &FaultAction, real: &Action) -> bool {
         | (FaultAction::EndPartition(p), Action::Unblock { link, .. }) => {
             p.separates(HostId::Node(link.node as u32), lock(link.server))
         }
+        (FaultAction::Pause { .. }, Action::ServerPause { server })
+        | (FaultAction::Resume { .. }, Action::ServerResume { server })
+        | (FaultAction::ServerDown { .. }, Action::ServerKill { server })
+            if matches!(server, Server::Redis(_)) =>
+        {
+            host_of(planned) == Some(lock(*server))
+        }
+        (FaultAction::Pause { host }, Action::ServerPause { server: s })
+        | (FaultAction::Resume { host }, Action::ServerResume { server: s }) => *host == lock(*s),
         (FaultAction::ServerDown { server, .. }, Action::ServerDown { server: s })
         | (FaultAction::ServerUp { server, .. }, Action::ServerUp { server: s }) => {
             HostId::Server(*server) == lock(*s)
+        }
+        (FaultAction::ServerUp { durable, .. }, Action::ServerRestart { server, durable: d })
+            if matches!(server, Server::Redis(_)) =>
+        {
+            durable == d && host_of(planned) == Some(lock(*server))
         }
         (FaultAction::Heal, Action::Heal) => true,
         (
@@ -205,6 +231,7 @@ fn same_hosts(planned: &FaultAction, real: &Action) -> bool {
         | (FaultAction::ClockSlew { host, .. }, Action::ClockSlew { target, .. }) => match target {
             ClockTarget::Node(node) => *host == HostId::Node(*node as u32),
             ClockTarget::LeaseStore => *host == HostId::Server(ServerId::Lock(0)),
+            ClockTarget::Redis(index) => *host == HostId::Server(ServerId::Lock(*index)),
         },
         _ => false,
     }
@@ -288,7 +315,7 @@ fn the_simulator_and_the_lab_execute_one_fault_plan() {
         }
     }
     // The scenarios the lab runs for real (lab/README.md).
-    assert_eq!(compared, 25);
+    assert_eq!(compared, 34);
 }
 
 #[test]

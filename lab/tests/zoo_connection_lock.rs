@@ -173,6 +173,7 @@ async fn without_a_proxy_a_stopped_holders_kernel_keeps_the_lock_and_a_killed_on
         connect_timeout: Duration::from_secs(2),
         write_retries: 1,
         fencing: false,
+        redlock: None,
         lock: Some(PgSettings {
             tcp_keepalives_idle: Duration::from_secs(3),
             tcp_keepalives_interval: Duration::from_secs(1),
@@ -183,6 +184,7 @@ async fn without_a_proxy_a_stopped_holders_kernel_keeps_the_lock_and_a_killed_on
             // No health query during the test: only the kernel talks.
             check_interval: Duration::from_secs(60),
         }),
+        etcd: None,
         history: None,
         run_name: None,
         #[cfg(feature = "planted-bugs")]

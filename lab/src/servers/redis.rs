@@ -70,6 +70,9 @@ pub struct RedisOptions {
     pub program: Option<PathBuf>,
     /// How long the start may take.
     pub ready_within: Duration,
+    /// Where its data directory goes (`<data_base>/<name>.data`); `None`:
+    /// beside its log, in `base`.
+    pub data_base: Option<PathBuf>,
 }
 
 impl Default for RedisOptions {
@@ -81,6 +84,7 @@ impl Default for RedisOptions {
             extra_args: Vec::new(),
             program: None,
             ready_within: Duration::from_secs(20),
+            data_base: None,
         }
     }
 }
@@ -131,7 +135,11 @@ impl RedisServer {
             path: path.to_path_buf(),
             error,
         };
-        let data_path = base.join(format!("{name}.data"));
+        let data_path = options
+            .data_base
+            .as_deref()
+            .unwrap_or(base)
+            .join(format!("{name}.data"));
         let mut data = DataDir::create(&data_path).map_err(|e| files(&data_path, e))?;
         let clock = if options.stepped_clock {
             Some(SteppedClock::prepare(base, name).map_err(|e| files(base, e))?)

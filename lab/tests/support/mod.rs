@@ -241,3 +241,25 @@ pub fn keepalive_timer_secs(local: u16, remote: u16) -> Option<f64> {
         Some(u64::from_str_radix(when, 16).ok()? as f64 / 100.0)
     })
 }
+
+/// What a zoo design's real run and its simulation must agree on: the
+/// verdicts, the number of terms and the highest token.
+pub const MUST_AGREE: [&str; 4] = ["violations", "split_brain", "term_count", "max_token"];
+
+/// Asserts that `report`'s real and simulated runs agree on each of `keys`.
+pub fn assert_same(report: &Value, keys: &[&str]) {
+    let comparison = &report["comparison"];
+    let (real, simulated) = (&comparison["real"], &comparison["simulated"]);
+    for key in keys {
+        assert_eq!(real[key], simulated[key], "{key}: {comparison:#}");
+    }
+}
+
+/// Whether the lab applied a step whose effect mentions `needle`.
+pub fn applied(report: &Value, needle: &str) -> bool {
+    report["applied"]
+        .as_array()
+        .expect("applied")
+        .iter()
+        .any(|a| a["effect"].as_str().is_some_and(|e| e.contains(needle)))
+}
