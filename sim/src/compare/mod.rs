@@ -69,10 +69,10 @@ pub use self::error::{CellProblem, CompareError};
 pub use self::output::CSV_HEADER;
 pub use self::runs::{Plan, Subject};
 pub use self::scenarios::{
-    adapt, builtin, cut_off, expiry, expiry_source, fault_start, CutOff, Length, Neutral, Shape,
-    MAX_RUN,
+    adapt, builtin, cut_off, expiry, expiry_source, expiry_with, fault_start, servers, CutOff,
+    Length, Neutral, Shape, MAX_RUN,
 };
-pub use self::stats::Cell;
+pub use self::stats::{failover_stuck, Cell};
 
 use crate::batch::Seeds;
 use crate::scenario::ProtocolSpec;

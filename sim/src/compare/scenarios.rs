@@ -54,7 +54,7 @@ pub fn expiry(spec: &ProtocolSpec) -> Duration {
 
 /// [`expiry`], with the fenced protocol's `lease_ttl` given: the other
 /// designs' is the first half of [`ProtocolSpec::timescale`].
-pub(super) fn expiry_with(spec: &ProtocolSpec, lease_ttl: Duration) -> Duration {
+pub fn expiry_with(spec: &ProtocolSpec, lease_ttl: Duration) -> Duration {
     spec.timescale().map_or(lease_ttl, |(e, _)| e)
 }
 
@@ -76,7 +76,7 @@ pub fn expiry_source(spec: &ProtocolSpec) -> &'static str {
 /// The hosts a design's nodes take the lock from: `lease-store` for the
 /// fenced protocol, the design's servers otherwise (all five Redis
 /// instances for Redlock).
-pub(super) fn servers(spec: &ProtocolSpec) -> Vec<String> {
+pub fn servers(spec: &ProtocolSpec) -> Vec<String> {
     match spec {
         ProtocolSpec::Fenced => vec![LEASE_STORE.to_string()],
         other => other.server_names(),

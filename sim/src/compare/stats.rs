@@ -12,6 +12,31 @@ use crate::batch::{round_to, three_significant_digits, Histogram};
 use crate::report::Invariant;
 use crate::Report;
 
+/// Whether run `r` was stuck: `None` when no failover was due (no `cut`,
+/// or its node held no term when the fault began), else `Some(stuck)`.
+///
+/// A failover is **due** when `cut` is given and its node held a term when
+/// the fault began; the run is **stuck** when one was due and no other
+/// process (another node, or another incarnation of the node) began a term
+/// between the fault's start and its end. `fenced-lab matrix` judges a real
+/// run's report by the same rule.
+pub fn failover_stuck(r: &Report, cut: Option<&CutOff>) -> Option<bool> {
+    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let c = cut?;
+    let at = ms(c.at);
+    let end = ms(c.end);
+    let holder = r
+        .terms
+        .iter()
+        .find(|t| t.node == c.node && t.start_ms <= at && at < t.end_ms)?;
+    let owner = holder.owner.as_str();
+    Some(
+        !r.terms
+            .iter()
+            .any(|t| t.owner != owner && at <= t.start_ms && t.start_ms <= end),
+    )
+}
+
 /// What one run of a cell measured.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SeedStats {
@@ -55,26 +80,14 @@ impl SeedStats {
     /// other process (another node, or another incarnation of the node)
     /// began a term between the fault's start and its end.
     pub(super) fn of(r: &Report, cut: Option<&CutOff>) -> Self {
-        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let hit = cut.and_then(|c| {
-            let at = ms(c.at);
-            r.terms
-                .iter()
-                .find(|t| t.node == c.node && t.start_ms <= at && at < t.end_ms)
-                .map(|t| (t.owner.as_str(), at, ms(c.end)))
-        });
-        let stuck = hit.is_some_and(|(owner, at, end)| {
-            !r.terms
-                .iter()
-                .any(|t| t.owner != owner && at <= t.start_ms && t.start_ms <= end)
-        });
+        let stuck = failover_stuck(r, cut);
         SeedStats {
             split_brain: r.split_brain,
             overlap_ms: r.overlap_ms,
             gaps_ms: r.failovers.iter().map(|f| f.gap_ms).collect(),
             leader_changed: r.leader_changes > 0,
-            due: hit.is_some(),
-            stuck,
+            due: stuck.is_some(),
+            stuck: stuck.unwrap_or(false),
             other_violations: other_violations(r),
             other_invariants: r
                 .violations

@@ -505,6 +505,29 @@ impl FaultSpec {
         }
     }
 
+    /// Where a scheduled fault begins, to move it (`None` for a recurring
+    /// fault, which has no one start; an anchored fault's is its earliest
+    /// instant). `fenced-lab matrix` puts an anchored fault where a run
+    /// says it began.
+    pub fn at_mut(&mut self) -> Option<&mut Duration> {
+        match self {
+            FaultSpec::Pause { at, .. }
+            | FaultSpec::Isolate { at, .. }
+            | FaultSpec::Cut { at, .. }
+            | FaultSpec::Partition { at, .. }
+            | FaultSpec::Crash { at, .. }
+            | FaultSpec::Replace { at, .. }
+            | FaultSpec::Stop { at, .. }
+            | FaultSpec::Abdicate { at, .. }
+            | FaultSpec::Restart { at, .. }
+            | FaultSpec::ClockJump { at, .. }
+            | FaultSpec::ClockSlew { at, .. }
+            | FaultSpec::ClockStrobe { at, .. } => Some(at),
+            FaultSpec::Recurring { .. } => None,
+            FaultSpec::Anchored { fault, .. } => fault.at_mut(),
+        }
+    }
+
     /// The span `[at, at + duration)` of a scheduled fault that has one;
     /// for an anchored fault, from its earliest instant on (when it begins
     /// is known only as the run goes).
