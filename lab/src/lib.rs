@@ -45,6 +45,7 @@ pub mod design_redlock;
 pub mod faketime;
 pub mod judge;
 pub mod lab_history;
+pub mod matrix;
 pub mod membership_watch;
 pub mod node;
 pub mod output;

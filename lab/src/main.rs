@@ -32,6 +32,11 @@ enum Command {
     /// faults applied at real times; judge their histories with the
     /// simulator's checker and print the simulator's prediction next to it.
     Run(RunArgs),
+    /// The lock designs compared for real: every built-in scenario of
+    /// `fenced-sim compare` × every design, each cell run for real beside
+    /// its simulation (split-brain and stuck, real = simulated), the cells
+    /// the lab cannot make real named with the reason.
+    Matrix(fenced_lab::matrix::MatrixArgs),
     /// Drop the schemas that runners killed before their clean-up left in
     /// the database (`fenced_lab_<pid>_<n>`, marked by a runner of this
     /// host that is no longer alive); every other schema is kept. `run`
@@ -61,6 +66,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(&args),
+        Command::Matrix(args) => matrix(&args),
         Command::Clean { postgres } => clean(&postgres),
         Command::Node(args) => match node::main(*args) {
             Ok(()) => ExitCode::SUCCESS,
@@ -107,6 +113,29 @@ fn zoo_servers(args: &fenced_lab::servers::serve::ServeArgs) -> ExitCode {
         Err(error) => {
             eprintln!("fenced-lab zoo-servers: {error}");
             ExitCode::from(1)
+        }
+    }
+}
+
+fn matrix(args: &fenced_lab::matrix::MatrixArgs) -> ExitCode {
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    match runtime.block_on(fenced_lab::matrix::run(args)) {
+        Ok(matrix) => {
+            if args.json {
+                println!("{:#}", matrix.to_json());
+            } else if args.markdown {
+                print!("{}", matrix.to_markdown());
+            } else {
+                print!("{}", matrix.to_text());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("fenced-lab matrix: {error}");
+            ExitCode::from(error.exit_code())
         }
     }
 }
