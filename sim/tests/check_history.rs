@@ -565,6 +565,95 @@ fn a_renewal_answered_after_its_request_failed_still_counts() {
     assert_eq!(invariants(&build(false)), vec!["token-monotonic"]);
 }
 
+/// node-b leads with token 1 from 10 ms (its lease until 3.011 s on the
+/// store's clock), and with `b_releases` stops and releases at 1 s. node-a's
+/// request 3 (sent at 1.5 s) fails unanswered at 2.2 s when
+/// `a_request_failed`; its request 4 is answered at 2.3 s with a *renewal*
+/// of token 2 — a token it was never answered the grant of.
+fn renewal_of_an_unanswered_grant(a_request_failed: bool, b_releases: bool) -> Judged {
+    let store_ns = |ms: u64| (ms + 1) * 1_000_000;
+    let mut b = History::node("node-b", 1, true)
+        .started(0)
+        .leads(10, 1, 1, true);
+    if b_releases {
+        b = b
+            .ends(1_000, 1, "stopped")
+            .at(
+                1_010,
+                r#""event":"release-handled","token":1,"released":true"#,
+            )
+            .stopped(1_020);
+    } else {
+        b = b.leads(2_000, 2, 1, false).stopped(9_000);
+    }
+    let mut a = History::node("node-a", 1, true)
+        .started(0)
+        .at(
+            1_500,
+            r#""event":"request-sent","request":3,"local_ns":1500000000"#,
+        )
+        .at(
+            2_100,
+            r#""event":"request-sent","request":4,"local_ns":2100000000"#,
+        );
+    if a_request_failed {
+        a = a.at(
+            2_200,
+            r#""event":"lease-failed","request":3,"rejected":false,"error":"the store is unavailable: PostgreSQL statement unanswered within 600ms""#,
+        );
+    }
+    let a = a
+        .at(
+            2_300,
+            &format!(
+                r#""event":"lease-handled","request":4,"answer":"renewed","token":2,"expires_at_ns":{},"store_now_ns":{}"#,
+                store_ns(2_300) + 3_000_000_000,
+                store_ns(2_300)
+            ),
+        )
+        .at(
+            2_300,
+            r#""event":"response-handled","request":4,"disposition":"applied","acquired":2,"renewal":true"#,
+        )
+        .at(2_300, r#""event":"term-started","token":2"#)
+        .stopped(9_000);
+    judge(&[a.file("a"), b.file("b")])
+}
+
+#[test]
+fn a_grant_whose_answer_was_lost_is_inferred_from_the_renewal_that_follows() {
+    // Seen for real (fenced-lab, renew-too-close-under-loss under 30 %
+    // loss): PostgreSQL ran a follower's acquire and granted token 2, the
+    // client gave up on the statement, and its next request was answered
+    // "renewed, token 2". The grant is judged just before that renewal,
+    // with a warning; the run is clean.
+    let judged = renewal_of_an_unanswered_grant(true, true);
+    assert_eq!(
+        invariants(&judged),
+        Vec::<&str>::new(),
+        "{:?}",
+        judged.report.violations
+    );
+    let history = judged.report.history.as_ref().expect("a history summary");
+    assert!(
+        history
+            .problems
+            .iter()
+            .any(|p| p.severity == "warning" && p.detail.contains("never answered the grant of")),
+        "{:?}",
+        history.problems
+    );
+    // Negative controls: with no unanswered request there is nothing to
+    // infer — a renewal of a lease the process never held is a violation;
+    // and an inferred grant is still judged: made while node-b's lease was
+    // live, it breaks lease exclusivity.
+    assert_eq!(
+        invariants(&renewal_of_an_unanswered_grant(false, true)),
+        vec!["token-monotonic"]
+    );
+    assert!(invariants(&renewal_of_an_unanswered_grant(true, false)).contains(&"lease-exclusive"));
+}
+
 #[test]
 fn a_repeated_grant_breaks_token_monotonicity() {
     // Proves token-monotonic: a later grant of the same token to another

@@ -42,6 +42,12 @@ struct State {
     /// Per token, units sent and not yet judged, oldest first.
     sent: BTreeMap<u64, VecDeque<u64>>,
     ignored_after_end: u64,
+    /// Lease requests that failed without an answer (timed out, the
+    /// connection lost) since the process's last answer: each may have been
+    /// decided by the store all the same (see [`Feed::lease`]).
+    unanswered: u32,
+    /// The token of the last grant or renewal this process was answered.
+    known_token: Option<FencingToken>,
 }
 
 /// The observers and what the feed keeps between lines.
@@ -80,6 +86,8 @@ impl<'a> Feed<'a> {
             in_progress: BTreeSet::new(),
             sent: BTreeMap::new(),
             ignored_after_end: 0,
+            unanswered: 0,
+            known_token: None,
         };
         Feed {
             idents,
@@ -303,16 +311,25 @@ impl<'a> Feed<'a> {
                 expires_at_ns,
                 store_now_ns,
                 holder,
-            } => self.lease(
-                at,
-                p,
-                *request,
-                *answer,
-                *token,
-                *expires_at_ns,
-                *store_now_ns,
-                holder,
-            ),
+            } => {
+                if *answer == LeaseAnswer::Renewed {
+                    self.infer_unanswered_grant(at, pid, *token, *expires_at_ns, origin);
+                }
+                if matches!(answer, LeaseAnswer::Granted | LeaseAnswer::Renewed) {
+                    self.states[pid].known_token = Some(*token);
+                    self.states[pid].unanswered = 0;
+                }
+                self.lease(
+                    at,
+                    p,
+                    *request,
+                    *answer,
+                    *token,
+                    *expires_at_ns,
+                    *store_now_ns,
+                    holder,
+                )
+            }
             Event::LeaseFailed {
                 request,
                 rejected,
@@ -325,6 +342,8 @@ impl<'a> Feed<'a> {
                         error,
                     };
                     self.emit(at, &o);
+                } else {
+                    self.states[pid].unanswered = self.states[pid].unanswered.saturating_add(1);
                 }
                 let o = Observation::RequestFailed {
                     process: p,
@@ -472,6 +491,51 @@ impl<'a> Feed<'a> {
     /// (its offset from the report's time, as a `ClockJumped` of the lease
     /// store), so lease exclusivity is judged on the store's own clock; the
     /// timeline draws the lease on the report's time.
+    /// A renewal of `token` answered to process `pid`, which was never
+    /// answered a grant of it: when one of its requests went unanswered
+    /// since its last answer, the store granted `token` on that request and
+    /// only the answer was lost (the statement ran; the client gave up
+    /// waiting). A real history cannot show that grant, so it is judged
+    /// here, just before the renewal that reveals it — the latest instant it
+    /// can have happened, so that a grant the store was free to make is not
+    /// taken for a violation (a grant while another lease was still live,
+    /// or of a token not above every earlier one, still is). Noted as a
+    /// warning. Without an unanswered request there is nothing to infer:
+    /// the renewal is judged as it is (a lapsed lease renewed).
+    fn infer_unanswered_grant(
+        &mut self,
+        at: SimTime,
+        pid: usize,
+        token: FencingToken,
+        expires_at_ns: u64,
+        origin: &Origin<'_>,
+    ) {
+        let state = &self.states[pid];
+        if state.unanswered == 0 || state.known_token == Some(token) {
+            return;
+        }
+        let unanswered = state.unanswered;
+        let p = self.process(pid);
+        let granted = LeaseResult::Granted {
+            token,
+            expires_at: Instant::from_nanos(expires_at_ns),
+        };
+        // Request 0: no request of the process is answered by it.
+        let o = Observation::LeaseHandled {
+            from: p,
+            request: 0,
+            result: &granted,
+        };
+        self.checker.observe(at, &o);
+        let detail = format!(
+            "{} was answered a renewal of token {token} it was never answered the grant of; \
+             {unanswered} of its requests went unanswered before it, so the store granted the \
+             token on one of them: judged as granted just before this renewal",
+            p.owner
+        );
+        self.problem(origin, false, detail);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn lease(
         &mut self,
