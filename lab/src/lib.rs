@@ -42,6 +42,7 @@ pub mod compare;
 pub mod design;
 pub mod design_etcd;
 pub mod design_redlock;
+pub mod design_zookeeper;
 pub mod faketime;
 pub mod judge;
 pub mod lab_history;
