@@ -133,3 +133,104 @@ pub fn to_args(node: &ZooKeeperNode, human: impl Fn(Duration) -> String) -> Vec<
     }
     args
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::node::{NodeConfig, NodeError};
+
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Node(crate::node::NodeArgs),
+    }
+
+    fn zookeeper_node(session: &str, policy: &str, latch: &str) -> Result<NodeConfig, NodeError> {
+        use clap::Parser;
+        let line = [
+            "fenced-lab",
+            "node",
+            "--node-id",
+            "node-a",
+            "--incarnation",
+            "2",
+            "--lease-url",
+            "127.0.0.1:1",
+            "--registry-url",
+            "u",
+            "--downstream-url",
+            "u",
+            "--schema",
+            "fenced_lab_1_0",
+            "--role",
+            "reports",
+            "--resource",
+            "r",
+            "--ttl",
+            "3s",
+            "--renew-interval",
+            "1s",
+            "--retry-interval",
+            "200ms",
+            "--heartbeat-interval",
+            "500ms",
+            "--liveness-ttl",
+            "3s",
+            "--write-interval",
+            "100ms",
+            "--work-ms",
+            "20ms",
+            "--query-timeout",
+            "1s",
+            "--unfenced",
+            "--zookeeper",
+            "--zk-session-timeout",
+            session,
+            "--zk-tick-time",
+            "300ms",
+            "--zk-error-policy",
+            policy,
+            "--zk-simulated-expiration-percent",
+            "100",
+            "--zk-latch-path",
+            latch,
+            "--zk-zxid-base",
+            "4294967300",
+        ];
+        let parsed = Wrapper::try_parse_from(line).expect("parses");
+        let Command::Node(args) = parsed.command;
+        NodeConfig::from_args(args)
+    }
+
+    #[test]
+    fn the_zookeeper_flags_read_back_as_the_same_config_and_bad_ones_are_refused() {
+        // Proves what the runner writes for a ZooKeeper node is what the
+        // node reads, and that the model's own checks name the setting.
+        use clap::Parser;
+        let config = zookeeper_node("6s", "session", "/fenced-lab/s/reports").expect("valid");
+        let node = config.zookeeper.clone().expect("a ZooKeeper node");
+        assert_eq!(
+            node.settings.session_timeout,
+            std::time::Duration::from_secs(6)
+        );
+        assert_eq!(node.zxid_base, 4_294_967_300);
+        let (args, env) = config.to_command();
+        let urls = ["--lease-url", "--registry-url", "--downstream-url"]
+            .into_iter()
+            .zip(env)
+            .flat_map(|(flag, (_, value))| [flag.into(), value]);
+        let line = std::iter::once("fenced-lab".into()).chain(args).chain(urls);
+        let Command::Node(again) = Wrapper::try_parse_from(line).expect("parses").command;
+        assert_eq!(NodeConfig::from_args(again).expect("valid"), config);
+        let error = zookeeper_node("0s", "session", "/l").expect_err("a zero session");
+        assert!(error.to_string().contains("session_timeout"), "{error}");
+        let error = zookeeper_node("6s", "eager", "/l").expect_err("no such policy");
+        assert!(error.to_string().contains("--zk-error-policy"), "{error}");
+        let error = zookeeper_node("6s", "standard", "l/").expect_err("a relative path");
+        assert!(error.to_string().contains("--zk-latch-path"), "{error}");
+    }
+}

@@ -14,6 +14,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
 
 use fenced_lab::design::Design;
@@ -137,4 +138,67 @@ async fn the_standard_policy_gives_up_before_the_servers_expiry_for_real() {
     assert_eq!(report["split_brain"], false);
     assert_eq!(report["violations_total"], 0);
     assert_agrees(&report);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_paused_past_its_session_is_succeeded_and_fenced_for_real() {
+    // node-a SIGSTOPped 8 s against its 6 s session: ZooKeeper expires the
+    // session and deletes its node, a follower's watch fires and it leads
+    // with a newer czxid; node-a wakes past its read timeout and starts no
+    // unit. One failover, the same tokens, no violation, in both runs.
+    let Some(url) = servers("zookeeper_paused_leader_for_real") else {
+        return;
+    };
+    let scenario = lab_scenario("lab-zookeeper-paused-leader");
+    let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert!(applied(&report, "SIGSTOP"), "{:#}", report["applied"]);
+    assert_eq!(report["leader_changes"], 1);
+    assert_agrees(&report);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ctrl_c_removes_zookeeper_and_its_data() {
+    // SIGINT while a ZooKeeper run is under way: exit 1, and the JVM, its
+    // data directory and every node process are gone.
+    let Some(url) = servers("ctrl_c_removes_zookeeper_and_its_data") else {
+        return;
+    };
+    let logs = tempfile::tempdir().expect("tempdir");
+    let mut child = tokio::process::Command::new(support::program())
+        .args(["run", "--postgres", &url, "--time-scale", "0.1", "--keep"])
+        .arg(logs.path())
+        .arg(support::scenario("zookeeper-standard-policy-partition"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let runner = i32::try_from(child.id().expect("pid")).expect("pid");
+    let dir = logs.path().to_path_buf();
+    let leading = move || {
+        std::fs::read_dir(&dir).is_ok_and(|entries| {
+            entries
+                .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                .any(|text| text.contains("leading token="))
+        })
+    };
+    let started = support::eventually(Duration::from_secs(60), leading).await;
+    assert!(started, "no node led");
+    let data = logs.path().join("zookeeper.data");
+    assert!(data.exists(), "ZooKeeper's data directory while it runs");
+    assert!(!support::processes_mentioning(&data).is_empty());
+    // SAFETY: a plain system call on our own child.
+    unsafe {
+        libc::kill(runner, libc::SIGINT);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the runner exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1));
+    assert!(!data.exists(), "{} left on disk", data.display());
+    assert_eq!(
+        support::processes_mentioning(logs.path()),
+        Vec::<i32>::new()
+    );
 }
