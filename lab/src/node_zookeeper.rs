@@ -91,6 +91,7 @@
 //! or the expiry the policy gives up on, even before a timer ran).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -197,6 +198,9 @@ struct Io {
     answers: mpsc::UnboundedSender<ZooKeeperResponse>,
     /// The current socket and the model's number for it.
     socket: Arc<Mutex<Current>>,
+    /// The model's newest connection: a socket opened for an older one
+    /// (the model gave up on it while it was being opened) is closed.
+    newest: Arc<AtomicU64>,
     /// Each session's password, from its `ConnectResponse`.
     passwords: Arc<Mutex<BTreeMap<u64, Vec<u8>>>>,
     /// Each sequence's full name under the latch path, as listed.
@@ -289,6 +293,7 @@ impl Io {
 
     async fn connect(&self, connection: u64, session: Option<SessionId>, asked: Duration) {
         // The old socket is given up: closed, its tasks ended.
+        self.newest.fetch_max(connection, Ordering::SeqCst);
         if let Ok(mut slot) = self.socket.lock() {
             slot.take();
         }
@@ -318,8 +323,11 @@ impl Io {
         let Ok(socket) = opened else {
             return; // The model's connect timeout decides.
         };
-        if let Ok(mut slot) = self.socket.lock() {
-            *slot = Some((connection, Arc::new(socket)));
+        match self.socket.lock() {
+            Ok(mut slot) if self.newest.load(Ordering::SeqCst) == connection => {
+                *slot = Some((connection, Arc::new(socket)));
+            }
+            _ => return,
         }
         let io = self.clone();
         tokio::spawn(async move {
@@ -514,15 +522,13 @@ impl Driver {
         sent
     }
 
-    /// Carries `requests` in order: a connect first (the rest wait for its
-    /// socket), the others each on their own task.
-    async fn dispatch(&self, requests: Vec<ZooKeeperRequest>) {
+    /// Carries each of `requests` on its own task (the driver never
+    /// waits on the network; a request on a connection whose socket is not
+    /// open yet finds none and gives the model nothing — the model sends
+    /// nothing on a connection before its `Connected`).
+    fn dispatch(&self, requests: Vec<ZooKeeperRequest>) {
         for request in requests {
-            if let ZooKeeperRequest::Connect { .. } = request {
-                self.io.clone().carry(request).await;
-            } else {
-                tokio::spawn(self.io.clone().carry(request));
-            }
+            tokio::spawn(self.io.clone().carry(request));
         }
     }
 
@@ -533,7 +539,7 @@ impl Driver {
 
     async fn run(mut self, shutdown: CancellationToken) {
         let sent = self.step(|model, now| model.start(now));
-        self.dispatch(sent).await;
+        self.dispatch(sent);
         loop {
             let timer = self.next_timer();
             let sent = tokio::select! {
@@ -545,7 +551,7 @@ impl Driver {
                     self.step(|model, now| model.handle_timeout(now))
                 }
             };
-            self.dispatch(sent).await;
+            self.dispatch(sent);
         }
         let sent = self.step(|model, now| model.stop(now));
         // The delete and the closeSession leave before the process exits,
@@ -640,6 +646,7 @@ pub(super) async fn run_node(
         value: owner.to_string(),
         answers,
         socket: Arc::default(),
+        newest: Arc::default(),
         passwords: Arc::default(),
         names: Arc::default(),
         last_zxid: Arc::default(),

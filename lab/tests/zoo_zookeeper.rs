@@ -202,3 +202,28 @@ async fn ctrl_c_removes_zookeeper_and_its_data() {
         Vec::<i32>::new()
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_paused_zookeeper_shorter_than_the_read_timeout_changes_nothing() {
+    // SIGSTOP of the JVM 2 s against a 6 s session (4 s read timeout): no
+    // read timeout and no expiry passes, the queued pings are answered on
+    // SIGCONT, and node-a leads on: one term, in both runs.
+    let Some(url) = servers("zookeeper_server_paused_for_real") else {
+        return;
+    };
+    let scenario = lab_scenario("lab-zookeeper-server-paused");
+    let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert!(
+        applied(&report, "zookeeper: SIGSTOP"),
+        "{:#}",
+        report["applied"]
+    );
+    assert!(
+        applied(&report, "zookeeper: SIGCONT"),
+        "{:#}",
+        report["applied"]
+    );
+    assert_eq!(report["leader_changes"], 0);
+    assert_agrees(&report);
+}
