@@ -2,7 +2,7 @@
 //! settings scaled as the run's, and what of that design the lab cannot
 //! make real.
 //!
-//! Four designs run for real: the fenced protocol (this crate's tokio
+//! Five designs run for real: the fenced protocol (this crate's tokio
 //! elector over the PostgreSQL lease store), **`connection-lock`**, the
 //! zoo's PostgreSQL advisory lock held for a session's life
 //! (`fenced_zoo::connection_lock`; the node's client is
@@ -12,8 +12,12 @@
 //! `lab/src/design_redlock.rs`), and **`etcd`**, `concurrency.Election` on
 //! a session lease against a real single-member etcd the run starts
 //! (`fenced_zoo::etcd`; the node is `lab/src/node_etcd.rs`, the settings'
-//! scaling and refusals are [`crate::design_etcd`]'s). The others are
-//! refused by name ([`unplanned`]).
+//! scaling and refusals are [`crate::design_etcd`]'s), and **`zookeeper`**,
+//! Curator's `LeaderLatch` on a real standalone ZooKeeper the run starts
+//! (`fenced_zoo::zookeeper`; the node is `lab/src/node_zookeeper.rs`, the
+//! scaling, the server's `tickTime` and refusals
+//! [`crate::design_zookeeper`]'s). The others are refused by name
+//! ([`unplanned`]).
 //!
 //! # Scaling the connection lock's settings
 //!
@@ -34,6 +38,7 @@ use fenced_sim::{FaultAction, HostId, ProtocolSpec, Resolution, Scenario, Server
 use fenced_zoo::connection_lock::PgSettings;
 use fenced_zoo::etcd::EtcdSettings;
 use fenced_zoo::redlock::RedlockSettings;
+use fenced_zoo::zookeeper::ZooKeeperSettings;
 
 use crate::plan::Server;
 use crate::time_scale::TimeScale;
@@ -50,6 +55,8 @@ pub enum Design {
     Redlock(RedlockSettings),
     /// etcd's `concurrency.Election`, with these settings.
     Etcd(EtcdSettings),
+    /// Curator's `LeaderLatch` on ZooKeeper, with these settings.
+    ZooKeeper(ZooKeeperSettings),
 }
 
 /// `spec` with every duration scaled by `scale` (the connection lock's
@@ -63,6 +70,9 @@ pub fn scale_protocol(spec: &ProtocolSpec, scale: TimeScale) -> ProtocolSpec {
         }
         ProtocolSpec::Redlock(s) => ProtocolSpec::Redlock(crate::design_redlock::scale(s, scale)),
         ProtocolSpec::Etcd(s) => ProtocolSpec::Etcd(crate::design_etcd::scale_settings(s, scale)),
+        ProtocolSpec::ZooKeeper(s) => {
+            ProtocolSpec::ZooKeeper(crate::design_zookeeper::scale_settings(s, scale))
+        }
         other => other.clone(),
     }
 }
@@ -110,6 +120,7 @@ pub fn of_node(scenario: &Scenario, node: usize) -> Option<Design> {
         ProtocolSpec::ConnectionLock(s) => Some(Design::ConnectionLock(s.clone())),
         ProtocolSpec::Redlock(s) => Some(Design::Redlock(s.clone())),
         ProtocolSpec::Etcd(s) => Some(Design::Etcd(s.clone())),
+        ProtocolSpec::ZooKeeper(s) => Some(Design::ZooKeeper(s.clone())),
         _ => None,
     }
 }
@@ -130,16 +141,11 @@ pub fn unplanned(spec: &ProtocolSpec) -> Option<String> {
         ProtocolSpec::Fenced
         | ProtocolSpec::ConnectionLock(_)
         | ProtocolSpec::Redlock(_)
-        | ProtocolSpec::Etcd(_) => None,
+        | ProtocolSpec::Etcd(_)
+        | ProtocolSpec::ZooKeeper(_) => None,
         ProtocolSpec::ClientGo(_) | ProtocolSpec::DynamoDb(_) => Some(format!(
             "`{}` needs a Kubernetes API server or DynamoDB, which this machine does not have; \
              it stays simulated only (no mock server stands in for it)",
-            spec.name()
-        )),
-        _ => Some(format!(
-            "`{}` has no node program yet: its real server starts (lab/README.md, \"Real \
-             servers for the lock zoo\"), but only the fenced protocol, connection-lock, \
-             redlock and etcd run for real",
             spec.name()
         )),
     }
@@ -232,13 +238,13 @@ mod tests {
     }
 
     #[test]
-    fn only_fenced_connection_lock_redlock_and_etcd_are_planned() {
+    fn only_fenced_connection_lock_redlock_etcd_and_zookeeper_are_planned() {
         // Proves the refusal names each other design and why.
         for name in ProtocolSpec::NAMES {
             let spec = ProtocolSpec::by_name(name).expect("a known name");
             let refused = unplanned(&spec);
             match name {
-                "fenced" | "connection-lock" | "redlock" | "etcd" => {
+                "fenced" | "connection-lock" | "redlock" | "etcd" | "zookeeper" => {
                     assert_eq!(refused, None, "{name}")
                 }
                 _ => assert!(refused.is_some_and(|why| why.contains(name)), "{name}"),

@@ -9,8 +9,9 @@
 //! * [`plan`]: the scenario (scaled by `--time-scale`) as timed actions, and
 //!   the refusal, up front, of every fault the lab cannot apply for real;
 //! * [`design`]: which lock design the nodes follow (the fenced protocol,
-//!   or the zoo's connection lock or etcd), its settings scaled, its
-//!   refusals ([`design_etcd`]: etcd's);
+//!   or the zoo's connection lock, Redlock, etcd or ZooKeeper), its settings
+//!   scaled, its refusals ([`design_etcd`]: etcd's; [`design_zookeeper`]:
+//!   ZooKeeper's);
 //! * [`realise`]: each primitive action of the simulator's fault plan
 //!   ([`fenced_sim::ValidScenario::fault_plan`]) as the lab's real actions;
 //! * [`proxy`]: the fault-injecting TCP proxy of each (node, logical server)
@@ -42,6 +43,7 @@ pub mod compare;
 pub mod design;
 pub mod design_etcd;
 pub mod design_redlock;
+pub mod design_zookeeper;
 pub mod faketime;
 pub mod judge;
 pub mod lab_history;

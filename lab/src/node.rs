@@ -75,11 +75,14 @@ mod lock;
 mod plain;
 #[path = "node_redlock.rs"]
 mod redlock;
+#[path = "node_zookeeper.rs"]
+mod zookeeper;
 pub use config::*;
 pub use errors::NodeError;
 use errors::{bad, infra, DurationFlagError};
 use plain::PlainTable;
 pub use redlock::{RedlockArgs, RedlockNode};
+pub use zookeeper::args::{ZooKeeperArgs, ZooKeeperNode};
 
 /// Prints one event line on standard output.
 fn say(owner: &OwnerId, event: fmt::Arguments<'_>) {
@@ -106,6 +109,9 @@ enum Believed {
     /// etcd's election client: its term, while the model's client says it
     /// leads at this instant (`lab/src/node_etcd.rs`).
     Etcd(etcd::Belief),
+    /// Curator's latch: its term, while the model's client says it leads
+    /// at this instant (`lab/src/node_zookeeper.rs`).
+    ZooKeeper(zookeeper::Belief),
 }
 
 impl Believed {
@@ -119,6 +125,7 @@ impl Believed {
                 _ => None,
             },
             Believed::Etcd(belief) => belief.token(),
+            Believed::ZooKeeper(belief) => belief.token(),
         }
     }
 }
@@ -313,6 +320,9 @@ pub async fn run(config: NodeConfig) -> Result<(), NodeError> {
     }
     if let Some(settings) = config.etcd.clone() {
         return etcd::run_node(&config, settings, &owner, &recorder, downstream).await;
+    }
+    if let Some(node) = config.zookeeper.clone() {
+        return zookeeper::run_node(&config, node, &owner, &recorder, downstream).await;
     }
     let lease = PostgresStore::new(&config.lease_url, options.clone()).map_err(infra)?;
     let registry = PostgresStore::new(&config.registry_url, options.clone())
@@ -601,6 +611,7 @@ mod tests {
             write_retries: 2,
             fencing: false,
             etcd: None,
+            zookeeper: None,
             lock: Some(PgSettings {
                 tcp_keepalives_idle: Duration::from_secs(2),
                 tcp_keepalives_interval: Duration::from_secs(1),

@@ -193,6 +193,9 @@ pub struct NodeArgs {
     /// Before a new session after the last one ended.
     #[arg(long, value_parser = duration)]
     etcd_restart_delay: Option<Duration>,
+    /// ZooKeeper's flags (`lab/src/node_zookeeper_args.rs`).
+    #[command(flatten)]
+    zookeeper: super::ZooKeeperArgs,
     /// Write to the fenced table (the default).
     #[arg(long, conflicts_with = "unfenced")]
     fencing: bool,
@@ -319,6 +322,9 @@ pub struct NodeConfig {
     /// etcd's settings (scaled), when the node follows etcd's election
     /// through `lease_url` (an `http://` endpoint) instead.
     pub etcd: Option<EtcdSettings>,
+    /// ZooKeeper's settings (scaled), latch path and zxid base, when the
+    /// node follows Curator's `LeaderLatch` through `lease_url` (`host:port`).
+    pub zookeeper: Option<super::ZooKeeperNode>,
     /// Where to record the history, if anywhere.
     pub history: Option<PathBuf>,
     /// The run's name, for the history's header.
@@ -341,6 +347,7 @@ impl NodeConfig {
         let lock = lock_settings(&args)?;
         let redlock = redlock::settings(&args.redlock)?;
         let etcd = etcd_settings(&args)?;
+        let zookeeper = super::zookeeper::args::settings(&args.zookeeper)?;
         let config = NodeConfig {
             node: NodeId::new(&args.node_id).map_err(|e| bad(format!("--node-id: {e}")))?,
             incarnation: args.incarnation,
@@ -373,6 +380,7 @@ impl NodeConfig {
             lock,
             redlock,
             etcd,
+            zookeeper,
             history: args.history,
             run_name: args.run_name,
             #[cfg(feature = "planted-bugs")]
@@ -502,6 +510,9 @@ impl NodeConfig {
                 "--etcd-restart-delay".into(),
                 human(etcd.restart_delay),
             ]);
+        }
+        if let Some(node) = &self.zookeeper {
+            args.extend(super::zookeeper::args::to_args(node, human));
         }
         if let Some(jitter) = self.timings.jitter {
             args.extend([

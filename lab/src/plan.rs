@@ -510,6 +510,7 @@ impl<'a> Planner<'a> {
             }
             ProtocolSpec::Redlock(_) => crate::design_redlock::refusal(fault),
             ProtocolSpec::Etcd(_) => crate::design_etcd::refusal(fault),
+            ProtocolSpec::ZooKeeper(_) => crate::design_zookeeper::refusal(fault),
             _ => None,
         }
     }
@@ -547,7 +548,9 @@ impl<'a> Planner<'a> {
                 }
                 continue;
             }
-            let realised = match crate::design_etcd::realise(&s.election.protocol, &step.action) {
+            let own = crate::design_etcd::realise(&s.election.protocol, &step.action)
+                .or_else(|| crate::design_zookeeper::realise(&s.election.protocol, &step.action));
+            let realised = match own {
                 Some(action) => Realised::Actions(vec![action]),
                 None => realise::realise(
                     fault_plan.hosts(),
@@ -731,6 +734,12 @@ impl<'a> Planner<'a> {
                     let timings = crate::design_etcd::client_timings(&settings);
                     self.design_floors(index, "etcd", &timings);
                     Design::Etcd(settings)
+                }
+                Some(Design::ZooKeeper(settings)) => {
+                    let settings = crate::design_zookeeper::scale_settings(&settings, self.scale);
+                    let timings = crate::design_zookeeper::client_timings(&settings);
+                    self.design_floors(index, "zookeeper", &timings);
+                    Design::ZooKeeper(settings)
                 }
                 Some(Design::Fenced) => Design::Fenced,
                 None => {

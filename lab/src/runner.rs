@@ -53,6 +53,8 @@ mod redlock;
 mod spawn;
 #[path = "runner_target.rs"]
 mod target;
+#[path = "runner_zookeeper.rs"]
+mod zookeeper;
 
 use clocks::wall_clock_file;
 use target::Target;
@@ -249,6 +251,7 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     };
     // Before anything that must be cleaned up: dropped on every early return.
     let etcd = etcd::start(&plan, &log_dir).await?;
+    let zookeeper_server = zookeeper::start(&plan, &log_dir).await?;
     let scaled = crate::judge::scaled_scenario(&scenario, time_scale, plan.seed);
     let history =
         LabHistory::create(&log_dir.join("lab.jsonl"), &plan.scenario, &scaled).map_err(infra)?;
@@ -261,11 +264,20 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
         eprintln!("fenced-lab: {cleaned}");
     }
     let schema = RunSchema::create(&args.postgres).await.map_err(infra)?;
+    let zookeeper = match zookeeper_server {
+        Some(server) => {
+            let latch =
+                crate::design_zookeeper::latch_path(schema.name(), plan.settings.role.as_str());
+            Some(zookeeper::prepare(server, &latch).await?)
+        }
+        None => None,
+    };
     let (store_clock, wall_offsets) = clocks::prepare(&plan, &schema, &args.postgres, &log_dir)
         .await
         .map_err(infra)?;
     let mut lab = Lab {
         etcd,
+        zookeeper,
         store_clock,
         wall_offsets,
         plan: &plan,
@@ -316,6 +328,10 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     lab.proxies.clear();
     lab.redis.stop().await;
     let etcd_holder = lab.stop_etcd(outcome.is_ok(), schema.name()).await;
+    let had_zookeeper = lab.zookeeper.is_some();
+    if let Some(run) = lab.zookeeper.take() {
+        run.server.stop().await;
+    }
     let downstream = match &outcome {
         Ok(()) => downstream_summary(&args.postgres, &plan, &schema).await,
         Err(_) => None,
@@ -336,6 +352,9 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     let anchors = std::mem::take(&mut lab.anchors).into_values().collect();
     judged.report.record_anchors(anchors, &scaled.expect);
     etcd::record_holder(&mut judged.report, etcd_holder)?;
+    if had_zookeeper {
+        zookeeper::record_max_token(&mut judged.report);
+    }
     let simulated = crate::judge::simulate(&scaled);
     let comparison = simulated
         .as_ref()
@@ -392,6 +411,8 @@ async fn downstream_summary(url: &str, plan: &LabPlan, schema: &RunSchema) -> Op
 struct Lab<'a> {
     /// The run's etcd, when its nodes follow etcd's election.
     etcd: Option<crate::servers::etcd::EtcdCluster>,
+    /// The run's ZooKeeper, when its nodes follow Curator's latch.
+    zookeeper: Option<zookeeper::RunServer>,
     /// The lease store's clock, when a fault moves it.
     store_clock: Option<StoreClock>,
     /// Each stepped node's wall-clock offset now (its file's content).
@@ -472,7 +493,8 @@ impl Lab<'_> {
             retransmit_timeout: network.retransmit_timeout,
             blocked: false,
         };
-        let etcd = self.etcd.as_ref().and_then(etcd::address);
+        let etcd = (self.etcd.as_ref().and_then(etcd::address))
+            .or_else(|| self.zookeeper.as_ref().map(zookeeper::address));
         for node in 0..self.plan.nodes.len() {
             for &server in &self.plan.servers {
                 let (target, part) = match (server, etcd) {
@@ -706,6 +728,9 @@ impl Lab<'_> {
         said.push("every link flowing, loss off".to_string());
         if let Some(etcd) = self.etcd.as_mut() {
             said.push(etcd::heal(etcd).await?);
+        }
+        if let Some(run) = self.zookeeper.as_mut() {
+            said.push(zookeeper::pause(run, false)?);
         }
         let started: Vec<usize> = self.incarnations.keys().copied().collect();
         for node in started {

@@ -77,6 +77,14 @@ impl Lab<'_> {
         } else {
             self.history.ended(fault);
         }
+        if let (Server::LeaseStore, Some(run)) = (server, self.zookeeper.as_mut()) {
+            return match action {
+                Action::ServerPause { .. } | Action::ServerResume { .. } => {
+                    super::zookeeper::pause(run, starts)
+                }
+                _ => Ok("zookeeper: a restart is refused by the plan".to_string()),
+            };
+        }
         let etcd = match (server, self.etcd.as_mut()) {
             (Server::LeaseStore, Some(etcd)) => etcd,
             _ => {

@@ -5,6 +5,11 @@
 
 use super::*;
 
+/// The role the run's nodes campaign for.
+fn settings_role(plan: &LabPlan) -> &str {
+    plan.settings.role.as_str()
+}
+
 impl Lab<'_> {
     /// Starts a new incarnation of `node`, configured as its design and
     /// the plan say; says which.
@@ -17,6 +22,9 @@ impl Lab<'_> {
             let proxy = &self.proxies[&Link { node, server }];
             if let (Server::LeaseStore, Some(_)) = (server, &self.etcd) {
                 return format!("http://{}", proxy.address());
+            }
+            if let (Server::LeaseStore, Some(_)) = (server, &self.zookeeper) {
+                return proxy.address().to_string();
             }
             let mut url = self.target.through(proxy.address());
             if let (Server::LeaseStore, Some(schema)) = (server, store_clock) {
@@ -68,6 +76,17 @@ impl Lab<'_> {
             },
             etcd: match &self.plan.nodes[node].design {
                 Design::Etcd(etcd) => Some(etcd.clone()),
+                _ => None,
+            },
+            zookeeper: match (&self.plan.nodes[node].design, &self.zookeeper) {
+                (Design::ZooKeeper(settings), Some(run)) => Some(crate::node::ZooKeeperNode {
+                    settings: settings.clone(),
+                    latch_path: crate::design_zookeeper::latch_path(
+                        &self.schema_name,
+                        settings_role(self.plan),
+                    ),
+                    zxid_base: run.zxid_base,
+                }),
                 _ => None,
             },
             redlock: self.redlock_node(node),

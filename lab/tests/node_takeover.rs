@@ -42,6 +42,7 @@ fn config(url: &str, schema: &RunSchema, node: &str) -> NodeConfig {
         lock: None,
         redlock: None,
         etcd: None,
+        zookeeper: None,
         history: None,
         run_name: None,
         #[cfg(feature = "planted-bugs")]

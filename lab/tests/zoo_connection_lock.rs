@@ -185,6 +185,7 @@ async fn without_a_proxy_a_stopped_holders_kernel_keeps_the_lock_and_a_killed_on
             check_interval: Duration::from_secs(60),
         }),
         etcd: None,
+        zookeeper: None,
         history: None,
         run_name: None,
         #[cfg(feature = "planted-bugs")]

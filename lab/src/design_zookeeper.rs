@@ -1,0 +1,164 @@
+//! ZooKeeper with Curator's `LeaderLatch` for real: its settings scaled as
+//! the run's, the server's `tickTime` for the run, the latch's path, and
+//! the faults the lab cannot make real for it.
+//!
+//! # Scaling the settings
+//!
+//! `[election.zookeeper]`'s durations — `session_timeout` and `tick_time`
+//! — are scaled by the time scale to whole milliseconds (ZooKeeper speaks
+//! milliseconds: `ConnectRequest.timeOut` and `tickTime` are `int`s of
+//! ms); `error_policy`, `simulated_session_expiration_percent` and
+//! `client_session_expiry` are not durations and are kept. The server the
+//! run starts (`lab/src/runner_zookeeper.rs`) is given the **scaled
+//! `tickTime`** and no `minSessionTimeout`/`maxSessionTimeout`, so its own
+//! bounds are the model's: `ZooKeeperServer.processConnectRequest` clamps a
+//! requested timeout to `[minSessionTimeout, maxSessionTimeout]`, by
+//! default `[2, 20] × tickTime` (`ServerConfig`/`QuorumPeerConfig`:
+//! `minSessionTimeout = tickTime * 2`, `maxSessionTimeout = tickTime *
+//! 20`), and the model's server clamps to `[2, 20] × tick_time`. Scaling
+//! both by the same factor keeps every clamp where it was: the session
+//! timeout the real server grants is the one the simulation beside the run
+//! grants ([`crate::design::scale_protocol`] gives it the same values).
+//! Sessions expire on tick boundaries (`ExpiryQueue.roundToNextInterval`)
+//! in both.
+//!
+//! # Refused
+//!
+//! * A step, slew or strobe of ZooKeeper's clock: the server times sessions
+//!   by `Time.currentElapsedTime()` = `System.nanoTime()`
+//!   (`SessionTrackerImpl.run`, `ExpiryQueue`), which no step of the wall
+//!   clock moves (the simulator records it as `moved: false`): nothing to
+//!   make real.
+//! * A change of a node's clock: the node drives the model's client on its
+//!   monotonic clock, and the one wall-clock reading the model has
+//!   (Curator's simulated expiration, `ConnectionStateManager.
+//!   checkSessionExpiration`) would need the node to tell the model each
+//!   step of its own wall clock (`LockClient::wall_clock_stepped`), which
+//!   the node does not do yet.
+//! * A restart of ZooKeeper: the lab's server wrapper restarts it over its
+//!   data (`ZooKeeperServer::restart`), but the runner does not yet carry
+//!   the token's numbering across it (the model begins a zxid epoch at
+//!   each restart; see `lab/src/node_zookeeper.rs`, "The token").
+
+use std::time::Duration;
+
+use fenced_sim::{FaultAction, HostId, ProtocolSpec, Resolution, ServerId};
+use fenced_zoo::zookeeper::ZooKeeperSettings;
+
+use crate::plan::{Action, Server};
+use crate::time_scale::TimeScale;
+
+/// `d` scaled by `scale` to whole milliseconds, at least one.
+fn whole_millis(d: Duration, scale: TimeScale) -> Duration {
+    let scaled = scale.scale(d);
+    Duration::from_millis((scaled.as_secs_f64() * 1000.0).round().max(1.0) as u64)
+}
+
+/// ZooKeeper's settings scaled by `scale` (see the module docs).
+pub fn scale_settings(s: &ZooKeeperSettings, scale: TimeScale) -> ZooKeeperSettings {
+    ZooKeeperSettings {
+        session_timeout: whole_millis(s.session_timeout, scale),
+        tick_time: whole_millis(s.tick_time, scale),
+        ..s.clone()
+    }
+}
+
+/// The settings' durations, by their `[election.zookeeper]` keys: the
+/// lab's floors apply to them.
+pub fn client_timings(s: &ZooKeeperSettings) -> [(&'static str, Duration); 2] {
+    [
+        ("session_timeout", s.session_timeout),
+        ("tick_time", s.tick_time),
+    ]
+}
+
+/// The latch path for `role` in the run whose schema is `schema`
+/// (`new LeaderLatch(client, latchPath, id)`): the runner creates it before
+/// the nodes start, the nodes' ephemeral sequential nodes go under it.
+pub fn latch_path(schema: &str, role: &str) -> String {
+    format!("/fenced-lab/{schema}/{role}")
+}
+
+const ZOOKEEPER: HostId = HostId::Server(ServerId::Lock(0));
+
+/// How the lab makes plan action `action` real for ZooKeeper where it
+/// differs from every design's ([`crate::realise::realise`]): the server's
+/// pause is a SIGSTOP of the JVM, the run's own process.
+pub fn realise(protocol: &ProtocolSpec, action: &FaultAction) -> Option<Action> {
+    if !matches!(protocol, ProtocolSpec::ZooKeeper(_)) {
+        return None;
+    }
+    let server = Server::LeaseStore;
+    match action {
+        FaultAction::Pause { host } if *host == ZOOKEEPER => Some(Action::ServerPause { server }),
+        FaultAction::Resume { host } if *host == ZOOKEEPER => Some(Action::ServerResume { server }),
+        _ => None,
+    }
+}
+
+/// Why the lab cannot make fault `resolution` real for ZooKeeper, if it
+/// cannot (see the module docs).
+///
+/// Link faults are real: a node's one TCP connection to ZooKeeper runs
+/// through its proxy, and the session's liveness is the client's own
+/// pings on it, not a kernel's probe — a stalled link stops them and the
+/// server expires the session on its own clock; the client's read timeout
+/// and ZOOKEEPER-4508's expiry run in the node on what it hears.
+pub fn refusal(resolution: &Resolution) -> Option<String> {
+    let (Resolution::Scheduled(fault) | Resolution::Anchored { fault, .. }) = resolution else {
+        return None;
+    };
+    match &fault.start {
+        FaultAction::ClockJump { host, .. }
+        | FaultAction::ClockSlew { host, .. }
+        | FaultAction::ClockStrobe { host, .. }
+            if *host == ZOOKEEPER =>
+        {
+            Some(
+                "a change of ZooKeeper's clock moves nothing it decides: the server times \
+                 sessions by System.nanoTime() (SessionTrackerImpl.run, ExpiryQueue: \
+                 Time.currentElapsedTime()), which no step of the wall clock moves (the \
+                 simulator records it as `moved: false`)"
+                    .to_string(),
+            )
+        }
+        FaultAction::ClockJump { .. }
+        | FaultAction::ClockSlew { .. }
+        | FaultAction::ClockStrobe { .. } => Some(
+            "a change of a ZooKeeper node's clock is not made real yet: the node drives the \
+             model's client on its monotonic clock and does not tell it the steps of its wall \
+             clock, which Curator's simulated expiration reads \
+             (ConnectionStateManager.checkSessionExpiration)"
+                .to_string(),
+        ),
+        FaultAction::ServerDown { .. } => Some(
+            "a restart of ZooKeeper is not made real yet: the server restarts over its data, \
+             but the runner does not carry the token's numbering across the model's new zxid \
+             epoch (lab/src/node_zookeeper.rs, \"The token\")"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_scale_to_whole_milliseconds_and_the_clamp_stays_where_it_was() {
+        // Proves the module docs' rounding: Curator's 60 s and the server's
+        // 3 s tick at 0.1 are 6 s and 300 ms, so the granted timeout stays
+        // at the 20-tick bound exactly as in the model; the rest is kept.
+        let scale = TimeScale::new(0.1).expect("valid");
+        let scaled = scale_settings(&ZooKeeperSettings::default(), scale);
+        assert_eq!(scaled.session_timeout, Duration::from_secs(6));
+        assert_eq!(scaled.tick_time, Duration::from_millis(300));
+        assert_eq!(scaled.session_timeout, scaled.tick_time * 20);
+        assert_eq!(scaled.simulated_session_expiration_percent, 100);
+        let tiny = TimeScale::new(0.0001).expect("valid");
+        let scaled = scale_settings(&ZooKeeperSettings::default(), tiny);
+        assert_eq!(scaled.tick_time, Duration::from_millis(1));
+        assert_eq!(scaled.session_timeout, Duration::from_millis(6));
+    }
+}

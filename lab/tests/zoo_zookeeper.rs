@@ -1,0 +1,229 @@
+//! Curator's `LeaderLatch` on ZooKeeper (`[election] protocol =
+//! "zookeeper"`) run for real: each node a `fenced-lab node --zookeeper`
+//! process driving the zoo model's client against a real standalone
+//! ZooKeeper the run starts itself (through the node's proxy, speaking
+//! ZooKeeper's wire protocol), writing to the fenced or the plain table,
+//! its history judged by the simulator's checker beside the simulator's
+//! prediction of the same scaled scenario and seed.
+//!
+//! Each run is a real `fenced-lab run --json` at `--time-scale 0.1`,
+//! against the PostgreSQL in `FENCED_POSTGRES_URL` (a failure, not a skip,
+//! with `FENCED_REQUIRE_POSTGRES=1`) and Debian's ZooKeeper and `java` (a
+//! failure, not a skip, with `FENCED_REQUIRE_ZOO_SERVERS=1`).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use fenced_lab::design::Design;
+use fenced_lab::faketime::FaketimeSupport;
+use fenced_lab::plan::{load, LabPlan, PlanError, PlanOptions, TimeScale};
+use fenced_lab::servers::zookeeper;
+use fenced_zoo::zookeeper::ErrorPolicy;
+use serde_json::Value;
+
+use support::{applied, MUST_AGREE};
+
+/// A scenario written for the lab's tests.
+fn lab_scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(format!("{name}.toml"))
+}
+
+/// PostgreSQL's URL, `java` and ZooKeeper's jar, or `None` after saying
+/// why the test skips.
+fn servers(test: &str) -> Option<String> {
+    let url = support::database_url(test)?;
+    let installed = support::zoo_server(test, zookeeper::java("zookeeper"))
+        && support::zoo_server(test, zookeeper::classpath("zookeeper"));
+    installed.then_some(url)
+}
+
+/// Every figure that must agree agrees, and the comparison says so.
+fn assert_agrees(report: &Value) {
+    let comparison = &report["comparison"];
+    assert_eq!(comparison["agrees"], true, "{comparison:#}");
+    support::assert_same(report, &MUST_AGREE);
+}
+
+fn plan(path: &Path) -> Result<LabPlan, PlanError> {
+    let options = PlanOptions {
+        time_scale: TimeScale::new(0.1).expect("valid"),
+        seed: None,
+        faketime: FaketimeSupport::NotProbed,
+    };
+    LabPlan::new(&load(path).expect("loads"), &options)
+}
+
+#[test]
+fn zookeeper_scenarios_plan_with_the_scaled_session_and_tick_and_refuse_clock_steps() {
+    // Proves the plan gives every node the latch's design with Curator's
+    // 60 s session and the server's 3 s tick scaled to 6 s and 300 ms (so
+    // the server's [2, 20]-tick clamp grants what the model grants) and
+    // the policy kept; and that a step of ZooKeeper's clock and of a
+    // node's are refused by name, with the reason.
+    let session = plan(&support::scenario("zookeeper-session-policy-partition")).expect("plans");
+    for node in &session.nodes {
+        let Design::ZooKeeper(settings) = &node.design else {
+            panic!("{}: {:?}", node.id, node.design);
+        };
+        assert_eq!(settings.session_timeout, Duration::from_secs(6));
+        assert_eq!(settings.tick_time, Duration::from_millis(300));
+        assert_eq!(settings.error_policy, ErrorPolicy::Session);
+    }
+    let Err(PlanError::Refused(refusals)) = plan(&lab_scenario("lab-zookeeper-clock-steps")) else {
+        panic!("lab-zookeeper-clock-steps should be refused");
+    };
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert_eq!(refusals[0].what, "fault[0] (clock-jump)", "{refusals:?}");
+    assert!(refusals[0].why.contains("System.nanoTime"), "{refusals:?}");
+    assert_eq!(refusals[1].what, "fault[1] (clock-jump)", "{refusals:?}");
+    assert!(
+        refusals[1].why.contains("checkSessionExpiration"),
+        "{refusals:?}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_session_policy_leads_on_past_the_servers_expiry_for_real() {
+    // The shipped story: node-a's pings to ZooKeeper stall one way in its
+    // proxy from 1.2 s for 12 s (scale 0.1: a 6 s session, 4 s read
+    // timeout). The server expires node-a's session on its own clock and
+    // deletes its node; node-b's watch fires and it leads. node-a, under
+    // the session policy, SUSPENDED since its read timeout, leads on until
+    // ZOOKEEPER-4508's client-side expiry (8 s after it last heard):
+    // split-brain on the plain table, for real as in the simulation.
+    let Some(url) = servers("zookeeper_session_policy_for_real") else {
+        return;
+    };
+    let logs = tempfile::tempdir().expect("tempdir");
+    let keep = logs.path().to_string_lossy().into_owned();
+    let scenario = support::scenario("zookeeper-session-policy-partition");
+    let (code, report) =
+        support::run_json(&url, &scenario, "0.1", &["--keep", keep.as_str()], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert_eq!(report["split_brain"], true);
+    assert!(
+        applied(&report, "node-a -> lease-store: stalled"),
+        "{:#}",
+        report["applied"]
+    );
+    assert_agrees(&report);
+    // Nothing of ZooKeeper is left: its data directory is gone (its log
+    // is kept with the run's), and no process runs over it.
+    let data = logs.path().join("zookeeper.data");
+    assert!(!data.exists(), "{} left on disk", data.display());
+    assert!(logs.path().join("zookeeper.log").exists());
+    assert_eq!(
+        support::processes_mentioning(logs.path()),
+        Vec::<i32>::new()
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_standard_policy_gives_up_before_the_servers_expiry_for_real() {
+    // The twin: the same stall under Curator's default policy. node-a gives
+    // leadership up on SUSPENDED, at its read timeout (4 s after it last
+    // heard), before the server expires its session (6 s) and node-b
+    // leads: one failover, no overlap, in both runs.
+    let Some(url) = servers("zookeeper_standard_policy_for_real") else {
+        return;
+    };
+    let scenario = support::scenario("zookeeper-standard-policy-partition");
+    let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert_eq!(report["split_brain"], false);
+    assert_eq!(report["violations_total"], 0);
+    assert_agrees(&report);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_paused_past_its_session_is_succeeded_and_fenced_for_real() {
+    // node-a SIGSTOPped 8 s against its 6 s session: ZooKeeper expires the
+    // session and deletes its node, a follower's watch fires and it leads
+    // with a newer czxid; node-a wakes past its read timeout and starts no
+    // unit. One failover, the same tokens, no violation, in both runs.
+    let Some(url) = servers("zookeeper_paused_leader_for_real") else {
+        return;
+    };
+    let scenario = lab_scenario("lab-zookeeper-paused-leader");
+    let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert!(applied(&report, "SIGSTOP"), "{:#}", report["applied"]);
+    assert_eq!(report["leader_changes"], 1);
+    assert_agrees(&report);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ctrl_c_removes_zookeeper_and_its_data() {
+    // SIGINT while a ZooKeeper run is under way: exit 1, and the JVM, its
+    // data directory and every node process are gone.
+    let Some(url) = servers("ctrl_c_removes_zookeeper_and_its_data") else {
+        return;
+    };
+    let logs = tempfile::tempdir().expect("tempdir");
+    let mut child = tokio::process::Command::new(support::program())
+        .args(["run", "--postgres", &url, "--time-scale", "0.1", "--keep"])
+        .arg(logs.path())
+        .arg(support::scenario("zookeeper-standard-policy-partition"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let runner = i32::try_from(child.id().expect("pid")).expect("pid");
+    let dir = logs.path().to_path_buf();
+    let leading = move || {
+        std::fs::read_dir(&dir).is_ok_and(|entries| {
+            entries
+                .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                .any(|text| text.contains("leading token="))
+        })
+    };
+    let started = support::eventually(Duration::from_secs(60), leading).await;
+    assert!(started, "no node led");
+    let data = logs.path().join("zookeeper.data");
+    assert!(data.exists(), "ZooKeeper's data directory while it runs");
+    assert!(!support::processes_mentioning(&data).is_empty());
+    // SAFETY: a plain system call on our own child.
+    unsafe {
+        libc::kill(runner, libc::SIGINT);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the runner exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1));
+    assert!(!data.exists(), "{} left on disk", data.display());
+    assert_eq!(
+        support::processes_mentioning(logs.path()),
+        Vec::<i32>::new()
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_paused_zookeeper_shorter_than_the_read_timeout_changes_nothing() {
+    // SIGSTOP of the JVM 2 s against a 6 s session (4 s read timeout): no
+    // read timeout and no expiry passes, the queued pings are answered on
+    // SIGCONT, and node-a leads on: one term, in both runs.
+    let Some(url) = servers("zookeeper_server_paused_for_real") else {
+        return;
+    };
+    let scenario = lab_scenario("lab-zookeeper-server-paused");
+    let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert!(
+        applied(&report, "zookeeper: SIGSTOP"),
+        "{:#}",
+        report["applied"]
+    );
+    assert!(
+        applied(&report, "zookeeper: SIGCONT"),
+        "{:#}",
+        report["applied"]
+    );
+    assert_eq!(report["leader_changes"], 0);
+    assert_agrees(&report);
+}
