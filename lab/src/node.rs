@@ -65,6 +65,8 @@ use crate::schema::PLAIN_TABLE;
 
 #[path = "node_config.rs"]
 mod config;
+#[path = "node_driver.rs"]
+mod driver;
 #[path = "node_errors.rs"]
 mod errors;
 #[path = "node_etcd.rs"]

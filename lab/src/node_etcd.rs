@@ -79,35 +79,17 @@ use etcd_client::{
     Client, Compare, CompareOp, EventType, GetOptions, LeaseKeeper, PutOptions, SortOrder,
     SortTarget, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
-use fenced::history::{Event, Recorder};
+use fenced::history::Recorder;
 use fenced::tokio::{CancellationToken, Clock};
-use fenced::{FencingToken, OwnerId, StepDownReason};
+use fenced::{FencingToken, OwnerId};
 use fenced_zoo::etcd::{EtcdClient, EtcdRequest, EtcdResponse, EtcdSettings, LeaseId};
-use fenced_zoo::{ClientId, ClientOutput, LockClient};
+use fenced_zoo::{ClientId, LockClient};
 use tokio::sync::{mpsc, watch};
-use tokio::time::{sleep_until, timeout, Instant};
+use tokio::time::timeout;
 
+use super::driver::{Carry, Driver, ModelClock};
 use super::errors::{bad, infra, NodeError};
-use super::{say, watch_signals, work_context, Believed, Downstream, NodeConfig, WorkContext};
-
-/// The model's clock: nanoseconds of the process's monotonic clock since
-/// the node started.
-#[derive(Clone, Copy, Debug)]
-struct ModelClock {
-    origin: Instant,
-}
-
-impl ModelClock {
-    fn now(self) -> fenced::Instant {
-        fenced::Instant::from_nanos(
-            u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX),
-        )
-    }
-
-    fn at(self, instant: fenced::Instant) -> Instant {
-        self.origin + Duration::from_nanos(instant.as_nanos())
-    }
-}
+use super::{say, watch_signals, work_context, Believed, Downstream, NodeConfig};
 
 /// The downstream token of the leader key's create revision `revision`.
 fn token_of(revision: u64) -> Option<FencingToken> {
@@ -166,13 +148,19 @@ struct Io {
     granted: Arc<Mutex<BTreeMap<LeaseId, i64>>>,
 }
 
+impl Carry<EtcdRequest> for Io {
+    fn carry(self, request: EtcdRequest) -> impl std::future::Future<Output = ()> + Send + 'static {
+        self.carry_now(request)
+    }
+}
+
 impl Io {
     fn answer(&self, response: EtcdResponse) {
         let _ = self.answers.send(response);
     }
 
     /// Carries `request` to etcd; the answer, if any, goes to the driver.
-    async fn carry(self, request: EtcdRequest) {
+    async fn carry_now(self, request: EtcdRequest) {
         let bound = self.request_timeout;
         match request {
             EtcdRequest::KeepAlive { lease } => self.keep_alive(lease).await,
@@ -374,126 +362,6 @@ impl Io {
     }
 }
 
-/// The term being led and what cancels its work.
-use super::DesignTerm as Term;
-
-struct Driver {
-    model: Arc<Mutex<EtcdClient>>,
-    clock: ModelClock,
-    io: Io,
-    answers: mpsc::UnboundedReceiver<EtcdResponse>,
-    context: Arc<WorkContext>,
-    believed: watch::Sender<Option<FencingToken>>,
-    term: Option<Term>,
-    stop_bound: Duration,
-}
-
-impl Driver {
-    /// Calls the model with the current instant and acts on what it says;
-    /// returns the requests it sent.
-    fn step(&mut self, call: impl FnOnce(&mut EtcdClient, fenced::Instant)) -> Vec<EtcdRequest> {
-        let mut outputs = Vec::new();
-        if let Ok(mut model) = self.model.lock() {
-            call(&mut model, self.clock.now());
-            while let Some(output) = model.poll_output() {
-                outputs.push(output);
-            }
-        }
-        let mut sent = Vec::new();
-        for output in outputs {
-            match output {
-                ClientOutput::Send { request, .. } => sent.push(request),
-                ClientOutput::BecameLeader { token } => {
-                    self.end_term("new term");
-                    match token.and_then(token_of) {
-                        Some(token) => self.begin_term(token),
-                        None => say(
-                            &self.context.owner,
-                            format_args!("etcd leads without a token"),
-                        ),
-                    }
-                }
-                ClientOutput::LostLeadership { reason } => self.end_term(reason),
-            }
-        }
-        sent
-    }
-
-    fn dispatch(&self, requests: Vec<EtcdRequest>) {
-        for request in requests {
-            tokio::spawn(self.io.clone().carry(request));
-        }
-    }
-
-    fn next_timer(&self) -> Option<Instant> {
-        let next = self.model.lock().ok()?.next_timeout()?;
-        Some(self.clock.at(next))
-    }
-
-    async fn run(mut self, shutdown: CancellationToken) {
-        let sent = self.step(|model, now| model.start(now));
-        self.dispatch(sent);
-        loop {
-            let timer = self.next_timer();
-            let sent = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                Some(answer) = self.answers.recv() => {
-                    self.step(|model, now| model.handle_response(0, answer, now))
-                }
-                _ = sleep_until_or_never(timer) => {
-                    self.step(|model, now| model.handle_timeout(now))
-                }
-            };
-            self.dispatch(sent);
-        }
-        let sent = self.step(|model, now| model.stop(now));
-        // Resign and revoke leave before the process exits, within the
-        // stop bound (in order: the resign's txn before the revoke).
-        let io = self.io.clone();
-        let _ = timeout(self.stop_bound, async move {
-            for request in sent {
-                io.clone().carry(request).await;
-            }
-        })
-        .await;
-    }
-
-    fn begin_term(&mut self, token: FencingToken) {
-        self.term = Some(Term::begin(&self.context, &self.believed, token));
-    }
-
-    /// The term, if any, ends for the model's `why` (`stopped` is a graceful
-    /// stop; anything else the design's own step-down, as the simulator
-    /// records it).
-    fn end_term(&mut self, why: &str) {
-        let Some(term) = self.term.take() else {
-            return;
-        };
-        let _ = self.believed.send(None);
-        term.work.cancel();
-        let reason = if why == "stopped" {
-            StepDownReason::Stopped
-        } else {
-            StepDownReason::LocalDeadline
-        };
-        let token = term.token;
-        self.context
-            .recorder
-            .record(|| Event::term_ended(token, &reason));
-        say(
-            &self.context.owner,
-            format_args!("etcd lost token={token} why={why:?}"),
-        );
-    }
-}
-
-async fn sleep_until_or_never(at: Option<Instant>) {
-    match at {
-        Some(at) => sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Runs an etcd node until SIGTERM: no elector and no heartbeats (the
 /// design has neither), the same work and history as a fenced node's.
 pub(super) async fn run_node(
@@ -512,9 +380,7 @@ pub(super) async fn run_node(
     let client = Client::connect([config.lease_url.as_str()], None)
         .await
         .map_err(|e| infra(format!("etcd at {}: {e}", config.lease_url)))?;
-    let clock = ModelClock {
-        origin: Instant::now(),
-    };
+    let clock = ModelClock::starting_now();
     let request_timeout = settings.request_timeout;
     let model = Arc::new(Mutex::new(EtcdClient::new(
         settings,
@@ -551,15 +417,17 @@ pub(super) async fn run_node(
     let shutdown = CancellationToken::new();
     let signals = watch_signals(shutdown.clone(), context.clone())?;
     say(owner, format_args!("start pid={}", std::process::id()));
-    let driver = Driver {
+    let driver: Driver<fenced_zoo::etcd::Etcd, Io> = Driver {
+        design: "etcd",
+        token_of,
         model,
         clock,
         io,
         answers: receiver,
         context: context.clone(),
         believed,
-        term: None,
         stop_bound: config.write_interval + config.work_duration,
+        term: None,
     };
     driver.run(shutdown).await;
     signals.abort();

@@ -95,18 +95,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fenced::history::{Event, Recorder};
+use fenced::history::Recorder;
 use fenced::tokio::{CancellationToken, Clock};
-use fenced::{FencingToken, OwnerId, StepDownReason};
+use fenced::{FencingToken, OwnerId};
 use fenced_zoo::zookeeper::{
     SessionId, Stat, ZooKeeperClient, ZooKeeperRequest, ZooKeeperResponse,
 };
-use fenced_zoo::{ClientId, ClientOutput, LockClient};
+use fenced_zoo::{ClientId, LockClient};
 use tokio::sync::{mpsc, watch};
-use tokio::time::{sleep_until, timeout, Instant};
 
+use super::driver::{Carry, Driver, ModelClock};
 use super::errors::{bad, NodeError};
-use super::{say, watch_signals, work_context, Believed, Downstream, NodeConfig, WorkContext};
+use super::{say, watch_signals, work_context, Believed, Downstream, NodeConfig};
 
 #[path = "node_zookeeper_args.rs"]
 pub(super) mod args;
@@ -115,25 +115,6 @@ mod wire;
 
 use args::ZooKeeperNode;
 use wire::{op, Heard, Out, Socket};
-
-/// The model's clock: nanoseconds of the process's monotonic clock since
-/// the node started.
-#[derive(Clone, Copy, Debug)]
-struct ModelClock {
-    origin: Instant,
-}
-
-impl ModelClock {
-    fn now(self) -> fenced::Instant {
-        fenced::Instant::from_nanos(
-            u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX),
-        )
-    }
-
-    fn at(self, instant: fenced::Instant) -> Instant {
-        self.origin + Duration::from_nanos(instant.as_nanos())
-    }
-}
 
 /// The model's zxid of real `czxid` (see "The token").
 fn model_zxid(czxid: i64, base: u64) -> u64 {
@@ -209,6 +190,15 @@ struct Io {
     last_zxid: Arc<Mutex<i64>>,
 }
 
+impl Carry<ZooKeeperRequest> for Io {
+    fn carry(
+        self,
+        request: ZooKeeperRequest,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        self.carry_now(request)
+    }
+}
+
 impl Io {
     fn answer(&self, response: ZooKeeperResponse) {
         let _ = self.answers.send(response);
@@ -236,7 +226,7 @@ impl Io {
     }
 
     /// Carries `request` to the server; answers, if any, go to the driver.
-    async fn carry(self, request: ZooKeeperRequest) {
+    async fn carry_now(self, request: ZooKeeperRequest) {
         match request {
             ZooKeeperRequest::Connect {
                 connection,
@@ -475,132 +465,6 @@ impl Io {
     }
 }
 
-use super::DesignTerm as Term;
-
-struct Driver {
-    model: Arc<Mutex<ZooKeeperClient>>,
-    clock: ModelClock,
-    io: Io,
-    answers: mpsc::UnboundedReceiver<ZooKeeperResponse>,
-    context: Arc<WorkContext>,
-    believed: watch::Sender<Option<FencingToken>>,
-    term: Option<Term>,
-    stop_bound: Duration,
-}
-
-impl Driver {
-    /// Calls the model with the current instant and acts on what it says;
-    /// returns the packets it sent.
-    fn step(
-        &mut self,
-        call: impl FnOnce(&mut ZooKeeperClient, fenced::Instant),
-    ) -> Vec<ZooKeeperRequest> {
-        let mut outputs = Vec::new();
-        if let Ok(mut model) = self.model.lock() {
-            call(&mut model, self.clock.now());
-            while let Some(output) = model.poll_output() {
-                outputs.push(output);
-            }
-        }
-        let mut sent = Vec::new();
-        for output in outputs {
-            match output {
-                ClientOutput::Send { request, .. } => sent.push(request),
-                ClientOutput::BecameLeader { token } => {
-                    self.end_term("new term");
-                    match token.and_then(token_of) {
-                        Some(token) => self.begin_term(token),
-                        None => say(
-                            &self.context.owner,
-                            format_args!("zookeeper leads without a token"),
-                        ),
-                    }
-                }
-                ClientOutput::LostLeadership { reason } => self.end_term(reason),
-            }
-        }
-        sent
-    }
-
-    /// Carries each of `requests` on its own task (the driver never
-    /// waits on the network; a request on a connection whose socket is not
-    /// open yet finds none and gives the model nothing — the model sends
-    /// nothing on a connection before its `Connected`).
-    fn dispatch(&self, requests: Vec<ZooKeeperRequest>) {
-        for request in requests {
-            tokio::spawn(self.io.clone().carry(request));
-        }
-    }
-
-    fn next_timer(&self) -> Option<Instant> {
-        let next = self.model.lock().ok()?.next_timeout()?;
-        Some(self.clock.at(next))
-    }
-
-    async fn run(mut self, shutdown: CancellationToken) {
-        let sent = self.step(|model, now| model.start(now));
-        self.dispatch(sent);
-        loop {
-            let timer = self.next_timer();
-            let sent = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                Some(answer) = self.answers.recv() => {
-                    self.step(|model, now| model.handle_response(0, answer, now))
-                }
-                _ = sleep_until_or_never(timer) => {
-                    self.step(|model, now| model.handle_timeout(now))
-                }
-            };
-            self.dispatch(sent);
-        }
-        let sent = self.step(|model, now| model.stop(now));
-        // The delete and the closeSession leave before the process exits,
-        // within the stop bound, in order.
-        let io = self.io.clone();
-        let _ = timeout(self.stop_bound, async move {
-            for request in sent {
-                io.clone().carry(request).await;
-            }
-        })
-        .await;
-    }
-
-    fn begin_term(&mut self, token: FencingToken) {
-        self.term = Some(Term::begin(&self.context, &self.believed, token));
-    }
-
-    /// The term, if any, ends for the model's `why` (`stopped` is a graceful
-    /// stop; anything else the design's own step-down, as the simulator
-    /// records it).
-    fn end_term(&mut self, why: &str) {
-        let Some(term) = self.term.take() else {
-            return;
-        };
-        let _ = self.believed.send(None);
-        term.work.cancel();
-        let reason = if why == "stopped" {
-            StepDownReason::Stopped
-        } else {
-            StepDownReason::LocalDeadline
-        };
-        let token = term.token;
-        self.context
-            .recorder
-            .record(|| Event::term_ended(token, &reason));
-        say(
-            &self.context.owner,
-            format_args!("zookeeper lost token={token} why={why:?}"),
-        );
-    }
-}
-
-async fn sleep_until_or_never(at: Option<Instant>) {
-    match at {
-        Some(at) => sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Runs a ZooKeeper node until SIGTERM: no elector and no heartbeats (the
 /// design has neither), the same work and history as a fenced node's.
 pub(super) async fn run_node(
@@ -616,9 +480,7 @@ pub(super) async fn run_node(
             config.lease_url
         )));
     }
-    let clock = ModelClock {
-        origin: Instant::now(),
-    };
+    let clock = ModelClock::starting_now();
     let model = Arc::new(Mutex::new(ZooKeeperClient::new(
         node.settings.clone(),
         ClientId(config.incarnation),
@@ -654,15 +516,17 @@ pub(super) async fn run_node(
     let shutdown = CancellationToken::new();
     let signals = watch_signals(shutdown.clone(), context.clone())?;
     say(owner, format_args!("start pid={}", std::process::id()));
-    let driver = Driver {
+    let driver: Driver<fenced_zoo::zookeeper::ZooKeeper, Io> = Driver {
+        design: "zookeeper",
+        token_of,
         model,
         clock,
         io,
         answers: receiver,
         context: context.clone(),
         believed,
-        term: None,
         stop_bound: config.write_interval + config.work_duration,
+        term: None,
     };
     driver.run(shutdown).await;
     signals.abort();
