@@ -562,6 +562,69 @@ pub fn main(args: NodeArgs) -> Result<(), NodeError> {
     runtime.block_on(run(config))
 }
 
+/// The configuration a node reads from a command line of the shared flags
+/// (node-a, incarnation `incarnation`, the lease store at `lease_url`,
+/// fenced or not) followed by a design's own flags `design` — for the
+/// designs' tests of their flags.
+#[cfg(test)]
+pub(crate) fn test_node_config(
+    incarnation: &str,
+    lease_url: &str,
+    fencing: bool,
+    design: &[&str],
+) -> Result<NodeConfig, NodeError> {
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(subcommand)]
+        command: Command,
+    }
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Node(NodeArgs),
+    }
+    let shared = [
+        "fenced-lab",
+        "node",
+        "--node-id",
+        "node-a",
+        "--incarnation",
+        incarnation,
+        "--lease-url",
+        lease_url,
+        "--registry-url",
+        "u",
+        "--downstream-url",
+        "u",
+        "--schema",
+        "fenced_lab_1_0",
+        "--role",
+        "reports",
+        "--resource",
+        "r",
+        "--ttl",
+        "3s",
+        "--renew-interval",
+        "1s",
+        "--retry-interval",
+        "200ms",
+        "--heartbeat-interval",
+        "500ms",
+        "--liveness-ttl",
+        "3s",
+        "--write-interval",
+        "100ms",
+        "--work-ms",
+        "20ms",
+        "--query-timeout",
+        "1s",
+        if fencing { "--fencing" } else { "--unfenced" },
+    ];
+    let line = shared.iter().chain(design).copied();
+    let parsed = <Wrapper as clap::Parser>::try_parse_from(line).expect("parses");
+    let Command::Node(args) = parsed.command;
+    NodeConfig::from_args(args)
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -645,61 +708,28 @@ mod tests {
         // Proves the node's own check (bad input, never a silent rounding):
         // a keepalive of 1.5 s is refused naming the flag; a zero count too.
         let command = |idle: &str, count: &str| {
-            let line = [
-                "fenced-lab",
-                "node",
-                "--node-id",
-                "node-a",
-                "--incarnation",
+            super::test_node_config(
                 "1",
-                "--lease-url",
                 "u",
-                "--registry-url",
-                "u",
-                "--downstream-url",
-                "u",
-                "--schema",
-                "fenced_lab_1_0",
-                "--role",
-                "reports",
-                "--resource",
-                "r",
-                "--ttl",
-                "3s",
-                "--renew-interval",
-                "1s",
-                "--retry-interval",
-                "200ms",
-                "--heartbeat-interval",
-                "500ms",
-                "--liveness-ttl",
-                "3s",
-                "--write-interval",
-                "100ms",
-                "--work-ms",
-                "20ms",
-                "--query-timeout",
-                "1s",
-                "--unfenced",
-                "--connection-lock",
-                "--keepalives-idle",
-                idle,
-                "--keepalives-interval",
-                "1s",
-                "--keepalives-count",
-                count,
-                "--lock-query-timeout",
-                "9s",
-                "--lock-connect-timeout",
-                "9s",
-                "--lock-retry-interval",
-                "500ms",
-                "--lock-check-interval",
-                "1s",
-            ];
-            let parsed = Wrapper::try_parse_from(line).expect("parses");
-            let Command::Node(args) = parsed.command;
-            NodeConfig::from_args(args)
+                false,
+                &[
+                    "--connection-lock",
+                    "--keepalives-idle",
+                    idle,
+                    "--keepalives-interval",
+                    "1s",
+                    "--keepalives-count",
+                    count,
+                    "--lock-query-timeout",
+                    "9s",
+                    "--lock-connect-timeout",
+                    "9s",
+                    "--lock-retry-interval",
+                    "500ms",
+                    "--lock-check-interval",
+                    "1s",
+                ],
+            )
         };
         assert!(command("2s", "3").is_ok_and(|c| c.lock.is_some()));
         let error = command("1500ms", "3").expect_err("not whole seconds");

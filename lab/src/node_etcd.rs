@@ -441,6 +441,17 @@ pub(super) async fn run_node(
 mod tests {
     use super::*;
 
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Node(crate::node::NodeArgs),
+    }
+
     #[test]
     fn keys_are_the_lease_in_hex_under_the_prefix_and_read_back() {
         // Proves the node names keys as election.go does and reads a
@@ -463,70 +474,25 @@ mod tests {
         assert_eq!(token_of(u64::MAX).map(FencingToken::get), Some(u64::MAX));
     }
 
-    #[derive(clap::Parser)]
-    struct Wrapper {
-        #[command(subcommand)]
-        command: Command,
-    }
-
-    #[derive(clap::Subcommand)]
-    enum Command {
-        Node(crate::node::NodeArgs),
-    }
-
     fn etcd_node(ttl: &str, retry: &str) -> Result<NodeConfig, NodeError> {
-        use clap::Parser;
-        let line = [
-            "fenced-lab",
-            "node",
-            "--node-id",
-            "node-a",
-            "--incarnation",
+        crate::node::test_node_config(
             "2",
-            "--lease-url",
             "http://127.0.0.1:1",
-            "--registry-url",
-            "u",
-            "--downstream-url",
-            "u",
-            "--schema",
-            "fenced_lab_1_0",
-            "--role",
-            "reports",
-            "--resource",
-            "r",
-            "--ttl",
-            "3s",
-            "--renew-interval",
-            "1s",
-            "--retry-interval",
-            "200ms",
-            "--heartbeat-interval",
-            "500ms",
-            "--liveness-ttl",
-            "3s",
-            "--write-interval",
-            "100ms",
-            "--work-ms",
-            "20ms",
-            "--query-timeout",
-            "1s",
-            "--fencing",
-            "--etcd",
-            "--etcd-session-ttl",
-            ttl,
-            "--etcd-first-keepalive-timeout",
-            "500ms",
-            "--etcd-keepalive-retry",
-            retry,
-            "--etcd-request-timeout",
-            "500ms",
-            "--etcd-restart-delay",
-            "100ms",
-        ];
-        let parsed = Wrapper::try_parse_from(line).expect("parses");
-        let Command::Node(args) = parsed.command;
-        NodeConfig::from_args(args)
+            true,
+            &[
+                "--etcd",
+                "--etcd-session-ttl",
+                ttl,
+                "--etcd-first-keepalive-timeout",
+                "500ms",
+                "--etcd-keepalive-retry",
+                retry,
+                "--etcd-request-timeout",
+                "500ms",
+                "--etcd-restart-delay",
+                "100ms",
+            ],
+        )
     }
 
     #[test]

@@ -150,60 +150,26 @@ mod tests {
     }
 
     fn zookeeper_node(session: &str, policy: &str, latch: &str) -> Result<NodeConfig, NodeError> {
-        use clap::Parser;
-        let line = [
-            "fenced-lab",
-            "node",
-            "--node-id",
-            "node-a",
-            "--incarnation",
+        crate::node::test_node_config(
             "2",
-            "--lease-url",
             "127.0.0.1:1",
-            "--registry-url",
-            "u",
-            "--downstream-url",
-            "u",
-            "--schema",
-            "fenced_lab_1_0",
-            "--role",
-            "reports",
-            "--resource",
-            "r",
-            "--ttl",
-            "3s",
-            "--renew-interval",
-            "1s",
-            "--retry-interval",
-            "200ms",
-            "--heartbeat-interval",
-            "500ms",
-            "--liveness-ttl",
-            "3s",
-            "--write-interval",
-            "100ms",
-            "--work-ms",
-            "20ms",
-            "--query-timeout",
-            "1s",
-            "--unfenced",
-            "--zookeeper",
-            "--zk-session-timeout",
-            session,
-            "--zk-tick-time",
-            "300ms",
-            "--zk-error-policy",
-            policy,
-            "--zk-simulated-expiration-percent",
-            "100",
-            "--zk-latch-path",
-            latch,
-            "--zk-zxid-base",
-            "4294967300",
-        ];
-        let parsed = Wrapper::try_parse_from(line).expect("parses");
-        let Command::Node(args) = parsed.command;
-        NodeConfig::from_args(args)
+            false,
+            &[
+                "--zookeeper",
+                "--zk-session-timeout",
+                session,
+                "--zk-tick-time",
+                "300ms",
+                "--zk-error-policy",
+                policy,
+                "--zk-simulated-expiration-percent",
+                "100",
+                "--zk-latch-path",
+                latch,
+                "--zk-zxid-base",
+                "4294967300",
+            ],
+        )
     }
 
     #[test]
