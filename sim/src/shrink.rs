@@ -214,21 +214,7 @@ impl Shrinker<'_> {
                 let mut candidate = scenario.clone();
                 // An anchored fault's `at` is the earliest its anchor
                 // counts: moving it earlier keeps the anchor.
-                let earlier = match candidate.faults[i].unanchored_mut() {
-                    FaultSpec::Pause { at, .. }
-                    | FaultSpec::Isolate { at, .. }
-                    | FaultSpec::Cut { at, .. }
-                    | FaultSpec::Partition { at, .. }
-                    | FaultSpec::Crash { at, .. }
-                    | FaultSpec::Replace { at, .. }
-                    | FaultSpec::Stop { at, .. }
-                    | FaultSpec::Abdicate { at, .. }
-                    | FaultSpec::Restart { at, .. }
-                    | FaultSpec::ClockJump { at, .. }
-                    | FaultSpec::ClockSlew { at, .. }
-                    | FaultSpec::ClockStrobe { at, .. } => halve(at),
-                    FaultSpec::Recurring { .. } | FaultSpec::Anchored { .. } => false,
-                };
+                let earlier = candidate.faults[i].at_mut().is_some_and(halve);
                 if !earlier || !self.keep_if_fails(scenario, candidate) {
                     break;
                 }
