@@ -14,7 +14,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use fenced_lab::design::Design;
@@ -164,43 +163,13 @@ async fn ctrl_c_removes_zookeeper_and_its_data() {
     let Some(url) = servers("ctrl_c_removes_zookeeper_and_its_data") else {
         return;
     };
-    let logs = tempfile::tempdir().expect("tempdir");
-    let mut child = tokio::process::Command::new(support::program())
-        .args(["run", "--postgres", &url, "--time-scale", "0.1", "--keep"])
-        .arg(logs.path())
-        .arg(support::scenario("zookeeper-standard-policy-partition"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("runs");
-    let runner = i32::try_from(child.id().expect("pid")).expect("pid");
-    let dir = logs.path().to_path_buf();
-    let leading = move || {
-        std::fs::read_dir(&dir).is_ok_and(|entries| {
-            entries
-                .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-                .any(|text| text.contains("leading token="))
-        })
-    };
-    let started = support::eventually(Duration::from_secs(60), leading).await;
-    assert!(started, "no node led");
-    let data = logs.path().join("zookeeper.data");
-    assert!(data.exists(), "ZooKeeper's data directory while it runs");
-    assert!(!support::processes_mentioning(&data).is_empty());
-    // SAFETY: a plain system call on our own child.
-    unsafe {
-        libc::kill(runner, libc::SIGINT);
-    }
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("the runner exits")
-        .expect("status");
-    assert_eq!(status.code(), Some(1));
-    assert!(!data.exists(), "{} left on disk", data.display());
-    assert_eq!(
-        support::processes_mentioning(logs.path()),
-        Vec::<i32>::new()
-    );
+    support::ctrl_c_removes_the_server_and_its_data(
+        &url,
+        "zookeeper-standard-policy-partition",
+        "zookeeper.data",
+        Duration::from_secs(60),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "current_thread")]

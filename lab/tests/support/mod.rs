@@ -263,3 +263,48 @@ pub fn applied(report: &Value, needle: &str) -> bool {
         .iter()
         .any(|a| a["effect"].as_str().is_some_and(|e| e.contains(needle)))
 }
+
+/// `fenced-lab run` of `scenario` (a shipped one's name) interrupted with
+/// SIGINT once a node leads: exit 1, and the server's data directory
+/// `data_name` (under the run's directory), the server and every node
+/// process are gone — for a zoo design's real server.
+pub async fn ctrl_c_removes_the_server_and_its_data(
+    url: &str,
+    scenario: &str,
+    data_name: &str,
+    lead_within: Duration,
+) {
+    let logs = tempfile::tempdir().expect("tempdir");
+    let mut child = tokio::process::Command::new(program())
+        .args(["run", "--postgres", url, "--time-scale", "0.1", "--keep"])
+        .arg(logs.path())
+        .arg(self::scenario(scenario))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let runner = i32::try_from(child.id().expect("pid")).expect("pid");
+    let dir = logs.path().to_path_buf();
+    let leading = move || {
+        std::fs::read_dir(&dir).is_ok_and(|entries| {
+            entries
+                .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                .any(|text| text.contains("leading token="))
+        })
+    };
+    assert!(eventually(lead_within, leading).await, "no node led");
+    let data = logs.path().join(data_name);
+    assert!(data.exists(), "{data_name} while the server runs");
+    assert!(!processes_mentioning(&data).is_empty());
+    // SAFETY: a plain system call on our own child.
+    unsafe {
+        libc::kill(runner, libc::SIGINT);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the runner exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(1));
+    assert!(!data.exists(), "{} left on disk", data.display());
+    assert_eq!(processes_mentioning(logs.path()), Vec::<i32>::new());
+}
