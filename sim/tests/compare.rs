@@ -188,6 +188,19 @@ fn a_stalled_connection_bound_lock_is_stuck_and_a_lease_is_not() {
     );
 }
 
+/// A crashed leader's failover is due in every design, and none is stuck:
+/// the term the crash ends (at the crash's very millisecond) was held when
+/// the fault began. Before, the simulation counted no failover as due here,
+/// where the real run of the same cell (`fenced-lab matrix`) counted one.
+#[test]
+fn a_crashed_leaders_failover_is_due_and_not_stuck() {
+    let m = matrix(&["leader-crash"], 3, false);
+    for p in ProtocolSpec::NAMES {
+        let c = m.find("leader-crash", p).expect("a cell");
+        assert_eq!((c.failover_due, c.stuck_rate), (3, Some(0.0)), "{c:?}");
+    }
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_problem() {
     let unknown = fenced_sim(["compare", "--protocols", "fenced,paxos"]);

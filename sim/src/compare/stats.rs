@@ -20,15 +20,25 @@ use crate::Report;
 /// process (another node, or another incarnation of the node) began a term
 /// between the fault's start and its end. `fenced-lab matrix` judges a real
 /// run's report by the same rule.
+///
+/// A term that the fault itself ended — a crash or a stop at the fault's
+/// instant, which the simulator records as ending at that very millisecond
+/// — was held when the fault began. (Before, such a term counted as over,
+/// so a crashed leader's failover was never due in a simulation, while a
+/// real run, whose killed process cannot say when its term ended, ends it
+/// at its last history line and counted it: `fenced-lab matrix` found the
+/// disagreement on *leader-crash*.)
 pub fn failover_stuck(r: &Report, cut: Option<&CutOff>) -> Option<bool> {
     let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let c = cut?;
     let at = ms(c.at);
     let end = ms(c.end);
-    let holder = r
-        .terms
-        .iter()
-        .find(|t| t.node == c.node && t.start_ms <= at && at < t.end_ms)?;
+    let ended_by_the_fault = |t: &crate::report::Term| {
+        t.end_ms == at && matches!(t.end_reason.as_str(), "crash" | "stopped")
+    };
+    let holder = r.terms.iter().find(|t| {
+        t.node == c.node && t.start_ms <= at && (at < t.end_ms || ended_by_the_fault(t))
+    })?;
     let owner = holder.owner.as_str();
     Some(
         !r.terms
