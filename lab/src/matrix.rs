@@ -444,6 +444,7 @@ async fn cell(
             keep: None,
             svg: None,
             runs: None,
+            #[cfg(feature = "planted-bugs")]
             plant: None,
         };
         let outcome = match runner::run(&one).await {
