@@ -63,6 +63,7 @@ use fenced_sim::{
 };
 use serde_json::{json, Value};
 
+use crate::compare::Comparison;
 use crate::runner::{self, RunArgs, RunError};
 use crate::time_scale::TimeScale;
 
@@ -104,6 +105,13 @@ pub struct MatrixArgs {
     /// cells are reported as too long, with their simulation only.
     #[arg(long, default_value = "3m", value_parser = humantime::parse_duration)]
     pub max_run: Duration,
+    /// Keep every real run here, to read what differed: the cell's scenario
+    /// as run (`<scenario>-<design>-<seed>.toml`, which `fenced-sim run
+    /// --trace` replays) and its directory as `run --keep` keeps it
+    /// (`<scenario>-<design>-<seed>/`: each process's history, the lab's,
+    /// the logs).
+    #[arg(long)]
+    pub keep: Option<std::path::PathBuf>,
     /// Print the matrix as JSON.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -208,6 +216,11 @@ pub struct Cell {
     pub simulated: Counts,
     /// Real runs that agreed with their simulation on every compared figure.
     pub agreed: u32,
+    /// For each real run that did not, every figure that differed: `seed S:
+    /// FIGURE real R, simulated X`, those that may differ marked (the
+    /// matrix's tables show only split-brain and stuck; this says what else
+    /// differed, and why).
+    pub disagreements: Vec<String>,
 }
 
 impl Cell {
@@ -238,6 +251,7 @@ impl Cell {
             "real": (self.status == Status::Ran).then(|| self.real.to_json()),
             "simulated": self.simulated.to_json(),
             "agreed": (self.status == Status::Ran).then_some(self.agreed),
+            "disagreements": self.disagreements,
         })
     }
 }
@@ -315,6 +329,11 @@ pub async fn run(args: &MatrixArgs) -> Result<Matrix, RunError> {
         .prefix("fenced-lab-matrix-")
         .tempdir()
         .map_err(|e| RunError::Infrastructure(format!("cannot create a directory: {e}")))?;
+    if let Some(keep) = &args.keep {
+        std::fs::create_dir_all(keep).map_err(|e| {
+            RunError::BadInput(format!("--keep: cannot create {}: {e}", keep.display()))
+        })?;
+    }
     let mut cells = Vec::with_capacity(rows.len() * columns.len());
     for row in &rows {
         for protocol in &columns {
@@ -417,6 +436,7 @@ async fn cell(
         real: Counts::default(),
         simulated: Counts::default(),
         agreed: 0,
+        disagreements: Vec::new(),
     };
     let first = anchored(row.build(protocol, args.fenced, args.seed));
     let real_length = first.duration.mul_f64(args.time_scale);
@@ -431,7 +451,12 @@ async fn cell(
             cell.simulated.add(&report, stuck_in(&scenario, &report));
             continue;
         }
-        let path = dir.join(format!("{}-{}-{seed}.toml", row.name, protocol.name()));
+        let name = format!("{}-{}-{seed}", row.name, protocol.name());
+        let path = args
+            .keep
+            .as_deref()
+            .unwrap_or(dir)
+            .join(format!("{name}.toml"));
         std::fs::write(&path, fenced_sim::to_toml::to_toml(&scenario)).map_err(|e| {
             RunError::Infrastructure(format!("cannot write {}: {e}", path.display()))
         })?;
@@ -441,7 +466,7 @@ async fn cell(
             time_scale: args.time_scale,
             seed: Some(seed),
             json: true,
-            keep: None,
+            keep: args.keep.as_ref().map(|keep| keep.join(&name)),
             svg: None,
             runs: None,
             #[cfg(feature = "planted-bugs")]
@@ -460,7 +485,9 @@ async fn cell(
             }
             Err(other) => return Err(other),
         };
-        let _ = std::fs::remove_file(&path);
+        if args.keep.is_none() {
+            let _ = std::fs::remove_file(&path);
+        }
         let real = &outcome.judged.report;
         cell.real.add(real, stuck_in(&outcome.scenario, real));
         match &outcome.simulated {
@@ -478,6 +505,10 @@ async fn cell(
         }
         let agrees = outcome.comparison.as_ref().is_some_and(|c| c.agrees());
         cell.agreed += u32::from(agrees);
+        let figures: Vec<String> = match outcome.comparison.as_ref().filter(|_| !agrees) {
+            Some(comparison) => disagreeing_figures(comparison).collect(),
+            None => Vec::new(),
+        };
         eprintln!(
             "{} × {} run {}/{} seed {seed}: split-brain real {} sim {}, {}",
             row.name,
@@ -488,8 +519,25 @@ async fn cell(
             outcome.simulated.as_ref().is_ok_and(|r| r.split_brain),
             if agrees { "agrees" } else { "DISAGREES" }
         );
+        for figure in figures {
+            eprintln!("  {figure}");
+            cell.disagreements.push(format!("seed {seed}: {figure}"));
+        }
     }
     Ok(cell)
+}
+
+/// Every figure on which a disagreeing run differs from its simulation, as
+/// `FIGURE real R, simulated X`: first those that must agree (the
+/// disagreement, an expectation met in one run only among them), then,
+/// marked `(may differ)`, the rest — which follower won, the write counts —
+/// that explain it (a failover count that differs because another node won
+/// the race for the lease, say).
+fn disagreeing_figures(comparison: &Comparison) -> impl Iterator<Item = String> + '_ {
+    comparison.differences.iter().map(|d| {
+        let may = if d.disagreement { "" } else { " (may differ)" };
+        format!("{} real {}, simulated {}{may}", d.what, d.real, d.simulated)
+    })
 }
 
 impl Matrix {

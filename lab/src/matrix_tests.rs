@@ -13,6 +13,7 @@ fn args(scenarios: &[&str], protocols: &[&str]) -> MatrixArgs {
         protocols: protocols.iter().map(|s| s.to_string()).collect(),
         fenced: false,
         max_run: Duration::from_secs(180),
+        keep: None,
         json: false,
         markdown: false,
     }
@@ -60,6 +61,7 @@ fn matrix() -> Matrix {
         real,
         simulated,
         agreed,
+        disagreements: Vec::new(),
     };
     Matrix {
         scenarios: vec!["stalled-leader"],
@@ -146,4 +148,43 @@ fn a_cell_shows_real_beside_simulated_and_marks_a_difference() {
     assert_eq!(json["cells"][2]["status"], "refused");
     assert_eq!(json["cells"][2]["real"], Value::Null);
     assert_eq!(json["cells"][3]["simulated"]["runs"], 2);
+}
+
+/// A disagreeing run names what differed, those that must agree first,
+/// the rest marked as figures that may differ.
+#[test]
+fn a_disagreement_names_its_figures_those_that_must_agree_first() {
+    use crate::compare::{Difference, Outcome};
+    let outcome = Outcome {
+        terms: vec![("node-a#1".into(), 1)],
+        max_token: 1,
+        gaps_ms: vec![],
+        accepted: 3,
+        rejected: 0,
+        split_brain: false,
+        violations: vec![],
+    };
+    let difference = |what: &str, disagreement| Difference {
+        what: what.into(),
+        real: "2".into(),
+        simulated: "1".into(),
+        reason: String::new(),
+        disagreement,
+    };
+    let comparison = Comparison {
+        real: outcome.clone(),
+        simulated: outcome,
+        differences: vec![difference("terms", true), difference("writes", false)],
+        gap_tolerances_ms: vec![],
+        expectations: vec![],
+        not_compared: vec![],
+    };
+    let figures: Vec<String> = disagreeing_figures(&comparison).collect();
+    assert_eq!(
+        figures,
+        [
+            "terms real 2, simulated 1",
+            "writes real 2, simulated 1 (may differ)"
+        ]
+    );
 }

@@ -41,6 +41,7 @@ async fn a_small_matrix_runs_for_real_beside_its_simulation() {
     let Some(url) = support::database_url("matrix_small") else {
         return;
     };
+    let keep = tempfile::tempdir().expect("tempdir");
     let child = tokio::process::Command::new(program())
         .args([
             "matrix",
@@ -53,7 +54,9 @@ async fn a_small_matrix_runs_for_real_beside_its_simulation() {
             "--protocols",
             "fenced,client-go",
             "--json",
+            "--keep",
         ])
+        .arg(keep.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -82,7 +85,23 @@ async fn a_small_matrix_runs_for_real_beside_its_simulation() {
         );
         assert_eq!(cell["real"]["stuck"], 0, "{cell:#}");
         assert_eq!(cell["simulated"]["stuck"], 0, "{cell:#}");
+        // A run that disagreed says on what; one that agreed has nothing to say.
+        let disagreements = cell["disagreements"].as_array().expect("a list");
+        assert_eq!(disagreements.is_empty(), cell["agreed"] == 1, "{cell:#}");
     }
+    // --keep: the scenario as run, and the run's histories beside it.
+    let kept = keep.path().join("stalled-leader-40s-fenced-1");
+    assert!(kept.with_extension("toml").is_file(), "the scenario kept");
+    let histories = std::fs::read_dir(&kept)
+        .expect("the run kept")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .count();
+    assert!(
+        histories >= 3,
+        "{histories} histories in {}",
+        kept.display()
+    );
     let refused = &cells[1];
     assert_eq!(refused["protocol"], "client-go");
     assert_eq!(refused["status"], "refused", "{refused:#}");
