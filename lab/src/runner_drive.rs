@@ -46,39 +46,51 @@ impl Lab<'_> {
                 .await?;
             for seen in fired {
                 let since_start = Duration::from_nanos(seen.at_ns.saturating_sub(start_ns));
-                let Some(position) = armed.iter().position(|&i| {
-                    crate::anchor_watch::fires(&plan.anchored[i].anchor, &seen, since_start)
-                }) else {
-                    continue;
-                };
-                let anchored = &plan.anchored[armed.remove(position)];
-                if let Some(outcome) = self.anchors.get_mut(&anchored.fault) {
-                    outcome.fired_at_ms = Some(AnchoredFault::ms(since_start));
-                }
-                // The simulator's rules: no fault begins at or after the
-                // heal, and an end due then is the heal's.
-                let Some(begins) = anchored.anchor.begins(since_start, heal_at) else {
-                    continue;
-                };
-                for AnchoredStep {
-                    step,
-                    ended_by_heal,
-                } in &anchored.steps
-                {
-                    let at = begins + step.at;
-                    let superseded = *ended_by_heal && heal_at.is_some_and(|heal| at >= heal);
-                    if superseded || at >= plan.end {
-                        continue;
+                // One event fires *every* armed anchor it matches, in fault
+                // order, as the simulator's `AnchorWatch::seen` does
+                // (sim/src/simulation/anchors.rs). Firing only the first
+                // left the others waiting for the next such event: the five
+                // cuts of `cut-from-servers` on Redlock, one anchor each,
+                // began a unit of work (200 ms) apart for real and together
+                // in the simulation (found by `fenced-lab matrix --keep`).
+                let mut hit = Vec::new();
+                armed.retain(|&i| {
+                    let fires =
+                        crate::anchor_watch::fires(&plan.anchored[i].anchor, &seen, since_start);
+                    if fires {
+                        hit.push(i);
                     }
-                    let place = due.partition_point(|d| d.step.at <= at);
-                    let step = Step { at, ..step.clone() };
-                    due.insert(
-                        place,
-                        Due {
-                            step,
-                            anchored: true,
-                        },
-                    );
+                    !fires
+                });
+                for anchored in hit.into_iter().map(|i| &plan.anchored[i]) {
+                    if let Some(outcome) = self.anchors.get_mut(&anchored.fault) {
+                        outcome.fired_at_ms = Some(AnchoredFault::ms(since_start));
+                    }
+                    // The simulator's rules: no fault begins at or after the
+                    // heal, and an end due then is the heal's.
+                    let Some(begins) = anchored.anchor.begins(since_start, heal_at) else {
+                        continue;
+                    };
+                    for AnchoredStep {
+                        step,
+                        ended_by_heal,
+                    } in &anchored.steps
+                    {
+                        let at = begins + step.at;
+                        let superseded = *ended_by_heal && heal_at.is_some_and(|heal| at >= heal);
+                        if superseded || at >= plan.end {
+                            continue;
+                        }
+                        let place = due.partition_point(|d| d.step.at <= at);
+                        let step = Step { at, ..step.clone() };
+                        due.insert(
+                            place,
+                            Due {
+                                step,
+                                anchored: true,
+                            },
+                        );
+                    }
                 }
             }
             let now = start.elapsed();

@@ -101,6 +101,29 @@ async fn a_stalled_leaders_late_write_is_rejected_for_real_and_the_simulation_ag
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn one_event_fires_every_anchor_it_matches_as_in_the_simulation() {
+    // Two cuts (node-a to and from the downstream) anchored on the same unit
+    // of work of node-a: for real, as in
+    // the simulator, both fire on that one event and begin together. The lab
+    // once fired one anchor per event, so the second cut began a unit of
+    // work (100 ms at this scale) after the first.
+    let Some(url) = support::database_url("two_anchors_one_event") else {
+        return;
+    };
+    let (code, report) = run(&url, &lab_scenario("lab-two-anchors-one-event"), "0.1", &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    let anchors = report["anchors"].as_array().expect("anchors");
+    assert_eq!(anchors.len(), 2, "{anchors:#?}");
+    let at = |i: usize, key: &str| anchors[i][key].as_f64().expect(key);
+    assert_eq!(at(0, "fired_at_ms"), at(1, "fired_at_ms"), "{anchors:#?}");
+    assert!(
+        (at(1, "began_at_ms") - at(0, "began_at_ms")).abs() < 50.0,
+        "{anchors:#?}"
+    );
+    assert_agrees(&report);
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn without_fencing_the_checker_finds_the_real_split_brain() {
     // The same stall with the plain table: the late write with token 1 is
     // stored after token 2's, and the checker finds it in the real history.
