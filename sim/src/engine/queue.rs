@@ -254,14 +254,15 @@ impl<E: Hint> EventQueue<E> {
         }
     }
 
-    /// Whether the queue holds thousands of events (its calendar is on):
+    /// Whether the queue holds thousands of timers
+    /// ([`Calendar::is_large`]):
     /// then its slots and its events' rows no longer fit in the cache, and
     /// [`upcoming`](Self::upcoming) is worth its instructions (a 500-node
     /// fleet, whose rows stay in the cache, ran 30 % more instructions
     /// with it, callgrind).
     #[inline(always)]
     pub(crate) fn is_large(&self) -> bool {
-        self.later.is_calendar()
+        self.later.is_large()
     }
 
     /// The event in `slot`, moved out (see [`pop_slot`](Self::pop_slot)).

@@ -142,7 +142,7 @@ impl NodeProcess {
         };
         let mut outputs = Outputs::new();
         self.lease.call(call, bounds, out.local_now(), &mut outputs);
-        self.apply_lease(outputs, workers, out);
+        self.apply_lease(&outputs, workers, out);
     }
 
     fn send_lease<O: Observer>(&self, call: LeaseCall, tag: CallTag, out: Out<'_, '_, O>) {
@@ -184,14 +184,18 @@ impl NodeProcess {
 
     /// Acts on what the elector's session asked for (a failed request is
     /// the elector's input: the caller drains the elector after), then
-    /// re-arms the session's timer.
+    /// re-arms the session's timer. The outputs by reference, read in
+    /// place: moved in, their inline buffer (four outputs) was copied by a
+    /// `memcpy` call per input and read through `SmallVec`'s by-value
+    /// iterator (≈ 50 instructions an input: 1.5 % of a 500-node fleet's,
+    /// callgrind).
     fn apply_lease<O: Observer>(
         &mut self,
-        outputs: Outputs<LeaseCall>,
+        outputs: &Outputs<LeaseCall>,
         workers: &WorkerTable,
         out: Out<'_, '_, O>,
     ) {
-        for output in outputs {
+        for &output in outputs {
             match output {
                 SessionOutput::SendOpen { conn, step } => {
                     self.send_open(StoreSession::Lease, conn, step, out)
@@ -227,11 +231,11 @@ impl NodeProcess {
     /// timer.
     fn apply_registry<O: Observer>(
         &mut self,
-        outputs: Outputs<()>,
+        outputs: &Outputs<()>,
         workers: &WorkerTable,
         out: Out<'_, '_, O>,
     ) {
-        for output in outputs {
+        for &output in outputs {
             match output {
                 SessionOutput::SendOpen { conn, step } => {
                     self.send_open(StoreSession::Registry, conn, step, out)
@@ -278,14 +282,14 @@ impl NodeProcess {
                 let mut outputs = Outputs::new();
                 self.lease.timer_at = None;
                 self.lease.handle_timeout(now, &timings, &mut outputs);
-                self.apply_lease(outputs, workers, out);
+                self.apply_lease(&outputs, workers, out);
                 self.drain_elector(workers, out);
             }
             StoreSession::Registry => {
                 let mut outputs = Outputs::new();
                 self.registry.timer_at = None;
                 self.registry.handle_timeout(now, &timings, &mut outputs);
-                self.apply_registry(outputs, workers, out);
+                self.apply_registry(&outputs, workers, out);
             }
         }
     }
@@ -304,13 +308,13 @@ impl NodeProcess {
             StoreSession::Lease => {
                 let mut outputs = Outputs::new();
                 self.lease.reset(epoch, now, &mut outputs);
-                self.apply_lease(outputs, workers, out);
+                self.apply_lease(&outputs, workers, out);
                 self.drain_elector(workers, out);
             }
             StoreSession::Registry => {
                 let mut outputs = Outputs::new();
                 self.registry.reset(epoch, now, &mut outputs);
-                self.apply_registry(outputs, workers, out);
+                self.apply_registry(&outputs, workers, out);
             }
         }
     }
@@ -369,7 +373,7 @@ impl NodeProcess {
             let mut outputs = Outputs::new();
             self.registry
                 .call((), bounds, out.local_now(), &mut outputs);
-            self.apply_registry(outputs, workers, out);
+            self.apply_registry(&outputs, workers, out);
         } else {
             self.send_heartbeat(CallTag::NONE, out);
         }
@@ -415,8 +419,8 @@ impl NodeProcess {
                             .opened(conn, step, epoch, local, &mut registry)
                     }
                 }
-                self.apply_lease(lease, workers, out);
-                self.apply_registry(registry, workers, out);
+                self.apply_lease(&lease, workers, out);
+                self.apply_registry(&registry, workers, out);
                 return;
             }
         };

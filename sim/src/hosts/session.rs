@@ -256,10 +256,6 @@ impl Deadline {
         bound.map_or(Self::NEVER, |b| Deadline((from + b).as_nanos()))
     }
 
-    fn get(self) -> Option<Instant> {
-        (self != Self::NEVER).then(|| Instant::from_nanos(self.0))
-    }
-
     fn reached(self, now: Instant) -> bool {
         self.0 <= now.as_nanos()
     }
@@ -540,19 +536,41 @@ impl<C: Copy> Session<C> {
         self.pump(now, out);
     }
 
-    /// The earliest bound still ahead, on the process's clock.
+    /// The earliest bound still ahead, on the process's clock: the open's
+    /// phase bound and each call's caller, abandon and query bounds.
+    ///
+    /// A plain loop over `Deadline`'s nanoseconds (`NEVER`, `u64::MAX`, is
+    /// no bound) rather than a `flat_map` of three `Option<Instant>`s a
+    /// call chained to the open's and `flatten().min()`: asked after every
+    /// input of a process (`rearm`), that iterator cost 119 instructions a
+    /// call, 6.5 % of a 500-node fleet's (callgrind). The same minimum: an
+    /// `Instant` is its nanoseconds, and a bound of `u64::MAX` ns (the
+    /// saturated sum) is kept apart from none by `bounded`.
     pub(crate) fn next_timeout(&self, t: &SessionTimings) -> Option<Instant> {
-        let calls = self.calls.iter().flat_map(|c| {
-            let caller = c.caller_at.get().filter(|_| c.caller_waits);
-            [caller, c.abandon_at.get(), c.sent.map(|s| s.at + t.query)]
-        });
-        let open = match self.state {
-            State::Opening {
-                step, phase_began, ..
-            } => Some(phase_began + phase_bound(step, t)),
-            _ => None,
+        let mut next = u64::MAX;
+        let mut bounded = false;
+        let mut take = |at: u64| {
+            next = next.min(at);
+            bounded = true;
         };
-        calls.chain([open]).flatten().min()
+        if let State::Opening {
+            step, phase_began, ..
+        } = self.state
+        {
+            take((phase_began + phase_bound(step, t)).as_nanos());
+        }
+        for c in &self.calls {
+            if c.caller_waits && c.caller_at != Deadline::NEVER {
+                take(c.caller_at.0);
+            }
+            if c.abandon_at != Deadline::NEVER {
+                take(c.abandon_at.0);
+            }
+            if let Some(sent) = c.sent {
+                take((sent.at + t.query).as_nanos());
+            }
+        }
+        bounded.then(|| Instant::from_nanos(next))
     }
 
     /// Whether the host must set a timer for the session's next bound, and

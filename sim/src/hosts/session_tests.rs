@@ -277,3 +277,59 @@ fn a_fenced_event_still_fits_one_cache_line() {
     assert!(std::mem::size_of::<crate::engine::Event<Message, Timer>>() <= 64);
     assert!(std::mem::size_of::<Session<crate::hosts::node::LeaseCall>>() <= 128);
 }
+
+/// `next_timeout` is a plain loop (for speed); it must give what the
+/// iterator it replaced gave — the minimum over the open's phase bound and
+/// each call's caller (while it waits), abandon and query bounds — through
+/// random inputs of every kind.
+#[test]
+fn the_next_timeout_loop_equals_the_iterator_it_replaced() {
+    use crate::rng::{uniform_inclusive, SeedDeriver};
+    fn reference(s: &Session<u32>, t: &SessionTimings) -> Option<Instant> {
+        let get = |d: Deadline| (d != Deadline::NEVER).then(|| Instant::from_nanos(d.0));
+        let calls = s.calls.iter().flat_map(|c| {
+            let caller = get(c.caller_at).filter(|_| c.caller_waits);
+            [caller, get(c.abandon_at), c.sent.map(|s| s.at + t.query)]
+        });
+        let open = match s.state {
+            State::Opening {
+                step, phase_began, ..
+            } => Some(phase_began + phase_bound(step, t)),
+            _ => None,
+        };
+        calls.chain([open]).flatten().min()
+    }
+    let mut rng = SeedDeriver::new(7, "session-next-timeout").rng();
+    let mut s = Session::new();
+    let mut now = 0;
+    let mut out = Outputs::new();
+    for _ in 0..50_000 {
+        now += uniform_inclusive(&mut rng, 0, 3_000);
+        let bound = |rng: &mut _| ms(uniform_inclusive(rng, 1, 8_000));
+        match uniform_inclusive(&mut rng, 0, 5) {
+            0 => {
+                let bounds = match uniform_inclusive(&mut rng, 0, 2) {
+                    0 => CallBounds::UNBOUNDED,
+                    1 => CallBounds::awaited_late(bound(&mut rng)),
+                    _ => CallBounds::dropped_at(bound(&mut rng)),
+                };
+                s.call(7, bounds, at(now), &mut out);
+            }
+            1 => {
+                let step = uniform_inclusive(&mut rng, 1, u64::from(OPEN_STEPS)) as u8;
+                let conn = s.next_conn.saturating_sub(1);
+                s.opened(conn, step, 1, at(now), &mut out);
+            }
+            2 => {
+                let call = s
+                    .next_call
+                    .saturating_sub(uniform_inclusive(&mut rng, 1, 3) as u32);
+                s.answered(call);
+            }
+            3 if uniform_inclusive(&mut rng, 0, 20) == 0 => s.reset(1, at(now), &mut out),
+            _ => s.handle_timeout(at(now), &T, &mut out),
+        }
+        out.clear();
+        assert_eq!(s.next_timeout(&T), reference(&s, &T));
+    }
+}
