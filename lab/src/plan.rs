@@ -515,6 +515,34 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Plan action `action` (of fault `fault`, if a fault's) made real: as
+    /// the scenario's design makes it where it differs from every design's
+    /// (etcd's and ZooKeeper's server pause is a SIGSTOP of their own
+    /// process), else as [`realise::realise`] makes it. The one way for the
+    /// timed steps and the anchored faults alike: the anchored ones once
+    /// skipped the designs' own, so an anchored pause of ZooKeeper was a
+    /// stall of its links, whose server went on expiring sessions.
+    pub(super) fn realise(
+        &self,
+        fault_plan: &FaultPlan,
+        fault: Option<(usize, &str)>,
+        action: &fenced_sim::FaultAction,
+    ) -> Realised {
+        let protocol = &self.scenario.election.protocol;
+        let own = crate::design_etcd::realise(protocol, action)
+            .or_else(|| crate::design_zookeeper::realise(protocol, action));
+        match own {
+            Some(action) => Realised::Actions(vec![action]),
+            None => realise::realise(
+                fault_plan.hosts(),
+                &self.servers,
+                self.scenario.nodes.len(),
+                fault,
+                action,
+            ),
+        }
+    }
+
     /// The fault plan's steps made real, at scaled times, and the notes of
     /// steps nothing real does (see [`realise::realise`]).
     fn steps(&self, fault_plan: &FaultPlan) -> (Vec<Step>, Vec<String>) {
@@ -548,19 +576,7 @@ impl<'a> Planner<'a> {
                 }
                 continue;
             }
-            let own = crate::design_etcd::realise(&s.election.protocol, &step.action)
-                .or_else(|| crate::design_zookeeper::realise(&s.election.protocol, &step.action));
-            let realised = match own {
-                Some(action) => Realised::Actions(vec![action]),
-                None => realise::realise(
-                    fault_plan.hosts(),
-                    &self.servers,
-                    s.nodes.len(),
-                    fault,
-                    &step.action,
-                ),
-            };
-            match realised {
+            match self.realise(fault_plan, fault, &step.action) {
                 Realised::Actions(actions) => {
                     steps.extend(actions.into_iter().map(|action| Step {
                         at,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use fenced_sim::{FaultPlan, Resolution};
 
 use super::{Cause, Planner, Step};
-use crate::realise::{self, Realised};
+use crate::realise::Realised;
 
 /// An anchored fault of the plan: what it waits for (times scaled), and
 /// its actions with their times from its start.
@@ -59,13 +59,7 @@ impl Planner<'_> {
             for (after, action, ended_by_heal) in actions {
                 let at = self.scale.scale(after);
                 let cause = Cause::Fault(index);
-                let realised = realise::realise(
-                    fault_plan.hosts(),
-                    &self.servers,
-                    self.scenario.nodes.len(),
-                    Some((index, label.as_str())),
-                    action,
-                );
+                let realised = self.realise(fault_plan, Some((index, label.as_str())), action);
                 match realised {
                     Realised::Actions(list) => {
                         steps.extend(list.into_iter().map(|action| AnchoredStep {

@@ -721,3 +721,47 @@ duration = "5s"
     assert!(refused[0].why.contains("keepalive"), "{refused:?}");
     assert!(refused[1].why.contains("moved: false"), "{refused:?}");
 }
+
+/// A server pause of etcd and of ZooKeeper is a SIGSTOP of the server's own
+/// process, whether the pause is at an instant or anchored on an event: the
+/// anchored path once skipped the designs' own realisation, and an anchored
+/// pause of ZooKeeper became a stall of its links (the server went on
+/// expiring sessions; found by `fenced-lab matrix --keep` on
+/// `servers-stalled`).
+#[test]
+fn a_server_pause_is_the_designs_own_whether_timed_or_anchored() {
+    for name in ["lab-zookeeper-server-paused", "lab-etcd-server-paused"] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/scenarios")
+            .join(format!("{name}.toml"));
+        let valid = load(&path).expect("a lab scenario loads");
+        let timed = LabPlan::new(&valid, &options(0.1, verified())).expect("plannable");
+        let server_pause = |action: &Action| {
+            matches!(
+                action,
+                Action::ServerPause {
+                    server: Server::LeaseStore
+                }
+            )
+        };
+        assert!(
+            timed.steps.iter().any(|s| server_pause(&s.action)),
+            "{name}: {:?}",
+            timed.steps
+        );
+        let mut scenario = valid.into_scenario();
+        let pause = scenario.faults.remove(0);
+        let when = fenced_sim::Anchor::on(fenced_sim::AnchorEvent::WorkStarted);
+        scenario.faults.push(pause.anchored(when));
+        let valid = scenario.validated().expect("still valid");
+        let anchored = LabPlan::new(&valid, &options(0.1, verified())).expect("plannable");
+        let steps = &anchored.anchored[0].steps;
+        assert!(server_pause(&steps[0].step.action), "{name}: {steps:?}");
+        assert!(
+            steps
+                .iter()
+                .all(|s| !matches!(s.step.action, Action::Block { .. })),
+            "{name}: {steps:?}"
+        );
+    }
+}
