@@ -45,9 +45,12 @@ pub struct Mix {
     pub partition: bool,
     /// Crashes (mostly with restarts).
     pub crash: bool,
-    /// Zombie replacements (a new incarnation while the old one is paused),
-    /// both anchored to the old life's beginning a unit of work.
+    /// Zombie replacements (a new incarnation while the old one is paused).
     pub zombie: bool,
+    /// The zombie's pause and replacement anchored to the old life's
+    /// beginning a unit of work (half the zombies, by a coin of their own
+    /// stream).
+    pub zombie_anchored: bool,
     /// Clock offsets and drifts.
     pub clock: bool,
     /// Random message loss.
@@ -119,6 +122,7 @@ impl Mix {
             (self.clock_strobe, "clock-strobe"),
             (self.clock_slew, "clock-slew"),
             (self.anchored, "anchored"),
+            (self.zombie_anchored, "zombie-anchored"),
             (self.store_pause_at_renewal, "store-pause-at-renewal"),
         ];
         all.into_iter()
@@ -204,6 +208,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         clock_strobe: false,
         clock_slew: false,
         anchored: false,
+        zombie_anchored: false,
         store_pause_at_renewal: false,
     };
     let at = |rng: &mut ChaCha8Rng| {
@@ -318,20 +323,34 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         let start = in_unit(&mut rng);
         let length =
             base.election.lease_ttl * 2 + span(&mut rng, Duration::ZERO, base.election.lease_ttl);
-        // The old life pauses right after it begins a unit of work (its
-        // write still to go) at or after `start`, and the new one starts
-        // `later` after that: both anchored to the event, so the pause is
-        // mid-unit whatever the latencies (as `in_unit` only aims at).
         let later = span(&mut rng, Duration::from_secs(1), base.election.lease_ttl);
-        let when = Anchor::on(AnchorEvent::WorkStarted).of_node(node.clone());
         let pause = FaultSpec::Pause {
             host: node.clone(),
             at: start,
             duration: length,
         };
-        s.faults.push(pause.anchored(when.clone()));
-        let replace = FaultSpec::Replace { node, at: start };
-        s.faults.push(replace.anchored(when.with_delay(later)));
+        // Half the time (a coin of its own stream) the old life pauses
+        // right after it begins a unit of work (its write still to go) at
+        // or after `start`, and the new one starts `later` after that: both
+        // anchored to the event, so the pause is mid-unit whatever the
+        // latencies (as `in_unit` only aims at). Otherwise both at their
+        // instants, which also reach a zombie of a node that does not lead.
+        if coin(
+            &mut SeedDeriver::new(seed, "explore-zombie-anchor").rng(),
+            0.5,
+        ) {
+            mix.zombie_anchored = true;
+            let when = Anchor::on(AnchorEvent::WorkStarted).of_node(node.clone());
+            s.faults.push(pause.anchored(when.clone()));
+            let replace = FaultSpec::Replace { node, at: start };
+            s.faults.push(replace.anchored(when.with_delay(later)));
+        } else {
+            s.faults.push(pause);
+            s.faults.push(FaultSpec::Replace {
+                node,
+                at: (start + later).min(fault_phase.saturating_sub(Duration::from_millis(1))),
+            });
+        }
     }
     if mix.clock {
         let ratio = base.election.effective_safety_margin().as_secs_f64()
@@ -608,7 +627,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
     s.expect = crate::scenario::Expectations::default();
     // A drawn anchor fires only when its node makes its event: one that
     // does not is no failure of the seed.
-    if mix.anchored || mix.zombie || mix.store_pause_at_renewal {
+    if mix.anchored || mix.zombie_anchored || mix.store_pause_at_renewal {
         s.expect.anchors_begin = Some(false);
     }
     (s, mix)
