@@ -47,6 +47,10 @@ pub struct Mix {
     pub crash: bool,
     /// Zombie replacements (a new incarnation while the old one is paused).
     pub zombie: bool,
+    /// The zombie's pause and replacement anchored to the old life's
+    /// beginning a unit of work (half the zombies, by a coin of their own
+    /// stream).
+    pub zombie_anchored: bool,
     /// Clock offsets and drifts.
     pub clock: bool,
     /// Random message loss.
@@ -88,6 +92,11 @@ pub struct Mix {
     /// fenced protocol `renewal-sent` and `term-started`). From its own
     /// stream.
     pub anchored: bool,
+    /// A pause of the lease store that begins at a leader's renewal, so the
+    /// renewal waits in the paused store while its lease runs out there:
+    /// the boundary `verify` finds `store-renews-lapsed-lease` at. The
+    /// fenced protocol only; from its own stream.
+    pub store_pause_at_renewal: bool,
 }
 
 impl Mix {
@@ -113,6 +122,8 @@ impl Mix {
             (self.clock_strobe, "clock-strobe"),
             (self.clock_slew, "clock-slew"),
             (self.anchored, "anchored"),
+            (self.zombie_anchored, "zombie-anchored"),
+            (self.store_pause_at_renewal, "store-pause-at-renewal"),
         ];
         all.into_iter()
             .filter(|(on, _)| *on)
@@ -197,6 +208,8 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         clock_strobe: false,
         clock_slew: false,
         anchored: false,
+        zombie_anchored: false,
+        store_pause_at_renewal: false,
     };
     let at = |rng: &mut ChaCha8Rng| {
         span(
@@ -310,16 +323,34 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
         let start = in_unit(&mut rng);
         let length =
             base.election.lease_ttl * 2 + span(&mut rng, Duration::ZERO, base.election.lease_ttl);
-        s.faults.push(FaultSpec::Pause {
+        let later = span(&mut rng, Duration::from_secs(1), base.election.lease_ttl);
+        let pause = FaultSpec::Pause {
             host: node.clone(),
             at: start,
             duration: length,
-        });
-        s.faults.push(FaultSpec::Replace {
-            node,
-            at: (start + span(&mut rng, Duration::from_secs(1), base.election.lease_ttl))
-                .min(fault_phase.saturating_sub(Duration::from_millis(1))),
-        });
+        };
+        // Half the time (a coin of its own stream) the old life pauses
+        // right after it begins a unit of work (its write still to go) at
+        // or after `start`, and the new one starts `later` after that: both
+        // anchored to the event, so the pause is mid-unit whatever the
+        // latencies (as `in_unit` only aims at). Otherwise both at their
+        // instants, which also reach a zombie of a node that does not lead.
+        if coin(
+            &mut SeedDeriver::new(seed, "explore-zombie-anchor").rng(),
+            0.5,
+        ) {
+            mix.zombie_anchored = true;
+            let when = Anchor::on(AnchorEvent::WorkStarted).of_node(node.clone());
+            s.faults.push(pause.anchored(when.clone()));
+            let replace = FaultSpec::Replace { node, at: start };
+            s.faults.push(replace.anchored(when.with_delay(later)));
+        } else {
+            s.faults.push(pause);
+            s.faults.push(FaultSpec::Replace {
+                node,
+                at: (start + later).min(fault_phase.saturating_sub(Duration::from_millis(1))),
+            });
+        }
     }
     if mix.clock {
         let ratio = base.election.effective_safety_margin().as_secs_f64()
@@ -567,6 +598,26 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
             s.faults.push(pause.anchored(when));
         }
     }
+    // A store pause that begins when a leader sends a renewal (whichever
+    // node leads then): the request waits in the paused store, and when the
+    // pause outlasts the lease's remaining time it is handled after the
+    // lease lapsed there — the boundary instant `verify` pauses the store
+    // at (README, "How much a swarm covers"), which a store pause at a
+    // random instant rarely hits. A tenth of fenced seeds, from a stream of
+    // their own.
+    let mut at_renewal = SeedDeriver::new(seed, "explore-store-pause-at-renewal").rng();
+    if coin(&mut at_renewal, 0.1) && fenced {
+        mix.store_pause_at_renewal = true;
+        let after = at(&mut at_renewal);
+        let duration = fault_length(&mut at_renewal, base);
+        let pause = FaultSpec::Pause {
+            host: LEASE_STORE.to_string(),
+            at: after,
+            duration,
+        };
+        s.faults
+            .push(pause.anchored(Anchor::on(AnchorEvent::RenewalSent)));
+    }
     // Recurring faults of the base keep running during the fault phase.
     s.heal_at = Some(fault_phase);
     s.duration = fault_phase + liveness_bound(&s);
@@ -576,7 +627,7 @@ pub fn generate(base: &Scenario, seed: u64) -> (Scenario, Mix) {
     s.expect = crate::scenario::Expectations::default();
     // A drawn anchor fires only when its node makes its event: one that
     // does not is no failure of the seed.
-    if mix.anchored {
+    if mix.anchored || mix.zombie_anchored || mix.store_pause_at_renewal {
         s.expect.anchors_begin = Some(false);
     }
     (s, mix)
