@@ -359,3 +359,25 @@ fn a_strobe_makes_the_steps_its_resolution_lists_whatever_the_heal() {
         );
     }
 }
+
+/// A lease that expired at the store stays expired when the store's clock
+/// then steps back: the store's time never runs backwards (`LeaseStore`'s
+/// contract), so its grant to another node is correct, and the checker —
+/// which judged it on the stepped-back reading and reported
+/// `lease-exclusive` (explore seed 1 037 446) — judges it on the store's
+/// own time now.
+#[test]
+fn a_store_clock_stepped_back_after_an_expiry_does_not_revive_the_lease() {
+    let path =
+        common::workspace_root().join("sim/tests/regressions/store-clock-back-after-expiry.toml");
+    let scenario = fenced_sim::file::load(&path).expect("the regression scenario loads");
+    let (report, trace) = run_traced(&scenario, 1_037_446);
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert!(
+        !lines(&trace, "lease-store", "clock jumps by -38s").is_empty(),
+        "the store's clock stepped back"
+    );
+    let grant = lines(&trace, "lease-store", "granted token 2");
+    let grant = grant.first().expect("token 2 is granted after the step");
+    assert!(time_of(grant) > 93.923, "{grant}");
+}

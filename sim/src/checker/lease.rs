@@ -50,11 +50,28 @@ impl LeaseView {
 pub(super) struct LeaseCheck {
     highest_granted: u64,
     lease: Option<LeaseView>,
+    /// The latest store time an answer was judged at: the store's time
+    /// never runs backwards (`LeaseStore`'s contract, `fenced::time::LatestNow`).
+    latest_store_now: Option<fenced::Instant>,
 }
 
-/// What the lease store's clock reads at true time `now`.
-fn store_now(model: &Model, now: SimTime) -> fenced::Instant {
-    model.store_clock().local(now)
+impl LeaseCheck {
+    /// The store's time when it answered at true time `now`, as the store
+    /// reckons it: its clock's reading, or the latest reading it has seen if
+    /// the clock stepped back since (`src/lease.rs`: "a `now` earlier than
+    /// one already seen is treated as the latest seen, so a confused caller
+    /// cannot resurrect an expired lease"). Judged on the raw reading, a
+    /// lease that had expired before a backward step of the store's clock
+    /// came back to life in the checker's view only, and the store's correct
+    /// grant to another node after it was flagged `lease-exclusive` (explore
+    /// seed 1 037 446: the store's clock stepped back 38.8 s after node-1's
+    /// lease expired).
+    fn store_now(&mut self, model: &Model, now: SimTime) -> fenced::Instant {
+        let reading = model.store_clock().local(now);
+        let latest = self.latest_store_now.map_or(reading, |l| l.max(reading));
+        self.latest_store_now = Some(latest);
+        latest
+    }
 }
 
 /// When the store's clock reads `local`, in true time (for messages).
@@ -100,7 +117,7 @@ impl LeaseCheck {
             }
             LeaseResult::Renewed { token, expires_at } => {
                 let token = token.get();
-                let store_now = store_now(model, now);
+                let store_now = self.store_now(model, now);
                 // The common case: the live holder renews its own term.
                 if let Some(view) = self.lease.as_mut().filter(|v| {
                     v.owner == *who.owner && store_now < v.expires_at && v.token == token
@@ -110,7 +127,11 @@ impl LeaseCheck {
                 }
                 self.renewed_otherwise(now, who, token, *expires_at, model, sink);
             }
-            LeaseResult::Held { .. } => sink.coverage.refused += 1,
+            LeaseResult::Held { .. } => {
+                // The store handled a request then: its time reached this.
+                self.store_now(model, now);
+                sink.coverage.refused += 1;
+            }
         }
     }
 
@@ -141,7 +162,7 @@ impl LeaseCheck {
                 events,
             );
         }
-        let store_now = store_now(model, now);
+        let store_now = self.store_now(model, now);
         if let Some(prev) = self.lease.as_ref().filter(|l| store_now < l.expires_at) {
             if prev.owner != *who.owner {
                 let events = self.evidence(model);
@@ -170,7 +191,7 @@ impl LeaseCheck {
         model: &Model,
         sink: &mut Findings,
     ) {
-        let store_now = store_now(model, now);
+        let store_now = self.store_now(model, now);
         match self.lease.as_ref() {
             Some(view) if view.owner == *who.owner && store_now < view.expires_at => {
                 let detail = format!(
@@ -205,8 +226,17 @@ impl LeaseCheck {
         self.lease = Some(LeaseView::held_by(who, token, expires_at, granted_at));
     }
 
-    /// The lease store handled a release; `released` if it freed the lease.
-    pub(super) fn released(&mut self, owner: &OwnerId, token: FencingToken, released: bool) {
+    /// The lease store handled a release at `now`; `released` if it freed
+    /// the lease. The store's time reached `now` then, whatever it decided.
+    pub(super) fn released(
+        &mut self,
+        now: SimTime,
+        owner: &OwnerId,
+        token: FencingToken,
+        released: bool,
+        model: &Model,
+    ) {
+        self.store_now(model, now);
         if released
             && self
                 .lease
@@ -239,7 +269,7 @@ mod tests {
                     from,
                     token,
                     released,
-                } => part.released(from.owner, token, released),
+                } => part.released(at(*seconds), from.owner, token, released, &model),
                 _ => {}
             }
         }

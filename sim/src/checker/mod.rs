@@ -277,7 +277,7 @@ impl Observer for Checker {
                 from,
                 token,
                 released,
-            } => self.lease.released(from.owner, token, released),
+            } => self.lease.released(now, from.owner, token, released, model),
             Observation::MemberJoined(node) => self.membership.joined(node.index),
             Observation::MemberLeft(node) => self.membership.left(node.index, model),
             Observation::ResponseHandled {
