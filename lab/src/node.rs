@@ -562,6 +562,42 @@ pub fn main(args: NodeArgs) -> Result<(), NodeError> {
     runtime.block_on(run(config))
 }
 
+/// The node arguments of command line `line` (from the `node` subcommand
+/// on), parsed as `fenced-lab node` parses them — for the tests of the
+/// node's flags.
+#[cfg(test)]
+pub(crate) fn parse_node_line<T: Into<OsString> + Clone>(
+    line: impl IntoIterator<Item = T>,
+) -> Result<NodeArgs, clap::Error> {
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(subcommand)]
+        command: Command,
+    }
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Node(NodeArgs),
+    }
+    let line =
+        std::iter::once(OsString::from("fenced-lab")).chain(line.into_iter().map(Into::into));
+    let Command::Node(args) = <Wrapper as clap::Parser>::try_parse_from(line)?.command;
+    Ok(args)
+}
+
+/// `config` through the runner's command line and back: its flags, with
+/// the URLs (which the runner passes in the environment) given as flags, so
+/// that no other test's variables can race with the caller's.
+#[cfg(test)]
+pub(crate) fn reparsed(config: &NodeConfig) -> Result<NodeConfig, NodeError> {
+    let (args, env) = config.to_command();
+    let urls = ["--lease-url", "--registry-url", "--downstream-url"]
+        .into_iter()
+        .zip(env)
+        .flat_map(|(flag, (_, value))| [flag.into(), value]);
+    let args = parse_node_line(args.into_iter().chain(urls)).expect("the runner's line parses");
+    NodeConfig::from_args(args)
+}
+
 /// The configuration a node reads from a command line of the shared flags
 /// (node-a, incarnation `incarnation`, the lease store at `lease_url`,
 /// fenced or not) followed by a design's own flags `design` — for the
@@ -573,17 +609,7 @@ pub(crate) fn test_node_config(
     fencing: bool,
     design: &[&str],
 ) -> Result<NodeConfig, NodeError> {
-    #[derive(clap::Parser)]
-    struct Wrapper {
-        #[command(subcommand)]
-        command: Command,
-    }
-    #[derive(clap::Subcommand)]
-    enum Command {
-        Node(NodeArgs),
-    }
     let shared = [
-        "fenced-lab",
         "node",
         "--node-id",
         "node-a",
@@ -620,27 +646,12 @@ pub(crate) fn test_node_config(
         if fencing { "--fencing" } else { "--unfenced" },
     ];
     let line = shared.iter().chain(design).copied();
-    let parsed = <Wrapper as clap::Parser>::try_parse_from(line).expect("parses");
-    let Command::Node(args) = parsed.command;
-    NodeConfig::from_args(args)
+    NodeConfig::from_args(parse_node_line(line).expect("parses"))
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-
-    #[derive(Parser)]
-    struct Wrapper {
-        #[command(subcommand)]
-        command: Command,
-    }
-
-    #[derive(clap::Subcommand)]
-    enum Command {
-        Node(NodeArgs),
-    }
 
     #[test]
     fn the_runner_command_line_reads_back_as_the_same_config() {
@@ -697,9 +708,7 @@ mod tests {
             // Only this test reads these variables.
             std::env::set_var(key, value);
         }
-        let parsed = Wrapper::try_parse_from(std::iter::once("fenced-lab".into()).chain(args))
-            .expect("the runner's command line parses");
-        let Command::Node(args) = parsed.command;
+        let args = parse_node_line(args).expect("the runner's command line parses");
         assert_eq!(NodeConfig::from_args(args).expect("valid"), config);
     }
 

@@ -441,17 +441,6 @@ pub(super) async fn run_node(
 mod tests {
     use super::*;
 
-    #[derive(clap::Parser)]
-    struct Wrapper {
-        #[command(subcommand)]
-        command: Command,
-    }
-
-    #[derive(clap::Subcommand)]
-    enum Command {
-        Node(crate::node::NodeArgs),
-    }
-
     #[test]
     fn keys_are_the_lease_in_hex_under_the_prefix_and_read_back() {
         // Proves the node names keys as election.go does and reads a
@@ -499,21 +488,11 @@ mod tests {
     fn the_etcd_flags_read_back_as_the_same_config_and_bad_ones_are_refused() {
         // Proves what the runner writes for an etcd node is what the node
         // reads, and that the model's own checks name the setting.
-        use clap::Parser;
         let config = etcd_node("6", "50ms").expect("valid");
         let settings = config.etcd.clone().expect("an etcd node");
         assert_eq!(settings.session_ttl_secs, 6);
         assert_eq!(settings.keepalive_retry, Duration::from_millis(50));
-        // The URLs travel in the environment: given as flags here, so no
-        // other test's variables can race with this one's.
-        let (args, env) = config.to_command();
-        let urls = ["--lease-url", "--registry-url", "--downstream-url"]
-            .into_iter()
-            .zip(env)
-            .flat_map(|(flag, (_, value))| [flag.into(), value]);
-        let line = std::iter::once("fenced-lab".into()).chain(args).chain(urls);
-        let Command::Node(again) = Wrapper::try_parse_from(line).expect("parses").command;
-        assert_eq!(NodeConfig::from_args(again).expect("valid"), config);
+        assert_eq!(crate::node::reparsed(&config).expect("valid"), config);
         let error = etcd_node("0", "50ms").expect_err("a zero TTL");
         assert!(error.to_string().contains("session_ttl_secs"), "{error}");
         let error = etcd_node("6", "0s").expect_err("a zero retry");

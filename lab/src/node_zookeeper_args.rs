@@ -138,17 +138,6 @@ pub fn to_args(node: &ZooKeeperNode, human: impl Fn(Duration) -> String) -> Vec<
 mod tests {
     use crate::node::{NodeConfig, NodeError};
 
-    #[derive(clap::Parser)]
-    struct Wrapper {
-        #[command(subcommand)]
-        command: Command,
-    }
-
-    #[derive(clap::Subcommand)]
-    enum Command {
-        Node(crate::node::NodeArgs),
-    }
-
     fn zookeeper_node(session: &str, policy: &str, latch: &str) -> Result<NodeConfig, NodeError> {
         crate::node::test_node_config(
             "2",
@@ -176,7 +165,6 @@ mod tests {
     fn the_zookeeper_flags_read_back_as_the_same_config_and_bad_ones_are_refused() {
         // Proves what the runner writes for a ZooKeeper node is what the
         // node reads, and that the model's own checks name the setting.
-        use clap::Parser;
         let config = zookeeper_node("6s", "session", "/fenced-lab/s/reports").expect("valid");
         let node = config.zookeeper.clone().expect("a ZooKeeper node");
         assert_eq!(
@@ -184,14 +172,7 @@ mod tests {
             std::time::Duration::from_secs(6)
         );
         assert_eq!(node.zxid_base, 4_294_967_300);
-        let (args, env) = config.to_command();
-        let urls = ["--lease-url", "--registry-url", "--downstream-url"]
-            .into_iter()
-            .zip(env)
-            .flat_map(|(flag, (_, value))| [flag.into(), value]);
-        let line = std::iter::once("fenced-lab".into()).chain(args).chain(urls);
-        let Command::Node(again) = Wrapper::try_parse_from(line).expect("parses").command;
-        assert_eq!(NodeConfig::from_args(again).expect("valid"), config);
+        assert_eq!(crate::node::reparsed(&config).expect("valid"), config);
         let error = zookeeper_node("0s", "session", "/l").expect_err("a zero session");
         assert!(error.to_string().contains("session_timeout"), "{error}");
         let error = zookeeper_node("6s", "eager", "/l").expect_err("no such policy");

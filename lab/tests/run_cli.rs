@@ -149,7 +149,7 @@ async fn ctrl_c_removes_every_process_and_the_schema() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("runs");
-    let runner = i32::try_from(child.id().expect("pid")).expect("pid");
+    let runner = child.id().expect("pid");
     // Wait for node processes: their stdout files say their pids.
     let dir = logs.path().to_path_buf();
     let pids = move || -> Vec<i32> {
@@ -167,15 +167,7 @@ async fn ctrl_c_removes_every_process_and_the_schema() {
     let started = support::eventually(Duration::from_secs(20), || pids().len() == 3).await;
     assert!(started, "three nodes did not start");
     let pids = pids();
-    // SAFETY: a plain system call on our own child.
-    unsafe {
-        libc::kill(runner, libc::SIGINT);
-    }
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("the runner exits")
-        .expect("status");
-    assert_eq!(status.code(), Some(1));
+    support::interrupt(&mut child).await;
     let mut stderr = String::new();
     if let Some(mut pipe) = child.stderr.take() {
         use tokio::io::AsyncReadExt;

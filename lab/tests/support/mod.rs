@@ -283,7 +283,6 @@ pub async fn ctrl_c_removes_the_server_and_its_data(
         .stderr(Stdio::null())
         .spawn()
         .expect("runs");
-    let runner = i32::try_from(child.id().expect("pid")).expect("pid");
     let dir = logs.path().to_path_buf();
     let leading = move || {
         std::fs::read_dir(&dir).is_ok_and(|entries| {
@@ -296,6 +295,14 @@ pub async fn ctrl_c_removes_the_server_and_its_data(
     let data = logs.path().join(data_name);
     assert!(data.exists(), "{data_name} while the server runs");
     assert!(!processes_mentioning(&data).is_empty());
+    interrupt(&mut child).await;
+    assert!(!data.exists(), "{} left on disk", data.display());
+    assert_eq!(processes_mentioning(logs.path()), Vec::<i32>::new());
+}
+
+/// Ctrl-C to the runner `child`: it must exit 1 ("interrupted") within 30 s.
+pub async fn interrupt(child: &mut tokio::process::Child) {
+    let runner = i32::try_from(child.id().expect("a running child")).expect("pid");
     // SAFETY: a plain system call on our own child.
     unsafe {
         libc::kill(runner, libc::SIGINT);
@@ -305,6 +312,4 @@ pub async fn ctrl_c_removes_the_server_and_its_data(
         .expect("the runner exits")
         .expect("status");
     assert_eq!(status.code(), Some(1));
-    assert!(!data.exists(), "{} left on disk", data.display());
-    assert_eq!(processes_mentioning(logs.path()), Vec::<i32>::new());
 }
