@@ -405,3 +405,63 @@ fn settings_validation() {
     );
     assert_eq!(ZooKeeper::validate(&ZooKeeperSettings::default()), Ok(()));
 }
+
+/// A delete takes the next zxid before the server checks it, so a delete of
+/// a node already gone (`NONODE`, as a client's guaranteed delete of its
+/// expired session's node is) still uses one: upstream's
+/// `PrepRequestProcessor.pRequestHelper` calls `pRequest2Txn(type,
+/// zks.getNextZxid(), ...)` and keeps the header as an `ErrorTxn`. The real
+/// server's zxids (the tokens) count it, so the model must.
+#[test]
+fn a_delete_of_a_missing_node_still_takes_a_zxid() {
+    use fenced_zoo::zookeeper::ZooKeeperServer;
+    use fenced_zoo::{Instant, LockServer, ServerOutput};
+
+    let mut server = ZooKeeperServer::new(Duration::from_secs(2));
+    let client = ClientId(0);
+    let at = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+    let connect = ZooKeeperRequest::Connect {
+        connection: 1,
+        session: None,
+        timeout: Duration::from_secs(10),
+    };
+    server.handle_request(client, connect, at(1));
+    let create = ZooKeeperRequest::Create {
+        connection: 1,
+        xid: 1,
+        protection: 7,
+    };
+    server.handle_request(client, create, at(2));
+    let mut created = None;
+    while let Some(output) = server.poll_output() {
+        if let ServerOutput::Reply {
+            response: ZooKeeperResponse::Created { node, .. },
+            ..
+        } = output
+        {
+            created = Some(node);
+        }
+    }
+    let node = created.expect("the create is answered");
+    let after_create = server.zxid();
+    let delete = ZooKeeperRequest::Delete {
+        connection: 1,
+        node,
+    };
+    server.handle_request(client, delete.clone(), at(3));
+    assert_eq!(server.zxid(), after_create + 1, "a delete is one txn");
+    assert_eq!(server.children().count(), 0);
+    server.handle_request(client, delete, at(4));
+    assert_eq!(
+        server.zxid(),
+        after_create + 2,
+        "a NONODE delete is an error txn with its own zxid"
+    );
+    // A read takes none.
+    let read = ZooKeeperRequest::GetChildren {
+        connection: 1,
+        xid: 2,
+    };
+    server.handle_request(client, read, at(5));
+    assert_eq!(server.zxid(), after_create + 2);
+}

@@ -346,10 +346,14 @@ impl ZooKeeperServer {
                 );
             }
             ZooKeeperRequest::Delete { node, .. } => {
-                if self.nodes.contains_key(&node) {
-                    self.next_zxid();
-                    self.delete_node(node);
-                }
+                // A delete takes the next zxid before it is checked, so one
+                // of a node already gone (`NONODE`) is an error txn that
+                // still uses one: `PrepRequestProcessor.pRequestHelper`,
+                // `pRequest2Txn(request.type, zks.getNextZxid(), ...)`, and
+                // its `catch (KeeperException e)` keeping the header as an
+                // `ErrorTxn`.
+                self.next_zxid();
+                self.delete_node(node);
                 self.reply(from, ZooKeeperResponse::DeleteDone { connection, node });
             }
             ZooKeeperRequest::CloseSession { .. } => self.close_session(session),
