@@ -15,7 +15,7 @@ use super::findings::Findings;
 use super::model::Model;
 use super::BeliefTerm;
 use crate::observation::{ProcessId, ProcessRef, SimTime};
-use crate::report::{MAX_TERMS_LISTED, RUN_ENDED};
+use crate::report::{CRASHED, MAX_TERMS_LISTED, RUN_ENDED, STOPPED};
 
 /// Why a process stopped believing it leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,9 +35,9 @@ impl<'a> TermEnd<'a> {
             TermEnd::StepDown(StepDownReason::LocalDeadline, None) => "local-deadline",
             TermEnd::StepDown(StepDownReason::Superseded { .. }, None) => "superseded",
             TermEnd::StepDown(StepDownReason::NewTerm { .. }, None) => "new-term",
-            TermEnd::StepDown(StepDownReason::Stopped, None) => "stopped",
+            TermEnd::StepDown(StepDownReason::Stopped, None) => STOPPED,
             TermEnd::StepDown(StepDownReason::Abdicated, None) => "abdicated",
-            TermEnd::Crash => "crash",
+            TermEnd::Crash => CRASHED,
         }
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::scenarios::CutOff;
 use crate::batch::{round_to, three_significant_digits, Histogram};
-use crate::report::Invariant;
+use crate::report::{Invariant, CRASHED, STOPPED};
 use crate::Report;
 
 /// Whether run `r` was stuck: `None` when no failover was due (no `cut`,
@@ -34,7 +34,7 @@ pub fn failover_stuck(r: &Report, cut: Option<&CutOff>) -> Option<bool> {
     let at = ms(c.at);
     let end = ms(c.end);
     let ended_by_the_fault = |t: &crate::report::Term| {
-        t.end_ms == at && matches!(t.end_reason.as_str(), "crash" | "stopped")
+        t.end_ms == at && [CRASHED, STOPPED].contains(&t.end_reason.as_str())
     };
     let holder = r.terms.iter().find(|t| {
         t.node == c.node && t.start_ms <= at && (at < t.end_ms || ended_by_the_fault(t))

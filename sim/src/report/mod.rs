@@ -254,6 +254,13 @@ pub const MAX_TERMS_LISTED: usize = 10_000;
 /// The end reason of a term still going when the run (or the report) ended.
 pub const RUN_ENDED: &str = "run-ended";
 
+/// The end reason of a term its process's crash ended.
+pub const CRASHED: &str = "crash";
+
+/// The end reason of a term its process's stop ended (a `stop` fault, or
+/// the elector told to stop).
+pub const STOPPED: &str = "stopped";
+
 /// The invariants the checker enforces; [`Violation::invariant`] holds
 /// [`Invariant::name`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
