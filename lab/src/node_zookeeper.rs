@@ -57,11 +57,14 @@
 //! * `Ping` → a ping (`xid` -2); its answer a `Pong` carrying how many
 //!   watch events the socket delivered before it (TCP keeps them in order,
 //!   so this is what the model's stand-in says).
-//! * `Create { protection }` → Curator's protected create: `getChildren`
-//!   of the latch path, and the child named `_c_<protection>-latch-…` if
-//!   there is one (`CreateBuilderImpl.findProtectedNodeInForeground`), else
-//!   `create` of `latchPath/_c_<protection>-latch-` with
-//!   `EPHEMERAL_SEQUENTIAL`; its sequence is the model's node.
+//! * `Create { protection }` → Curator's protected background create: the
+//!   first attempt with a protection id is a `create` of
+//!   `latchPath/_c_<protection>-latch-` with `EPHEMERAL_SEQUENTIAL`; a
+//!   retry (the model re-sends the id after a lost socket) first runs
+//!   `getChildren` of the latch path and takes the child named
+//!   `_c_<protection>-latch-…` if there is one
+//!   (`CreateBuilderImpl.pathInBackground`: `findProtectedNodeInForeground`
+//!   only when not `localFirstTime`); its sequence is the model's node.
 //! * `GetChildren`, `GetData { watch }`, `Delete` → the same requests
 //!   (`NONODE` is the model's empty list, `None` stat, or done delete).
 //!   A data watch is left on the socket, and the server's `NodeDeleted`
@@ -90,7 +93,7 @@
 //! instant (`ZooKeeperClient::leadership`, which ends at the read timeout
 //! or the expiry the policy gives up on, even before a timer ran).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -188,6 +191,10 @@ struct Io {
     names: Arc<Mutex<BTreeMap<u64, String>>>,
     /// The highest zxid any reply carried (`ConnectRequest.lastZxidSeen`).
     last_zxid: Arc<Mutex<i64>>,
+    /// The protection ids a create was already sent with: the model re-sends
+    /// a create lost with its socket under the same id, and only such a
+    /// retry looks for the node first (see [`Io::create`]).
+    attempted: Arc<Mutex<BTreeSet<u64>>>,
 }
 
 impl Carry<ZooKeeperRequest> for Io {
@@ -389,14 +396,30 @@ impl Io {
         Some(nodes)
     }
 
+    /// Curator's protected background create
+    /// (`CreateBuilderImpl.pathInBackground`, at 88dee99): the first attempt
+    /// is a plain `create` (`localFirstTime`), and only a retry — the same
+    /// protection id again, after a `CONNECTIONLOSS` — first runs
+    /// `findProtectedNodeInForeground` (a `getChildren` of the latch path).
+    /// The extra round trip on every first attempt delayed each create
+    /// behind the same client's guaranteed delete of its old node.
     async fn create(&self, socket: &Socket, connection: u64, xid: u64, protection: u64) {
         let prefix = protected_prefix(protection);
-        let Some(children) = self.children(socket).await else {
-            return;
+        let retry = self
+            .attempted
+            .lock()
+            .map(|mut attempted| !attempted.insert(protection))
+            .unwrap_or(true);
+        let found = if retry {
+            let Some(children) = self.children(socket).await else {
+                return;
+            };
+            children
+                .into_iter()
+                .find(|(_, name)| name.starts_with(&prefix))
+        } else {
+            None
         };
-        let found = children
-            .into_iter()
-            .find(|(_, name)| name.starts_with(&prefix));
         let node = match found {
             Some((node, _)) => node,
             None => {
@@ -512,6 +535,7 @@ pub(super) async fn run_node(
         passwords: Arc::default(),
         names: Arc::default(),
         last_zxid: Arc::default(),
+        attempted: Arc::default(),
     };
     let shutdown = CancellationToken::new();
     let signals = watch_signals(shutdown.clone(), context.clone())?;
