@@ -153,6 +153,29 @@ pub trait Protocol {
         let _ = response;
         false
     }
+    /// The TCP connection `request` travels on, where the model numbers its
+    /// client's sockets (ZooKeeper's): a driver that models TCP keeps one
+    /// connection's packets in order, holds them while their link is down
+    /// instead of losing them, and lets a new connection's first packet
+    /// (see [`opens_connection`](Protocol::opens_connection)) go only after
+    /// a handshake round trip. `None` (the default): the model's messages
+    /// stand alone, and its client copes with their loss and reordering.
+    fn request_connection(request: &Self::Request) -> Option<u64> {
+        let _ = request;
+        None
+    }
+    /// Whether `request` is the first packet of a new connection (it
+    /// follows the TCP handshake). Default: no.
+    fn opens_connection(request: &Self::Request) -> bool {
+        let _ = request;
+        false
+    }
+    /// The TCP connection `response` travels on (see
+    /// [`request_connection`](Protocol::request_connection)). Default: none.
+    fn response_connection(response: &Self::Response) -> Option<u64> {
+        let _ = response;
+        None
+    }
 }
 
 /// The server side of a protocol: one database, API server, etcd cluster or

@@ -62,7 +62,8 @@ pub(crate) trait Envelope: Clone + Debug {
     fn sender(&self) -> Option<u32>;
 
     /// Whether the addressee's kernel, not its process, handles it (a TCP
-    /// keepalive probe): it is handled even while the process is paused.
+    /// keepalive probe at a client, a SYN at a server): it is handled even
+    /// while the process or the server is paused.
     fn answered_while_paused(&self) -> bool {
         false
     }
@@ -476,7 +477,10 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             }
         };
         match to {
-            Address::Server(e) if self.servers[usize::from(e)].depth > 0 => {
+            Address::Server(e)
+                if self.servers[usize::from(e)].depth > 0
+                    && !matches!(&event, Event::Deliver { msg, .. } if msg.answered_while_paused()) =>
+            {
                 if let Some(event) = defer(&mut self.servers[usize::from(e)].deferred, event) {
                     self.drop_deferred(event);
                 }

@@ -31,7 +31,7 @@ use fenced::{FencedStore, Fencing, OwnerId};
 use fenced_zoo::{ClientId, Protocol, ServerIndex};
 
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
-use crate::engine::{server_index, Address, Envelope, Hosts, Outbox, StreamKey};
+use crate::engine::{server_index, stream_key, Address, Envelope, Hosts, Outbox, StreamKey};
 use crate::hosts::messages::{worker_message_stream, ToDownstream, ToWorker};
 use crate::hosts::session::ClientSettings;
 use crate::hosts::workers::{carries, ProcessTable, WorkTimer, WorkerTable};
@@ -94,10 +94,27 @@ pub(crate) enum ZooMessage<P: ZooProtocol> {
         pid: u32,
         request: P::Request,
     },
-    /// Server `from` answers or pushes.
+    /// Server `from` answers or pushes to client `client`.
     ToClient {
         from: ServerIndex,
+        client: ClientId,
         response: P::Response,
+    },
+    /// The handshake of a new connection (see [`ZooMessage::stream`]):
+    /// client `from`'s SYN to server `index`, carrying the request that
+    /// opens the connection, which goes out when the SYN-ACK is back.
+    Syn {
+        index: ServerIndex,
+        from: ClientId,
+        pid: u32,
+        request: P::Request,
+    },
+    /// Server `from`'s SYN-ACK to client `client`, handing back the request
+    /// its host now sends.
+    SynAck {
+        from: ServerIndex,
+        client: ClientId,
+        request: P::Request,
     },
     /// A unit of work's write.
     Downstream(ToDownstream),
@@ -120,9 +137,34 @@ impl<P: ZooProtocol> Clone for ZooMessage<P> {
                 pid: *pid,
                 request: request.clone(),
             },
-            ZooMessage::ToClient { from, response } => ZooMessage::ToClient {
+            ZooMessage::ToClient {
+                from,
+                client,
+                response,
+            } => ZooMessage::ToClient {
                 from: *from,
+                client: *client,
                 response: response.clone(),
+            },
+            ZooMessage::Syn {
+                index,
+                from,
+                pid,
+                request,
+            } => ZooMessage::Syn {
+                index: *index,
+                from: *from,
+                pid: *pid,
+                request: request.clone(),
+            },
+            ZooMessage::SynAck {
+                from,
+                client,
+                request,
+            } => ZooMessage::SynAck {
+                from: *from,
+                client: *client,
+                request: request.clone(),
             },
             ZooMessage::Downstream(w) => ZooMessage::Downstream(w.clone()),
             ZooMessage::Worker(w) => ZooMessage::Worker(*w),
@@ -140,24 +182,65 @@ impl<P: ZooProtocol> Envelope for ZooMessage<P> {
 
     fn sender(&self) -> Option<u32> {
         match self {
-            ZooMessage::ToServer { pid, .. } => Some(*pid),
+            ZooMessage::ToServer { pid, .. } | ZooMessage::Syn { pid, .. } => Some(*pid),
             ZooMessage::Downstream(ToDownstream::Write { pid, .. })
             | ZooMessage::Downstream(ToDownstream::Open { pid, .. }) => Some(*pid),
-            ZooMessage::ToClient { .. } | ZooMessage::Worker(_) => None,
+            ZooMessage::ToClient { .. } | ZooMessage::SynAck { .. } | ZooMessage::Worker(_) => None,
         }
     }
 
+    /// A keepalive probe the design's model says the client's kernel
+    /// answers, and a SYN, which the server machine's kernel answers while
+    /// the server process is stopped (the listen backlog).
     fn answered_while_paused(&self) -> bool {
-        matches!(self, ZooMessage::ToClient { response, .. } if P::answered_by_kernel(response))
+        match self {
+            ZooMessage::ToClient { response, .. } => P::answered_by_kernel(response),
+            ZooMessage::Syn { .. } => true,
+            _ => false,
+        }
     }
 
-    /// Only the worker's session to the downstream: a design's own traffic
-    /// stands alone, as its model says (its client models its transport).
+    /// The worker's session to the downstream, and a design's traffic on
+    /// the TCP connections its model numbers
+    /// ([`Protocol::request_connection`]): each connection is a stream of
+    /// its own, as `fenced-lab`'s proxy carries it for real — in order, a
+    /// loss a retransmission delay, held (not lost) while its link is down,
+    /// and opened by a handshake round trip ([`ZooMessage::Syn`], as the
+    /// proxy's `handshake`) — so a one-way cut towards the client keeps a
+    /// new connection from ever carrying its first packet, as a lost
+    /// SYN-ACK does. A design whose model numbers no connections keeps its
+    /// messages standing alone (its client copes with loss and reordering).
     fn stream(&self, to: Address) -> Option<StreamKey> {
         match self {
             ZooMessage::Downstream(msg) => worker_message_stream(Some(msg), None, to),
             ZooMessage::Worker(msg) => worker_message_stream(None, Some(msg), to),
-            _ => None,
+            ZooMessage::ToServer {
+                from, pid, request, ..
+            }
+            | ZooMessage::Syn {
+                from, pid, request, ..
+            } => {
+                let connection = P::request_connection(request)?;
+                Some(design_stream(*pid, *from, connection, true))
+            }
+            ZooMessage::ToClient {
+                client, response, ..
+            } => {
+                let connection = P::response_connection(response)?;
+                let Address::Process { pid, .. } = to else {
+                    return None;
+                };
+                Some(design_stream(pid, *client, connection, false))
+            }
+            ZooMessage::SynAck {
+                client, request, ..
+            } => {
+                let connection = P::request_connection(request)?;
+                let Address::Process { pid, .. } = to else {
+                    return None;
+                };
+                Some(design_stream(pid, *client, connection, false))
+            }
         }
     }
 }
@@ -166,14 +249,30 @@ impl<P: ZooProtocol> ZooMessage<P> {
     /// Its kind, for drop observations.
     fn kind(&self) -> MessageKind {
         match self {
-            ZooMessage::ToServer { .. } => MessageKind::ProtocolRequest,
-            ZooMessage::ToClient { .. } => MessageKind::ProtocolResponse,
+            ZooMessage::ToServer { .. } | ZooMessage::Syn { .. } => MessageKind::ProtocolRequest,
+            ZooMessage::ToClient { .. } | ZooMessage::SynAck { .. } => {
+                MessageKind::ProtocolResponse
+            }
             ZooMessage::Downstream(ToDownstream::Write { .. }) => MessageKind::Write,
             ZooMessage::Downstream(ToDownstream::Open { .. }) => MessageKind::SessionOpen,
             ZooMessage::Worker(ToWorker::Opened { .. }) => MessageKind::SessionOpened,
             ZooMessage::Worker(ToWorker::WriteAnswered { .. }) => MessageKind::CallAnswer,
         }
     }
+}
+
+/// The session lane of a design's connections (the lease store's lanes,
+/// which no zoo run uses; the worker's are its own).
+const DESIGN_SESSION: u8 = 0;
+
+/// The stream of `client`'s connection `connection` (in process slot
+/// `pid`), one way. A slot's later lives are later clients, so the key's
+/// connection number (the client's id above its own 16-bit socket number)
+/// grows along a slot, as [`StreamKey`]'s ordering of a session's latest
+/// connection wants.
+fn design_stream(pid: u32, client: ClientId, connection: u64, up: bool) -> StreamKey {
+    let conn = (client.0 << 16) | (connection & 0xFFFF) as u32;
+    stream_key(pid, DESIGN_SESSION, conn, up)
 }
 
 /// A timer of a zoo run.
@@ -286,7 +385,34 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                     self.update_truth(out);
                 }
             }
-            (Address::Process { pid, .. }, ZooMessage::ToClient { from, response }) => {
+            (
+                Address::Server(_),
+                ZooMessage::Syn {
+                    index,
+                    from,
+                    request,
+                    ..
+                },
+            ) => {
+                // The server machine's kernel completes the handshake.
+                let Some(client) = self.clients.get(from.0 as usize) else {
+                    return debug_assert!(false, "a SYN comes from a client of the run");
+                };
+                let to = Address::Process {
+                    pid: client.pid,
+                    incarnation: client.incarnation,
+                };
+                let ack = ZooMessage::SynAck {
+                    from: index,
+                    client: from,
+                    request,
+                };
+                out.send(to, ack);
+            }
+            (Address::Process { pid, .. }, ZooMessage::SynAck { from, request, .. }) => {
+                self.procs.life(pid).0.send_opened(from, request, out);
+            }
+            (Address::Process { pid, .. }, ZooMessage::ToClient { from, response, .. }) => {
                 let mut next_term = self.next_term;
                 let (process, workers) = self.procs.life(pid);
                 process.response(from, response, &mut next_term, workers, out);

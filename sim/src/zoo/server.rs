@@ -82,6 +82,7 @@ impl<P: ZooProtocol> ZooServer<P> {
                     let (pid, incarnation) = (client.pid, client.incarnation);
                     let msg = ZooMessage::ToClient {
                         from: self.index,
+                        client: to,
                         response,
                     };
                     out.send(Address::Process { pid, incarnation }, msg);

@@ -118,6 +118,21 @@
 //! which TCP would hold; the client's read timeout (2/3 T) ends such a socket
 //! before the session could expire (T).
 //!
+//! That is for a driver whose network loses single messages. A driver that
+//! models TCP can do better: every packet names its socket
+//! ([`Protocol::request_connection`], [`Protocol::response_connection`]),
+//! and `Connect` opens one ([`Protocol::opens_connection`]). The simulator
+//! (`fenced-sim`) carries each socket as a TCP stream — in order, a loss a
+//! retransmission delay, held while its link is down and delivered on heal,
+//! a new socket's `ConnectRequest` sent only after a handshake round trip —
+//! as `fenced-lab`'s proxy carries the real client's bytes. Two things it
+//! changes that matter: a delete and a create the latch sends together
+//! reach the server in that order (they did not, on a network that
+//! reorders, and the zxids — the tokens — followed); and under a one-way
+//! cut towards the client no new socket ever carries its `ConnectRequest`
+//! (its SYN-ACK is held), so the reconnecting client stops touching its
+//! session, as for real.
+//!
 //! # Clocks
 //!
 //! Upstream reads two clocks on the client and one on the server:
@@ -482,5 +497,37 @@ impl Protocol for ZooKeeper {
         seed: u64,
     ) -> ZooKeeperClient {
         ZooKeeperClient::new(settings.clone(), id, seed)
+    }
+
+    /// Every packet names its socket (see "The transport").
+    fn request_connection(request: &ZooKeeperRequest) -> Option<u64> {
+        Some(match request {
+            ZooKeeperRequest::Connect { connection, .. }
+            | ZooKeeperRequest::Ping { connection }
+            | ZooKeeperRequest::Create { connection, .. }
+            | ZooKeeperRequest::GetChildren { connection, .. }
+            | ZooKeeperRequest::GetData { connection, .. }
+            | ZooKeeperRequest::Delete { connection, .. }
+            | ZooKeeperRequest::CloseSession { connection } => *connection,
+        })
+    }
+
+    /// `ConnectRequest` is the first packet of each socket
+    /// (`ClientCnxnSocketNIO.connect`, then `primeConnection`).
+    fn opens_connection(request: &ZooKeeperRequest) -> bool {
+        matches!(request, ZooKeeperRequest::Connect { .. })
+    }
+
+    fn response_connection(response: &ZooKeeperResponse) -> Option<u64> {
+        Some(match response {
+            ZooKeeperResponse::Connected { connection, .. }
+            | ZooKeeperResponse::Closed { connection }
+            | ZooKeeperResponse::Pong { connection, .. }
+            | ZooKeeperResponse::Created { connection, .. }
+            | ZooKeeperResponse::Children { connection, .. }
+            | ZooKeeperResponse::Data { connection, .. }
+            | ZooKeeperResponse::DeleteDone { connection, .. }
+            | ZooKeeperResponse::NodeDeleted { connection, .. } => *connection,
+        })
     }
 }
