@@ -225,6 +225,33 @@ impl LeaseCheck {
         self.lease = Some(LeaseView::held_by(who, token, expires_at, granted_at));
     }
 
+    /// See [`Checker::renewed_unanswered`](super::Checker::renewed_unanswered).
+    pub(super) fn renewed_unanswered(
+        &mut self,
+        now: SimTime,
+        owner: &OwnerId,
+        token: u64,
+        sent: SimTime,
+        ttl: std::time::Duration,
+        model: &Model,
+    ) -> bool {
+        let store_now = self.store_now(model, now);
+        let sent = model.store_clock().local(sent);
+        let Some(view) = self.lease.as_mut().filter(|v| {
+            v.owner == *owner
+                && v.token == token
+                && v.expires_at <= store_now
+                && sent < v.expires_at
+        }) else {
+            return false;
+        };
+        let applied = view
+            .expires_at
+            .saturating_sub(std::time::Duration::from_nanos(1));
+        view.expires_at = applied + ttl;
+        true
+    }
+
     /// The lease store handled a release at `now`; `released` if it freed
     /// the lease. The store's time reached `now` then, whatever it decided.
     pub(super) fn released(

@@ -164,6 +164,28 @@ impl Checker {
         self.lease.highest_granted()
     }
 
+    /// For a history, whose unanswered requests the store may have decided
+    /// all the same: `owner`'s lease of `token`, lapsed at the store's time
+    /// `now`, is taken as renewed by a request of its, sent at `sent` (the
+    /// report's time), that went unanswered — when that request left before
+    /// the lapse on the store's clock. The renewal is placed at the latest
+    /// instant it can have been applied (1 ns before the lapse), for `ttl`.
+    /// Returns whether the lease was extended (a renewal answered at `now`
+    /// is then judged against that). Nothing is judged here: a grant to
+    /// another node after the lapse has replaced the lease already, and
+    /// the renewal meets it as before.
+    pub(crate) fn renewed_unanswered(
+        &mut self,
+        now: SimTime,
+        owner: &fenced::OwnerId,
+        token: u64,
+        sent: SimTime,
+        ttl: std::time::Duration,
+    ) -> bool {
+        self.lease
+            .renewed_unanswered(now, owner, token, sent, ttl, &self.model)
+    }
+
     /// The highest token the downstream accepted, if any.
     pub fn highest_accepted(&self) -> Option<u64> {
         self.fence.last_accepted().map(|(token, _)| token)

@@ -13,6 +13,8 @@ use crate::observation::{HostRef, NodeRef, Observation, Observer, ProcessId, Pro
 use crate::report::{HistoryProblem, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED};
 use crate::timeline::Recorder;
 
+mod infer;
+
 /// Who one node process is (fixed for the whole check).
 #[derive(Clone, Debug)]
 pub(super) struct Ident {
@@ -48,7 +50,17 @@ struct State {
     unanswered: u32,
     /// The token of the last grant or renewal this process was answered.
     known_token: Option<FencingToken>,
+    /// Its lease requests sent and not yet answered or failed, by request:
+    /// when each left (the report's time). At most [`MAX_OUTSTANDING`].
+    outstanding: BTreeMap<u64, SimTime>,
+    /// When the earliest of the `unanswered` requests left.
+    first_unanswered_sent: Option<SimTime>,
 }
+
+/// The most requests of one process the feed remembers the sending of (a
+/// real client has one or two in flight; a history that never answers or
+/// fails its requests must not grow this without bound).
+const MAX_OUTSTANDING: usize = 256;
 
 /// The observers and what the feed keeps between lines.
 pub(super) struct Feed<'a> {
@@ -88,6 +100,8 @@ impl<'a> Feed<'a> {
             ignored_after_end: 0,
             unanswered: 0,
             known_token: None,
+            outstanding: BTreeMap::new(),
+            first_unanswered_sent: None,
         };
         Feed {
             idents,
@@ -296,14 +310,15 @@ impl<'a> Feed<'a> {
     fn own_event(&mut self, at: SimTime, pid: usize, event: &Event, origin: &Origin<'_>) {
         let p = self.process(pid);
         match event {
-            Event::RequestSent { request, local_ns } => self.emit(
-                at,
-                &Observation::RequestSent {
+            Event::RequestSent { request, local_ns } => {
+                self.sent(pid, *request, at);
+                let o = Observation::RequestSent {
                     process: p,
                     request: *request,
                     local: Instant::from_nanos(*local_ns),
-                },
-            ),
+                };
+                self.emit(at, &o);
+            }
             Event::LeaseHandled {
                 request,
                 answer,
@@ -312,12 +327,18 @@ impl<'a> Feed<'a> {
                 store_now_ns,
                 holder,
             } => {
+                self.states[pid].outstanding.remove(request);
                 if *answer == LeaseAnswer::Renewed {
+                    self.learn_store_clock(at, *store_now_ns);
                     self.infer_unanswered_grant(at, pid, *token, *expires_at_ns, origin);
+                    let answer = (*expires_at_ns, *store_now_ns);
+                    self.infer_unanswered_renewal(at, pid, *token, answer, origin);
                 }
                 if matches!(answer, LeaseAnswer::Granted | LeaseAnswer::Renewed) {
-                    self.states[pid].known_token = Some(*token);
-                    self.states[pid].unanswered = 0;
+                    let state = &mut self.states[pid];
+                    state.known_token = Some(*token);
+                    state.unanswered = 0;
+                    state.first_unanswered_sent = None;
                 }
                 self.lease(
                     at,
@@ -342,8 +363,10 @@ impl<'a> Feed<'a> {
                         error,
                     };
                     self.emit(at, &o);
-                } else {
-                    self.states[pid].unanswered = self.states[pid].unanswered.saturating_add(1);
+                }
+                let sent = self.states[pid].outstanding.remove(request);
+                if !*rejected {
+                    self.unanswered(pid, sent);
                 }
                 let o = Observation::RequestFailed {
                     process: p,
@@ -491,51 +514,6 @@ impl<'a> Feed<'a> {
     /// (its offset from the report's time, as a `ClockJumped` of the lease
     /// store), so lease exclusivity is judged on the store's own clock; the
     /// timeline draws the lease on the report's time.
-    /// A renewal of `token` answered to process `pid`, which was never
-    /// answered a grant of it: when one of its requests went unanswered
-    /// since its last answer, the store granted `token` on that request and
-    /// only the answer was lost (the statement ran; the client gave up
-    /// waiting). A real history cannot show that grant, so it is judged
-    /// here, just before the renewal that reveals it — the latest instant it
-    /// can have happened, so that a grant the store was free to make is not
-    /// taken for a violation (a grant while another lease was still live,
-    /// or of a token not above every earlier one, still is). Noted as a
-    /// warning. Without an unanswered request there is nothing to infer:
-    /// the renewal is judged as it is (a lapsed lease renewed).
-    fn infer_unanswered_grant(
-        &mut self,
-        at: SimTime,
-        pid: usize,
-        token: FencingToken,
-        expires_at_ns: u64,
-        origin: &Origin<'_>,
-    ) {
-        let state = &self.states[pid];
-        if state.unanswered == 0 || state.known_token == Some(token) {
-            return;
-        }
-        let unanswered = state.unanswered;
-        let p = self.process(pid);
-        let granted = LeaseResult::Granted {
-            token,
-            expires_at: Instant::from_nanos(expires_at_ns),
-        };
-        // Request 0: no request of the process is answered by it.
-        let o = Observation::LeaseHandled {
-            from: p,
-            request: 0,
-            result: &granted,
-        };
-        self.checker.observe(at, &o);
-        let detail = format!(
-            "{} was answered a renewal of token {token} it was never answered the grant of; \
-             {unanswered} of its requests went unanswered before it, so the store granted the \
-             token on one of them: judged as granted just before this renewal",
-            p.owner
-        );
-        self.problem(origin, false, detail);
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn lease(
         &mut self,
@@ -548,22 +526,7 @@ impl<'a> Feed<'a> {
         store_now_ns: Option<u64>,
         holder: &Option<OwnerId>,
     ) {
-        if let Some(store_now) = store_now_ns {
-            let offset = i128::from(store_now) - i128::from(at.as_nanos());
-            let offset =
-                i64::try_from(offset).unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX });
-            if offset != self.store_offset {
-                // The PostgreSQL store expires leases by its server's
-                // `clock_timestamp()`: a wall clock, whose step moves them.
-                let jump = Observation::ClockJumped {
-                    host: HostRef::LeaseStore,
-                    by_nanos: offset.saturating_sub(self.store_offset),
-                    moved: true,
-                };
-                self.checker.observe(at, &jump);
-                self.store_offset = offset;
-            }
-        }
+        self.learn_store_clock(at, store_now_ns);
         let expires_at = Instant::from_nanos(expires_at_ns);
         let result = match answer {
             LeaseAnswer::Granted => LeaseResult::Granted { token, expires_at },
