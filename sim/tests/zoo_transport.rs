@@ -1,0 +1,53 @@
+//! ZooKeeper's sockets in the simulator are TCP streams (`sim/src/zoo`):
+//! a new socket's `ConnectRequest` goes only after a handshake round trip
+//! in both directions, as `fenced-lab`'s proxy opens a real one.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{run_seed, secs, trio};
+use fenced_sim::{FaultSpec, ProtocolSpec, Scenario};
+
+/// node-a starts at 0, with `cut` the link from ZooKeeper to it cut for
+/// that long from the start; node-b and node-c start at 1 s.
+fn connect_through_a_one_way_cut(cut: Option<Duration>) -> Scenario {
+    let mut s = trio("zk-connect-under-cut", secs(90));
+    s.election.protocol = ProtocolSpec::by_name("zookeeper").expect("a design");
+    if let Some(duration) = cut {
+        s.faults.push(FaultSpec::Cut {
+            from: "zookeeper".into(),
+            to: "node-a".into(),
+            at: Duration::ZERO,
+            duration,
+        });
+    }
+    s
+}
+
+/// The first token of the run: `(epoch 1 << 32) + czxid + 1`, the czxid
+/// counting every transaction before the leader's node (each
+/// `createSession`, `create`, ...).
+fn first_token(s: &Scenario) -> (String, u64) {
+    let report = run_seed(s, 3);
+    let first = report.terms.first().expect("a leader");
+    (first.node.clone(), first.token)
+}
+
+#[test]
+fn a_new_socket_carries_nothing_while_its_syn_ack_cannot_come_back() {
+    // With the cut, node-a's ConnectRequests never reach the server (each
+    // attempt's SYN-ACK is held), so node-a creates no session: the leader
+    // is node-b or node-c, whose node's czxid is 3 (the two sessions of
+    // node-b and node-c, then the first create). Carried as a datagram, as
+    // before the streams, node-a's first ConnectRequest reached the server
+    // through the cut and its session took zxid 1: the token was one higher
+    // (4294967301 against 4294967300 at this seed).
+    let (leader, token) = first_token(&connect_through_a_one_way_cut(Some(secs(30))));
+    assert_ne!(leader, "node-a");
+    assert_eq!(token, (1 << 32) + 3 + 1);
+    // Control: without the cut node-a connects first and leads, its own
+    // session and node the first two transactions.
+    let (leader, token) = first_token(&connect_through_a_one_way_cut(None));
+    assert_eq!((leader.as_str(), token), ("node-a", (1 << 32) + 2 + 1));
+}
