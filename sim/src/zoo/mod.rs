@@ -225,23 +225,19 @@ impl<P: ZooProtocol> Envelope for ZooMessage<P> {
             }
             ZooMessage::ToClient {
                 client, response, ..
-            } => {
-                let connection = P::response_connection(response)?;
-                let Address::Process { pid, .. } = to else {
-                    return None;
-                };
-                Some(design_stream(pid, *client, connection, false))
-            }
+            } => answer_stream(*client, P::response_connection(response)?, to),
             ZooMessage::SynAck {
                 client, request, ..
-            } => {
-                let connection = P::request_connection(request)?;
-                let Address::Process { pid, .. } = to else {
-                    return None;
-                };
-                Some(design_stream(pid, *client, connection, false))
-            }
+            } => answer_stream(*client, P::request_connection(request)?, to),
         }
+    }
+}
+
+/// The stream back to `client` (at `to`) of its connection `connection`.
+fn answer_stream(client: ClientId, connection: u64, to: Address) -> Option<StreamKey> {
+    match to {
+        Address::Process { pid, .. } => Some(design_stream(pid, client, connection, false)),
+        Address::Server(_) => None,
     }
 }
 
@@ -269,7 +265,10 @@ const DESIGN_SESSION: u8 = 0;
 /// `pid`), one way. A slot's later lives are later clients, so the key's
 /// connection number (the client's id above its own 16-bit socket number)
 /// grows along a slot, as [`StreamKey`]'s ordering of a session's latest
-/// connection wants.
+/// connection wants — until a run's 65 536th client or a client's 65 536th
+/// socket, where it wraps: a wrapped key is a connection the lane takes for
+/// retired, whose packets keep their own times (held on a down link still,
+/// never lost), so only their order is given up.
 fn design_stream(pid: u32, client: ClientId, connection: u64, up: bool) -> StreamKey {
     let conn = (client.0 << 16) | (connection & 0xFFFF) as u32;
     stream_key(pid, DESIGN_SESSION, conn, up)

@@ -144,29 +144,23 @@ impl<P: ZooProtocol> ZooProcess<P> {
     /// back; see `ZooMessage::stream`), then goes by
     /// [`send_opened`](Self::send_opened).
     fn send<O: Observer>(&self, to: u16, request: P::Request, out: Out<'_, '_, P, O>) {
-        let msg = if P::opens_connection(&request) {
-            ZooMessage::Syn {
-                index: to,
-                from: self.id,
-                pid: self.pid,
-                request,
-            }
-        } else {
-            ZooMessage::ToServer {
-                index: to,
-                from: self.id,
-                pid: self.pid,
-                request,
-            }
+        if !P::opens_connection(&request) {
+            return self.send_opened(to, request, out);
+        }
+        let syn = ZooMessage::Syn {
+            index: to,
+            from: self.id,
+            pid: self.pid,
+            request,
         };
-        out.send(Address::Server(server_endpoint(to)), msg);
+        out.send(Address::Server(server_endpoint(to)), syn);
     }
 
-    /// Sends `request`, the first packet of a connection whose handshake
-    /// with server `to` just completed. It goes whatever the client did
-    /// meanwhile (gave the attempt up, opened another): its socket's bytes
-    /// were written before, as the lab's proxy forwards a client's first
-    /// bytes once its handshake is done.
+    /// Sends `request` to server `to` on an open connection — also the
+    /// first packet of one whose handshake just completed, which goes
+    /// whatever the client did meanwhile (gave the attempt up, opened
+    /// another): its socket's bytes were written before, as the lab's proxy
+    /// forwards a client's first bytes once its handshake is done.
     pub(super) fn send_opened<O: Observer>(
         &self,
         to: u16,

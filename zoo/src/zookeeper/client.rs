@@ -581,17 +581,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
                 },
                 response,
             ) => {
-                let on = match &response {
-                    ZooKeeperResponse::Connected { connection, .. }
-                    | ZooKeeperResponse::Closed { connection }
-                    | ZooKeeperResponse::Pong { connection, .. }
-                    | ZooKeeperResponse::Created { connection, .. }
-                    | ZooKeeperResponse::Children { connection, .. }
-                    | ZooKeeperResponse::Data { connection, .. }
-                    | ZooKeeperResponse::DeleteDone { connection, .. }
-                    | ZooKeeperResponse::NodeDeleted { connection, .. } => *connection,
-                };
-                if on != connection {
+                if response.connection() != connection {
                     return;
                 }
                 match response {

@@ -444,6 +444,37 @@ pub enum ZooKeeperResponse {
     },
 }
 
+impl ZooKeeperRequest {
+    /// The socket it travels on: every packet names one (TCP's).
+    pub fn connection(&self) -> u64 {
+        match self {
+            ZooKeeperRequest::Connect { connection, .. }
+            | ZooKeeperRequest::Ping { connection }
+            | ZooKeeperRequest::Create { connection, .. }
+            | ZooKeeperRequest::GetChildren { connection, .. }
+            | ZooKeeperRequest::GetData { connection, .. }
+            | ZooKeeperRequest::Delete { connection, .. }
+            | ZooKeeperRequest::CloseSession { connection } => *connection,
+        }
+    }
+}
+
+impl ZooKeeperResponse {
+    /// The socket it travels on.
+    pub fn connection(&self) -> u64 {
+        match self {
+            ZooKeeperResponse::Connected { connection, .. }
+            | ZooKeeperResponse::Closed { connection }
+            | ZooKeeperResponse::Pong { connection, .. }
+            | ZooKeeperResponse::Created { connection, .. }
+            | ZooKeeperResponse::Children { connection, .. }
+            | ZooKeeperResponse::Data { connection, .. }
+            | ZooKeeperResponse::DeleteDone { connection, .. }
+            | ZooKeeperResponse::NodeDeleted { connection, .. } => *connection,
+        }
+    }
+}
+
 impl Protocol for ZooKeeper {
     const NAME: &'static str = "zookeeper";
     type Settings = ZooKeeperSettings;
@@ -501,15 +532,7 @@ impl Protocol for ZooKeeper {
 
     /// Every packet names its socket (see "The transport").
     fn request_connection(request: &ZooKeeperRequest) -> Option<u64> {
-        Some(match request {
-            ZooKeeperRequest::Connect { connection, .. }
-            | ZooKeeperRequest::Ping { connection }
-            | ZooKeeperRequest::Create { connection, .. }
-            | ZooKeeperRequest::GetChildren { connection, .. }
-            | ZooKeeperRequest::GetData { connection, .. }
-            | ZooKeeperRequest::Delete { connection, .. }
-            | ZooKeeperRequest::CloseSession { connection } => *connection,
-        })
+        Some(request.connection())
     }
 
     /// `ConnectRequest` is the first packet of each socket
@@ -519,15 +542,6 @@ impl Protocol for ZooKeeper {
     }
 
     fn response_connection(response: &ZooKeeperResponse) -> Option<u64> {
-        Some(match response {
-            ZooKeeperResponse::Connected { connection, .. }
-            | ZooKeeperResponse::Closed { connection }
-            | ZooKeeperResponse::Pong { connection, .. }
-            | ZooKeeperResponse::Created { connection, .. }
-            | ZooKeeperResponse::Children { connection, .. }
-            | ZooKeeperResponse::Data { connection, .. }
-            | ZooKeeperResponse::DeleteDone { connection, .. }
-            | ZooKeeperResponse::NodeDeleted { connection, .. } => *connection,
-        })
+        Some(response.connection())
     }
 }

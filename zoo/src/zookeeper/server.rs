@@ -256,15 +256,7 @@ impl ZooKeeperServer {
         {
             return self.connect(from, connection, session, timeout, now);
         }
-        let connection = match request {
-            ZooKeeperRequest::Connect { connection, .. }
-            | ZooKeeperRequest::Ping { connection }
-            | ZooKeeperRequest::Create { connection, .. }
-            | ZooKeeperRequest::GetChildren { connection, .. }
-            | ZooKeeperRequest::GetData { connection, .. }
-            | ZooKeeperRequest::Delete { connection, .. }
-            | ZooKeeperRequest::CloseSession { connection } => connection,
-        };
+        let connection = request.connection();
         let session = match self.connections.get(&from) {
             Some((open, session)) if *open == connection => *session,
             // A packet on a socket this server does not have: RST.
