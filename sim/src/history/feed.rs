@@ -328,8 +328,10 @@ impl<'a> Feed<'a> {
                 holder,
             } => {
                 self.states[pid].outstanding.remove(request);
+                // Before any inference: what the answer reveals is judged on
+                // the store's clock as this answer reads it.
+                self.learn_store_clock(at, *store_now_ns);
                 if *answer == LeaseAnswer::Renewed {
-                    self.learn_store_clock(at, *store_now_ns);
                     self.infer_unanswered_grant(at, pid, *token, *expires_at_ns, origin);
                     let answer = (*expires_at_ns, *store_now_ns);
                     self.infer_unanswered_renewal(at, pid, *token, answer, origin);
@@ -510,9 +512,8 @@ impl<'a> Feed<'a> {
         self.emit(at, &o);
     }
 
-    /// The store's answer: the checker learns the store's clock from it
-    /// (its offset from the report's time, as a `ClockJumped` of the lease
-    /// store), so lease exclusivity is judged on the store's own clock; the
+    /// The store's answer, judged on the store's own clock (which the
+    /// caller has learned from it, [`Feed::learn_store_clock`]); the
     /// timeline draws the lease on the report's time.
     #[allow(clippy::too_many_arguments)]
     fn lease(
@@ -526,7 +527,6 @@ impl<'a> Feed<'a> {
         store_now_ns: Option<u64>,
         holder: &Option<OwnerId>,
     ) {
-        self.learn_store_clock(at, store_now_ns);
         let expires_at = Instant::from_nanos(expires_at_ns);
         let result = match answer {
             LeaseAnswer::Granted => LeaseResult::Granted { token, expires_at },

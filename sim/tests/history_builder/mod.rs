@@ -140,6 +140,26 @@ pub fn judge(files: &[(String, Vec<u8>)]) -> Judged {
     check_bytes(files, CheckOptions::default()).expect("the histories are valid")
 }
 
+/// `judged` broke no invariant and warned of a problem whose detail
+/// contains `warning` (what `check-history` inferred).
+pub fn assert_clean_with_warning(judged: &Judged, warning: &str) {
+    assert_eq!(
+        invariants(judged),
+        Vec::<&str>::new(),
+        "{:?}",
+        judged.report.violations
+    );
+    let history = judged.report.history.as_ref().expect("a history summary");
+    assert!(
+        history
+            .problems
+            .iter()
+            .any(|p| p.severity == "warning" && p.detail.contains(warning)),
+        "{:?}",
+        history.problems
+    );
+}
+
 pub fn invariants(judged: &Judged) -> Vec<&str> {
     judged
         .report

@@ -119,10 +119,11 @@ impl Feed<'_> {
         origin: &Origin<'_>,
     ) {
         let state = &self.states[pid];
+        // Set only with `unanswered` above zero.
         let Some(sent) = state.first_unanswered_sent else {
             return;
         };
-        if state.unanswered == 0 || state.known_token != Some(token) {
+        if state.known_token != Some(token) {
             return;
         }
         let unanswered = state.unanswered;
