@@ -93,7 +93,7 @@
 //! instant (`ZooKeeperClient::leadership`, which ends at the read timeout
 //! or the expiry the policy gives up on, even before a timer ran).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -191,10 +191,11 @@ struct Io {
     names: Arc<Mutex<BTreeMap<u64, String>>>,
     /// The highest zxid any reply carried (`ConnectRequest.lastZxidSeen`).
     last_zxid: Arc<Mutex<i64>>,
-    /// The protection ids a create was already sent with: the model re-sends
-    /// a create lost with its socket under the same id, and only such a
-    /// retry looks for the node first (see [`Io::create`]).
-    attempted: Arc<Mutex<BTreeSet<u64>>>,
+    /// The protection id of the last create sent: the model re-sends a
+    /// create lost with its socket under the same id (a new create draws a
+    /// new one), and only such a retry looks for the node first (see
+    /// [`Io::create`]).
+    last_create: Arc<Mutex<Option<u64>>>,
 }
 
 impl Carry<ZooKeeperRequest> for Io {
@@ -406,9 +407,9 @@ impl Io {
     async fn create(&self, socket: &Socket, connection: u64, xid: u64, protection: u64) {
         let prefix = protected_prefix(protection);
         let retry = self
-            .attempted
+            .last_create
             .lock()
-            .map(|mut attempted| !attempted.insert(protection))
+            .map(|mut last| last.replace(protection) == Some(protection))
             .unwrap_or(true);
         let found = if retry {
             let Some(children) = self.children(socket).await else {
@@ -535,7 +536,7 @@ pub(super) async fn run_node(
         passwords: Arc::default(),
         names: Arc::default(),
         last_zxid: Arc::default(),
-        attempted: Arc::default(),
+        last_create: Arc::default(),
     };
     let shutdown = CancellationToken::new();
     let signals = watch_signals(shutdown.clone(), context.clone())?;
