@@ -109,6 +109,7 @@ mod planted;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod registry;
+mod seeded_rng;
 mod time;
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -124,4 +125,5 @@ pub use lease::{Lease, LeaseError, LeaseResult, LeaseStore, LeaseStoreConfig, Re
 #[cfg(feature = "planted-bugs")]
 pub use planted::{PlantedBug, UnknownPlantedBug};
 pub use registry::{Heartbeat, MembershipChange, NodeRegistry, RegistryError};
+pub use seeded_rng::SeededRng;
 pub use time::{earliest, Instant, LatestNow};

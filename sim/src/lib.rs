@@ -99,4 +99,6 @@ pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
     Resolution, ResolveError, ResolvedAnchor, ResolvedFault, ServerId, StepCause, WallStep,
 };
-pub use simulation::{Finished, NotedInstants, Recording, RunOptions, Simulation};
+pub use simulation::{
+    Finished, NotedInstants, Recording, RunOptions, Simulation, StateFingerprint,
+};

@@ -42,6 +42,7 @@ fn one_pause(scenario: &Scenario) -> Bounds {
         reorders: 0,
         max_states: 1_000_000,
         jobs: 1,
+        deduplicate: true,
     }
 }
 

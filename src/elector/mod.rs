@@ -62,14 +62,14 @@ mod outputs;
 use std::fmt;
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
+use rand_core::Rng;
 
 pub use config::{ConfigError, ElectorConfig, ElectorTimings, Jitter};
 
 use crate::id::{FencingToken, OwnerId};
 use crate::lease::LeaseResult;
 use crate::planted::{BugSlot, PlantedBug};
+use crate::seeded_rng::SeededRng;
 use crate::time::{earliest, Instant, LatestNow};
 use outputs::Outputs;
 use smallvec::SmallVec;
@@ -282,7 +282,7 @@ pub struct Elector {
     highest_token_seen: Option<FencingToken>,
     /// Boxed: a ChaCha state is ~300 bytes, and most electors have no jitter;
     /// keeping the elector small keeps simulated fleets in cache.
-    rng: Option<Box<ChaCha8Rng>>,
+    rng: Option<Box<SeededRng>>,
     /// Unanswered requests, oldest first (ids strictly increasing), at most
     /// [`MAX_OUTSTANDING`]. Not a `VecDeque`: it holds one or two requests
     /// almost always, and retiring a prefix is a short copy.
@@ -300,7 +300,7 @@ impl Elector {
     pub fn new(config: ElectorConfig) -> Self {
         let rng = config
             .jitter()
-            .map(|jitter| Box::new(ChaCha8Rng::seed_from_u64(jitter.seed)));
+            .map(|jitter| Box::new(SeededRng::seed_from_u64(jitter.seed)));
         Elector {
             config,
             phase: Phase::Idle,

@@ -91,6 +91,12 @@ pub(super) struct VerifyArgs {
     /// Worker threads (the result does not depend on them).
     #[arg(long, default_value = "1", value_parser = parse_jobs)]
     jobs: usize,
+    /// Extend every schedule, even one whose whole state right after its
+    /// last fault began equals an earlier schedule's (state deduplication,
+    /// on by default for searches of two or more faults alone; the verdict
+    /// and the counterexample are the same either way).
+    #[arg(long)]
+    no_dedup: bool,
     /// Override the scenario's seed (its other random draws: jitter,
     /// recurring faults).
     #[arg(long)]
@@ -151,6 +157,7 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
         reorders: args.reorders,
         max_states: args.max_states,
         jobs: args.jobs,
+        deduplicate: !args.no_dedup,
     };
     let origin = args.scenario.display().to_string();
     let started = stopwatch();
@@ -300,6 +307,7 @@ fn write_human(
          not explored: {}\n  \
          dedup       {}\n\
          schedules   {} run ({} distinct behaviours, {} abstract states), {} refused by the scenario rules; {} transitions (events)\n\
+         {}\
          depth       {}\n",
         r.scenario,
         r.nodes.len(),
@@ -331,6 +339,15 @@ fn write_human(
         r.abstract_states,
         r.refused,
         r.transitions,
+        if r.deduplicating {
+            format!(
+                "states      {} distinct of {} fingerprinted (right after a schedule's last fault \
+                 began); {} schedules not extended, their state an earlier one's\n",
+                r.states_distinct, r.states_fingerprinted, r.states_pruned
+            )
+        } else {
+            String::new()
+        },
         match r.depth_complete {
             Some(d) => format!("every schedule of length <= {d} ran"),
             None => "no level completed".to_string(),

@@ -168,6 +168,19 @@ impl Calendar {
         }
     }
 
+    /// Every pending key, in no particular order, appended to `out` (a
+    /// state's fingerprint sorts them; see `EventQueue::write_pending`).
+    pub(super) fn keys(&self, out: &mut Vec<u128>) {
+        out.extend(self.near.iter().map(|&Reverse(key)| key));
+        out.extend_from_slice(&self.run[self.pos..]);
+        if let Some(wheel) = self.wheel.as_deref() {
+            for bucket in &wheel.buckets {
+                out.extend_from_slice(bucket);
+            }
+            out.extend(wheel.far.iter().map(|&Reverse(key)| key));
+        }
+    }
+
     #[inline(always)]
     pub(super) fn pop(&mut self) -> Option<u128> {
         let key = match self.run.get(self.pos) {

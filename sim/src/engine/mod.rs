@@ -21,7 +21,7 @@ mod queue;
 pub(crate) mod slew;
 pub(crate) mod streams;
 
-use std::fmt::Debug;
+use std::fmt::{self, Debug};
 
 use fenced::OwnerId;
 
@@ -279,6 +279,32 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             hosts,
             observers,
         }
+    }
+
+    /// Writes everything of the engine that decides the rest of the run —
+    /// the instant, the pending events in order, the network, the lives,
+    /// the servers' pauses, the streams and the hosts — for a state's
+    /// fingerprint (`simulation::fingerprint`). Left out: the events
+    /// handled so far and the budget (counts, not state), the observers
+    /// (the caller writes the checker's part).
+    pub(crate) fn write_state(&self, w: &mut dyn fmt::Write) -> fmt::Result
+    where
+        H: fmt::Debug,
+        HostEvent<H>: fmt::Debug,
+    {
+        write!(
+            w,
+            "now {:?} end {:?} halt {:?}\nqueue ",
+            self.now, self.end, self.halt
+        )?;
+        self.queue.write_pending(w)?;
+        w.write_str("\nnet ")?;
+        self.net.write_state(w)?;
+        write!(
+            w,
+            "\nlives {:?}\nservers {:?}\nstreams {:?}\nswapped {:?}\nhosts {:?}\n",
+            self.lives, self.servers, self.streams, self.swapped, self.hosts
+        )
     }
 
     /// The run's end.

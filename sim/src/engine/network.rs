@@ -243,6 +243,47 @@ impl Network {
         }
     }
 
+    /// Writes what of the network decides the rest of a run, for a
+    /// state's fingerprint: its settings, its RNG's position (the
+    /// generator's own `Debug` hides it), the links' faults, and the
+    /// script's choices still to come. The instants a script notes are the
+    /// search's record, not state; its counters of draws and order points
+    /// decide nothing once no scripted choice is left, and are written
+    /// only while one is.
+    pub(crate) fn write_state(&self, w: &mut dyn std::fmt::Write) -> std::fmt::Result {
+        write!(
+            w,
+            "latency {}..{} loss {:?} duplicate {:?} rto {:?} rng {:?}/{} isolated {:?} cuts \
+             {:?} groups {:?} quiet {}",
+            self.latency_min,
+            self.latency_max,
+            self.loss,
+            self.duplicate,
+            self.retransmit_timeout,
+            self.rng.get_seed(),
+            self.rng.get_word_pos(),
+            self.isolated,
+            self.cuts,
+            self.groups,
+            self.quiet,
+        )?;
+        if let Some(script) = &self.script {
+            let (deviations, reorders) = (
+                &script.deviations[script.next..],
+                &script.reorders[script.next_reorder..],
+            );
+            write!(
+                w,
+                " script {} {deviations:?} {reorders:?}",
+                script.default_nanos
+            )?;
+            if !deviations.is_empty() || !reorders.is_empty() {
+                write!(w, " at {} {}", script.draws, script.order_points)?;
+            }
+        }
+        Ok(())
+    }
+
     /// From now on, latencies follow `script` (see [`Script`]).
     pub(crate) fn follow(&mut self, script: Script) {
         self.script = Some(script);

@@ -171,6 +171,27 @@ impl<E: Hint> EventQueue<E> {
         }
     }
 
+    /// Writes every pending event in the order it will be handled, each
+    /// with its due time, for a state's fingerprint. The sequence numbers
+    /// are left out: only their order decides anything (a later push gets
+    /// a larger one whatever the counter's value), and that order is the
+    /// order written. Where each key lives (`soon`, the calendar's heap,
+    /// run or wheel) and which slot holds an event change no outcome and
+    /// are left out too.
+    pub(crate) fn write_pending(&self, w: &mut dyn std::fmt::Write) -> std::fmt::Result
+    where
+        E: std::fmt::Debug,
+    {
+        let mut keys: Vec<u128> = self.soon.iter().map(|&Reverse(key)| key).collect();
+        self.later.keys(&mut keys);
+        keys.sort_unstable();
+        for key in keys {
+            let event = &self.slots[(key & SLOT_MASK) as usize].0;
+            write!(w, "{}:{:?};", (key >> 64) as u64, event)?;
+        }
+        Ok(())
+    }
+
     /// The time of the earliest event, if any.
     #[inline]
     pub(crate) fn peek_time(&self) -> Option<SimTime> {

@@ -94,6 +94,39 @@ impl Faults {
         }
     }
 
+    /// Writes what of the faults decides the rest of a run, for a state's
+    /// fingerprint: the faults in effect (what their ends undo), the
+    /// recurring generators with their RNGs' positions, the strobes, the
+    /// seeds and whether the heal came. Not the resolved schedule: a
+    /// fingerprint is taken once the faults it compares have begun (the
+    /// scenario's own are the same in every run compared), and the logs
+    /// are records.
+    pub(super) fn write_state(&self, w: &mut dyn std::fmt::Write) -> std::fmt::Result {
+        write!(
+            w,
+            "active {:?} free {:?} generators [",
+            self.active, self.active_free
+        )?;
+        for g in &self.generators {
+            write!(
+                w,
+                "{} {:?} {} {:?} {:?} {:?}/{};",
+                g.fault,
+                g.kind,
+                g.node,
+                g.every,
+                g.duration,
+                g.rng.get_seed(),
+                g.rng.get_word_pos()
+            )?;
+        }
+        write!(
+            w,
+            "] seeds {:?} healed {} strobes {:?}",
+            self.seeds, self.healed, self.strobes
+        )
+    }
+
     /// Whether no fault is in effect now.
     pub(super) fn none_active(&self) -> bool {
         self.active.iter().all(Option::is_none)

@@ -12,9 +12,11 @@
 
 mod anchors;
 mod faults;
+mod fingerprint;
 mod public;
 mod report;
 
+pub use fingerprint::StateFingerprint;
 pub use public::{Finished, NotedInstants, Recording, Simulation};
 
 use std::io::Write;
@@ -110,6 +112,9 @@ pub(crate) struct Core<H: SimHosts> {
     expect: Expectations,
     engine: Engine<H, RunObservers>,
     faults: Faults,
+    /// When asked for: the state's fingerprint right after this scheduled
+    /// fault began, and what it was (see `fingerprint`).
+    fingerprint: Option<fingerprint::Watch>,
     #[cfg(feature = "planted-bugs")]
     planted_bug: Option<PlantedBug>,
 }
@@ -267,6 +272,7 @@ impl<H: SimHosts> Core<H> {
             expect: scenario.expect.clone(),
             engine,
             faults: Faults::new(seeds),
+            fingerprint: None,
             #[cfg(feature = "planted-bugs")]
             planted_bug: options.planted_bug,
         };
@@ -416,12 +422,19 @@ impl<H: SimHosts> Core<H> {
     /// See [`Simulation::run_until`].
     pub fn run_until(&mut self, until: Duration) {
         while let Some(control) = self.engine.next_control(SimTime::from_duration(until)) {
+            let began = match control {
+                Control::FaultStart(fault) => Some(fault),
+                _ => None,
+            };
             self.control(control);
             // What an event or a fault's action emitted may have fired an
             // anchor (`Control::Attention`, or an anchor of a fault that a
             // control began): act on it before the next event.
             while self.engine.observers.wants_attention() {
                 self.anchors_fired();
+            }
+            if began.is_some() && self.fingerprint.is_some() {
+                self.fingerprint_if_due(began);
             }
         }
     }

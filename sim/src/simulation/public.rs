@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use fenced_zoo::{client_go, connection_lock, dynamodb, etcd, redlock, zookeeper};
 
-use super::Core;
+use super::{Core, StateFingerprint};
 use crate::engine::limits::Halt;
 use crate::hosts::FencedHosts;
 use crate::report::Report;
@@ -352,6 +352,28 @@ impl Simulation {
     /// (`None`: no script, or not asked for).
     pub fn noted_instants(&self) -> Option<NotedInstants> {
         each_core!(&self.core, c => c.noted_instants())
+    }
+
+    /// From now on, take the whole state's fingerprint right after the
+    /// scenario's scheduled fault `fault` (an index in its `faults`)
+    /// begins: see [`StateFingerprint`]. What `fenced-sim verify` compares
+    /// runs by; a fault that never begins (after the heal) takes none.
+    pub fn fingerprint_after_fault(&mut self, fault: u32) {
+        each_core!(&mut self.core, c => c.fingerprint_after_fault(fault))
+    }
+
+    /// The fingerprint asked for by
+    /// [`fingerprint_after_fault`](Self::fingerprint_after_fault), once
+    /// taken.
+    pub fn taken_fingerprint(&self) -> Option<&StateFingerprint> {
+        each_core!(&self.core, c => c.taken_fingerprint())
+    }
+
+    /// The whole state's 128-bit hash now (see [`StateFingerprint`]): two
+    /// simulations of one scenario with equal hashes at the same instant
+    /// run the same from there on.
+    pub fn state_fingerprint(&self) -> u128 {
+        each_core!(&self.core, c => c.state_fingerprint())
     }
 
     /// Runs every event before `until` (capped at the run's end); the clock

@@ -190,6 +190,7 @@ mod tests {
             reorders: 0,
             max_states: 10,
             jobs: 1,
+            deduplicate: true,
         }
     }
 

@@ -41,17 +41,35 @@
 //!
 //! # What is and is not deduplicated (stated, not claimed)
 //!
-//! This is a *replay-based* (stateless) search: every schedule is run from
-//! time zero. No simulation state is hashed, so **no schedule is pruned as
-//! equivalent to another**; [`Verification::distinct_behaviours`] counts the
-//! distinct trace hashes among the runs — a measure of how many different
-//! behaviours the bounds reach, not a reduction. The order of events due at
-//! the same instant is the engine's `(time, sequence)` order and is not
-//! explored; under a script no message is lost or duplicated at random
-//! (only the `drops` and `duplicates` the schedule names); the scenario's
-//! own faults stay as written. Memory is bounded by `max_states`: the
-//! frontier holds at most that many schedules (each a few dozen bytes plus
-//! its choices), the distinct-hash set at most that many `u64`s.
+//! This is a *replay-based* search: every schedule is run from time zero.
+//! A search of faults alone (no deviations, drops, duplicates nor
+//! reorders) with room for a fault after a fault **deduplicates states**:
+//! each schedule that may be extended has its whole state hashed right
+//! after its last fault began (`simulation::fingerprint`: hosts, pending
+//! events in order, network, clocks, RNG positions, the checker; 128
+//! bits), keyed with what its extensions may still choose — the fault
+//! itself (the next is ordered after it), the faults left, and the start
+//! instants from there on that the run had noted by then. A schedule
+//! whose key an earlier one had is run (its own verdict counts) but not
+//! extended: each of its extensions would be, from that state on, the
+//! same run as the earlier schedule's extension with the same faults
+//! added, which the search runs — and, the earlier coming first in the
+//! canonical order, runs first, so the verdict, the first counterexample
+//! and the abstract states visited are the same with or without it
+//! (`sim/tests/verify_dedup.rs`). With a deviation, a loss, a copy or a
+//! reorder allowed, an extension may change a message sent *before* the
+//! state compared, and nothing is pruned. There is no symmetry reduction:
+//! no two nodes are interchangeable in this engine (it orders events due
+//! together by when they were scheduled, so the node that started first
+//! acts first). [`Verification::distinct_behaviours`] counts the distinct
+//! trace hashes among the runs. The order of events due at the same
+//! instant is the engine's `(time, sequence)` order and is explored only
+//! within `reorders`; under a script no message is lost or duplicated at
+//! random (only the `drops` and `duplicates` the schedule names); the
+//! scenario's own faults stay as written. Memory is bounded by
+//! `max_states`: the frontier holds at most that many schedules (each a
+//! few dozen bytes plus its choices), the distinct-hash and state-key sets
+//! at most that many `u64`s and `u128`s.
 //!
 //! # Counterexamples
 //!
@@ -71,7 +89,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::scenario::Scenario;
-use crate::simulation::{NotedInstants, RunOptions, Simulation};
+use crate::simulation::{NotedInstants, RunOptions, Simulation, StateFingerprint};
 use crate::units::human;
 
 pub use candidates::{boundary_lengths, FaultKind};
@@ -115,6 +133,12 @@ pub struct Bounds {
     pub max_states: u64,
     /// Threads running schedules (the result does not depend on it).
     pub jobs: usize,
+    /// Prune a schedule whose whole state, right after its last fault
+    /// began, equals an earlier schedule's there (see the module docs,
+    /// "State deduplication"). Applies only to searches of faults alone
+    /// (no deviations, drops, duplicates nor reorders); the verdict and
+    /// the counterexample are the same either way.
+    pub deduplicate: bool,
 }
 
 /// Why a search could not start.
@@ -210,6 +234,19 @@ pub struct Verification {
     pub schedules_run: u64,
     /// Distinct trace hashes among them (a measure, not a pruning).
     pub distinct_behaviours: u64,
+    /// Whether states were deduplicated: asked for, and the bounds allow it
+    /// (faults alone, at least two per schedule).
+    pub deduplicating: bool,
+    /// States fingerprinted (one per schedule run with a fault, right after
+    /// its last fault began), when deduplicating.
+    pub states_fingerprinted: u64,
+    /// Distinct states among them (the state, with the search's choices
+    /// still open after it: see the module docs).
+    pub states_distinct: u64,
+    /// Schedules not extended because their state equalled an earlier
+    /// schedule's: every longer schedule through them is the same run as
+    /// one through the earlier, from that state on.
+    pub states_pruned: u64,
     /// Distinct abstract states visited over all schedules run
     /// (`observation::AbstractStates`: a projection with every time
     /// dropped; a coverage measure, not a pruning).
@@ -247,9 +284,31 @@ const NOT_EXPLORED: [&str; 4] = [
 ];
 
 /// What the search deduplicates, stated in every result.
-const DEDUPLICATION: &str = "none: replay-based, every schedule run from time zero; distinct \
-     behaviours are distinct trace hashes, measured, not pruned; no symmetry reduction; \
-     same-instant events of different hosts are not reordered (partial-order reduction)";
+const DEDUPLICATION: &str = "states: a schedule whose whole state (hosts, pending events, \
+     network, clocks, RNG positions, the checker) right after its last fault began equals an \
+     earlier schedule's there, with the same fault choices still open, is run but not extended \
+     (every extension would repeat one of the earlier schedule's from that state on); no \
+     symmetry reduction (no two nodes are interchangeable: the engine orders simultaneous events \
+     by when they were scheduled); same-instant events of different hosts are not reordered \
+     (partial-order reduction)";
+
+/// What a search that cannot deduplicate says instead.
+const NO_DEDUPLICATION: &str = "none: deduplication applies to searches of faults alone, two or \
+     more (a deviation, loss, copy or reorder may fall before the state compared), or was \
+     turned off (--no-dedup); distinct behaviours are distinct trace hashes, measured, not \
+     pruned; no symmetry reduction; same-instant events of different hosts are not reordered \
+     (partial-order reduction)";
+
+/// Whether `bounds` let the search deduplicate states (see the module
+/// docs): asked for, faults alone, and a fault after a fault possible.
+fn deduplicating(bounds: &Bounds) -> bool {
+    bounds.deduplicate
+        && bounds.faults >= 2
+        && bounds.deviations == 0
+        && bounds.drops == 0
+        && bounds.duplicates == 0
+        && bounds.reorders == 0
+}
 
 /// What one run of a schedule gives the search.
 struct RunResult {
@@ -260,6 +319,9 @@ struct RunResult {
     events: u64,
     draws: u64,
     instants: NotedInstants,
+    /// The state right after the schedule's last fault began, when the
+    /// search deduplicates.
+    fingerprint: Option<StateFingerprint>,
 }
 
 /// Runs the bounded search of `scenario` with `options` (its seed, a
@@ -324,17 +386,26 @@ pub fn verify_observed(
         base_draws: 0,
         schedules_run: 0,
         distinct_behaviours: 0,
+        deduplicating: deduplicating(bounds),
+        states_fingerprinted: 0,
+        states_distinct: 0,
+        states_pruned: 0,
         abstract_states: 0,
         abstract_state_set: BTreeSet::new(),
         refused: 0,
         transitions: 0,
         depth_complete: None,
         not_explored: NOT_EXPLORED.to_vec(),
-        deduplication: DEDUPLICATION,
+        deduplication: if deduplicating(bounds) {
+            DEDUPLICATION
+        } else {
+            NO_DEDUPLICATION
+        },
         outcome: Outcome::Proven,
         counterexample: None,
     };
     let mut distinct = BTreeSet::new();
+    let mut seen_states: BTreeSet<u128> = BTreeSet::new();
     let mut level = vec![Schedule::default()];
     // Schedules of the current level left out for `max_states`.
     let mut left_out = 0u64;
@@ -381,7 +452,19 @@ pub fn verify_observed(
                     room,
                     overflow: 0,
                 };
-                children(scenario, bounds, schedule, &run, &mut frontier);
+                let mut extend = true;
+                if let Some(key) = state_key(scenario, bounds, schedule, &run) {
+                    result.states_fingerprinted += 1;
+                    if seen_states.insert(key) {
+                        result.states_distinct += 1;
+                    } else {
+                        result.states_pruned += 1;
+                        extend = false;
+                    }
+                }
+                if extend {
+                    children(scenario, bounds, schedule, &run, &mut frontier);
+                }
                 overflow += frontier.overflow;
             }
             observe(Progress {
@@ -548,6 +631,11 @@ fn run_schedule(
         .map_err(|e| VerifyError::Scenario(e.to_string()))?;
     sim.record_instants();
     sim.record_abstract_states();
+    let extended = (schedule.faults.len() as u32) < bounds.faults;
+    if deduplicating(bounds) && extended && !schedule.faults.is_empty() {
+        let last = scenario.faults.len() + schedule.faults.len() - 1;
+        sim.fingerprint_after_fault(last as u32);
+    }
     sim.run_to_end();
     if let Some(halt) = sim.halted() {
         return Err(VerifyError::Halted(format!("{halt}")));
@@ -570,7 +658,41 @@ fn run_schedule(
         events: sim.events(),
         draws: sim.scripted_draws().unwrap_or(0),
         instants: sim.noted_instants().unwrap_or_default(),
+        fingerprint: sim.taken_fingerprint().cloned(),
     }))
+}
+
+/// What two schedules must share for the longer schedules through one to
+/// repeat those through the other (`None`: no fingerprint was taken): the
+/// state right after the last fault began, the fault itself (the next
+/// fault is ordered after it), the faults still allowed, and the start
+/// instants from there on that the run had noted by then (a lease's
+/// expiry one TTL after a request that came before). The rest of the
+/// candidates come from the run after the state, which equal states make
+/// equal.
+fn state_key(
+    scenario: &Scenario,
+    bounds: &Bounds,
+    schedule: &Schedule,
+    run: &RunResult,
+) -> Option<u128> {
+    use std::hash::{Hash, Hasher};
+    let taken = run.fingerprint.as_ref()?;
+    let last = schedule.faults.last()?;
+    let noted = taken.instants.clone().unwrap_or_default();
+    let starts = candidates::starts(scenario, bounds, &noted, taken.at_ns);
+    let (mut a, mut b) = (
+        std::collections::hash_map::DefaultHasher::new(),
+        std::collections::hash_map::DefaultHasher::new(),
+    );
+    b.write_u64(0x6a09_e667_f3bc_c908);
+    for h in [&mut a, &mut b] {
+        taken.state.hash(h);
+        last.hash(h);
+        schedule.faults.len().hash(h);
+        starts.hash(h);
+    }
+    Some((u128::from(a.finish()) << 64) | u128::from(b.finish()))
 }
 
 /// Where the next level's schedules go: at most `room` of them are kept

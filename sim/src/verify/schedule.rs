@@ -13,7 +13,7 @@ use crate::scenario::{
 use crate::units::human;
 
 /// One injected fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct FaultChoice {
     /// When it starts, ns of true time.
     pub at_ns: u64,

@@ -3,9 +3,6 @@
 
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
-
 use super::JITTER_FACTOR;
 use super::{
     ApiRequest, ApiResponse, ApiResult, ClientGo, ClientGoSettings, LeaseRecord, RenewalOverdue,
@@ -103,7 +100,7 @@ pub struct ClientGoClient {
     cached: Option<(LeaseRecord, u64)>,
     /// Outputs not yet polled, the clock guard and the request ids.
     outbox: Outbox<ClientOutput<ClientGo>>,
-    rng: Box<ChaCha8Rng>,
+    rng: Box<fenced::SeededRng>,
 }
 
 impl ClientGoClient {
@@ -122,7 +119,7 @@ impl ClientGoClient {
             observed_time: Instant::ZERO,
             cached: None,
             outbox: Outbox::new(),
-            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            rng: Box::new(fenced::SeededRng::seed_from_u64(seed)),
         }
     }
 

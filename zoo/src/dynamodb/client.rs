@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
+use rand_core::Rng;
 
 use super::{
     Condition, DynamoDb, DynamoDbError, DynamoDbRequest, DynamoDbResponse, DynamoDbSettings,
@@ -79,7 +78,7 @@ struct Beat {
 pub struct DynamoDbClient {
     settings: DynamoDbSettings,
     id: ClientId,
-    rng: Box<ChaCha8Rng>,
+    rng: Box<fenced::SeededRng>,
     phase: Phase,
     /// A lock the application gave up on when it expired locally, still in
     /// `locks`: the heartbeat thread keeps heartbeating it until a round
@@ -102,7 +101,7 @@ impl DynamoDbClient {
         DynamoDbClient {
             settings,
             id,
-            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            rng: Box::new(fenced::SeededRng::seed_from_u64(seed)),
             phase: Phase::Idle,
             stale: None,
             next_beat: None,

@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
+use rand_core::Rng;
 
 use super::{ttl_ms, RedisRequest, RedisResponse, Redlock, RedlockSettings};
 use crate::outbox::Outbox;
@@ -118,7 +117,7 @@ pub struct RedlockClient {
     told_leader: bool,
     /// Outputs not yet polled, the clock guard and the request ids.
     outbox: Outbox<ClientOutput<Redlock>>,
-    rng: Box<ChaCha8Rng>,
+    rng: Box<fenced::SeededRng>,
     /// `try_lock_instances`' `last_error` during a `lock` call: the error
     /// count of the last try that raised.
     last_error: Option<u16>,
@@ -137,7 +136,7 @@ impl RedlockClient {
             held: None,
             told_leader: false,
             outbox: Outbox::new(),
-            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            rng: Box::new(fenced::SeededRng::seed_from_u64(seed)),
             last_error: None,
             last_lock: None,
         }

@@ -4,8 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
+use rand_core::Rng;
 
 use super::{
     CloseMode, ConnectionState, ErrorPolicy, SessionId, ZooKeeper, ZooKeeperRequest,
@@ -63,7 +62,7 @@ enum Op {
 pub struct ZooKeeperClient {
     settings: ZooKeeperSettings,
     id: ClientId,
-    rng: Box<ChaCha8Rng>,
+    rng: Box<fenced::SeededRng>,
     /// `LeaderLatch.State.STARTED`.
     started: bool,
     link: Link,
@@ -115,7 +114,7 @@ impl ZooKeeperClient {
         ZooKeeperClient {
             settings,
             id,
-            rng: Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            rng: Box::new(fenced::SeededRng::seed_from_u64(seed)),
             started: false,
             link: Link::Down {
                 at: Instant::from_nanos(0),

@@ -1,0 +1,134 @@
+//! A run's whole state, hashed: what `fenced-sim verify` deduplicates by.
+//!
+//! Two runs whose states here are equal at the same instant have the same
+//! future: the simulation is deterministic in its state, and the
+//! fingerprint writes every part of it that a later event can read — the
+//! instant, the pending events in the order they will be handled (their
+//! due times, without the sequence numbers whose order alone decides), the
+//! network (its faults, its RNG's position, the script's choices still to
+//! come), the lives, the servers' pauses, the streams, every host's state
+//! machines, the checker's whole model and findings, the anchored faults'
+//! watch and the faults in effect. It leaves out only records that decide
+//! nothing: counts of events handled, the trace's hash, the timeline, the
+//! abstract states, the logs and the instants a search notes.
+//!
+//! The parts are written with their `Debug` representations, which
+//! `derive(Debug)` makes complete field by field; the one type in the state
+//! whose `Debug` hides what it holds, `rand_chacha`'s generator, is written
+//! as its seed and word position wherever the simulator owns one (the
+//! network, the recurring faults) and has a `Debug` that shows them where
+//! the machines own one (`fenced`'s elector jitter, the zoo clients'
+//! retries). Times are absolute: two states are compared only at the same
+//! instant (the search compares runs right after the same fault began).
+//!
+//! The hash is 128 bits (two SipHash-1-3 streams over the same text, keyed
+//! apart): among the few million states a bounded search keeps, a collision
+//! — two different states taken for one, a schedule wrongly pruned — has a
+//! probability below 10⁻²⁵.
+
+use std::collections::hash_map::DefaultHasher;
+use std::fmt;
+use std::hash::Hasher;
+
+use super::{Core, NotedInstants, SimHosts};
+
+/// What a run watches for: the scheduled fault after whose start the
+/// fingerprint is taken, and, once taken, the fingerprint and the
+/// instants noted by then.
+#[derive(Debug)]
+pub(crate) struct Watch {
+    fault: u32,
+    taken: Option<StateFingerprint>,
+}
+
+/// A state's fingerprint, and the boundary instants noted up to it (a
+/// search's candidate starts after it come from these and from what
+/// follows).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateFingerprint {
+    /// The state's 128-bit hash.
+    pub state: u128,
+    /// The instant it was taken at, ns of true time.
+    pub at_ns: u64,
+    /// The instants noted so far (when the run notes them).
+    pub instants: Option<NotedInstants>,
+}
+
+/// A `fmt::Write` that hashes what is written instead of keeping it.
+struct Hashing {
+    a: DefaultHasher,
+    b: DefaultHasher,
+}
+
+impl Hashing {
+    fn new() -> Self {
+        let (a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
+        // Keys the second stream apart from the first.
+        b.write_u64(0x9e37_79b9_7f4a_7c15);
+        Hashing { a, b }
+    }
+
+    fn finish(&self) -> u128 {
+        (u128::from(self.a.finish()) << 64) | u128::from(self.b.finish())
+    }
+}
+
+impl fmt::Write for Hashing {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.a.write(s.as_bytes());
+        self.b.write(s.as_bytes());
+        Ok(())
+    }
+}
+
+impl<H: SimHosts> Core<H> {
+    /// From now on, take the state's fingerprint right after scheduled
+    /// fault `fault` begins (see [`StateFingerprint`]); a fault that never begins
+    /// (after the heal) takes none.
+    pub(crate) fn fingerprint_after_fault(&mut self, fault: u32) {
+        self.fingerprint = Some(Watch { fault, taken: None });
+    }
+
+    /// The fingerprint taken, if its fault began.
+    pub(crate) fn taken_fingerprint(&self) -> Option<&StateFingerprint> {
+        self.fingerprint.as_ref().and_then(|w| w.taken.as_ref())
+    }
+
+    /// Takes the fingerprint if `began` is the fault watched for.
+    pub(super) fn fingerprint_if_due(&mut self, began: Option<u32>) {
+        let Some(watch) = self.fingerprint.as_ref() else {
+            return;
+        };
+        if began != Some(watch.fault) || watch.taken.is_some() {
+            return;
+        }
+        let snapshot = StateFingerprint {
+            state: self.state_fingerprint(),
+            at_ns: self.engine.now.as_nanos(),
+            instants: self.noted_instants(),
+        };
+        if let Some(watch) = self.fingerprint.as_mut() {
+            watch.taken = Some(snapshot);
+        }
+    }
+
+    /// The whole state's 128-bit hash (see the module documentation).
+    pub(crate) fn state_fingerprint(&self) -> u128 {
+        let mut out = Hashing::new();
+        self.write_state(&mut out)
+            .expect("hashing a state's text cannot fail");
+        out.finish()
+    }
+
+    /// The whole state as text (what [`state_fingerprint`] hashes).
+    pub(crate) fn write_state(&self, w: &mut dyn fmt::Write) -> fmt::Result {
+        self.engine.write_state(w)?;
+        let observers = &self.engine.observers;
+        write!(
+            w,
+            "checker {:?}\nanchors {:?}\nfaults ",
+            observers.checker, observers.anchors
+        )?;
+        self.faults.write_state(w)
+    }
+}
