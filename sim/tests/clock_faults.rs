@@ -381,3 +381,41 @@ fn a_store_clock_stepped_back_after_an_expiry_does_not_revive_the_lease() {
     let grant = grant.first().expect("token 2 is granted after the step");
     assert!(time_of(grant) > 93.923, "{grant}");
 }
+
+/// A host paused while its clock steps acts on the new reading as soon as
+/// it runs again: the lease store's registry, whose host was paused and
+/// cut off from 4 s to 5 s while its wall clock stepped 4 s forward, finds
+/// both nodes' liveness run out by the new reading and lets them go at the
+/// resume, 5 s — not when the next message happens to wake it (a
+/// millisecond later, which the membership invariant rightly called late:
+/// the registry could act). The schedule `fenced-sim verify` found on
+/// small-fenced with three faults.
+#[test]
+fn a_host_paused_while_its_clock_steps_re_arms_its_timers_when_it_resumes() {
+    let path = common::workspace_root().join("sim/tests/verify/small-fenced.toml");
+    let mut s = fenced_sim::file::load(&path).expect("the scenario loads");
+    s.faults.extend([
+        FaultSpec::Pause {
+            host: "lease-store".into(),
+            at: secs(4),
+            duration: secs(1),
+        },
+        FaultSpec::Isolate {
+            host: "lease-store".into(),
+            at: secs(4),
+            duration: secs(1),
+        },
+        FaultSpec::ClockJump {
+            host: "lease-store".into(),
+            at: secs(4),
+            by: ClockOffset::ahead(secs(4)),
+        },
+    ]);
+    let (report, trace) = run_traced(&s, 1);
+    let left = lines(&trace, "lease-store", "left (liveness TTL ran out)");
+    assert_eq!(left.len(), 2, "{left:#?}");
+    for line in &left {
+        assert_eq!(time_of(line), 5.0, "{line}");
+    }
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+}

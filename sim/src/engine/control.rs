@@ -103,24 +103,35 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
 
     /// `endpoint`'s clock changed its course: its running hosts re-arm the
     /// timers they set on it.
+    ///
+    /// A paused host is not told now: it could not act on it. It is told
+    /// when its pause ends (see [`resumed`](Self::resumed)), as a paused
+    /// process sees a stepped clock when it runs again — its timers due by
+    /// the new reading fire then, not when the old reading would have come.
     fn clock_changed(&mut self, endpoint: u16) {
         let targets: Vec<Address> = if endpoint < self.lives.first_node_endpoint() {
-            let paused = self.servers[usize::from(endpoint)].depth > 0;
-            (!paused)
+            let server = &mut self.servers[usize::from(endpoint)];
+            if server.depth > 0 {
+                server.clock_moved = true;
+            }
+            (server.depth == 0)
                 .then_some(Address::Server(endpoint))
                 .into_iter()
                 .collect()
         } else {
             let node = u32::from(endpoint - self.lives.first_node_endpoint());
-            self.lives
-                .alive_pids(node)
-                .into_iter()
-                .filter(|&pid| !self.lives.is_paused(pid))
-                .map(|pid| Address::Process {
-                    pid,
-                    incarnation: self.lives.incarnation_of(pid),
-                })
-                .collect()
+            let mut running = Vec::new();
+            for pid in self.lives.alive_pids(node) {
+                if self.lives.is_paused(pid) {
+                    self.lives.clock_moved_while_paused(pid);
+                } else {
+                    running.push(Address::Process {
+                        pid,
+                        incarnation: self.lives.incarnation_of(pid),
+                    });
+                }
+            }
+            running
         };
         for to in targets {
             let (hosts, mut out) = self.outbox(to);
@@ -246,12 +257,15 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
         let server = &mut self.servers[usize::from(endpoint)];
         server.depth -= 1;
         let depth = server.depth;
-        let deferred = if depth == 0 {
-            std::mem::take(&mut server.deferred)
+        let (deferred, clock_moved) = if depth == 0 {
+            (
+                std::mem::take(&mut server.deferred),
+                std::mem::take(&mut server.clock_moved),
+            )
         } else {
-            Vec::new()
+            (Vec::new(), false)
         };
-        self.resumed(Address::Server(endpoint), depth, deferred);
+        self.resumed(Address::Server(endpoint), depth, deferred, clock_moved);
     }
 
     /// Pauses every live process of `node`; returns them (slot, life).
@@ -269,15 +283,24 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
 
     /// Ends one pause of process `pid` if it still runs life `incarnation`.
     pub(crate) fn resume_process(&mut self, pid: u32, incarnation: u32) {
-        let Some((depth, deferred)) = self.lives.resume(pid, incarnation) else {
+        let Some((depth, deferred, clock_moved)) = self.lives.resume(pid, incarnation) else {
             return;
         };
-        self.resumed(Address::Process { pid, incarnation }, depth, deferred);
+        let who = Address::Process { pid, incarnation };
+        self.resumed(who, depth, deferred, clock_moved);
     }
 
     /// Observes a pause of `who` ending, `depth` pauses still in effect; at
-    /// depth 0 the host handles what queued while it was paused, in order.
-    fn resumed(&mut self, who: Address, depth: u32, deferred: Vec<HostEvent<H>>) {
+    /// depth 0 the host handles what queued while it was paused, in order,
+    /// then, if its clock changed course meanwhile (`clock_moved`), re-arms
+    /// the timers it set on it.
+    fn resumed(
+        &mut self,
+        who: Address,
+        depth: u32,
+        deferred: Vec<HostEvent<H>>,
+        clock_moved: bool,
+    ) {
         let host = self.lives.address_ref(who);
         let observation = Observation::Resumed {
             host,
@@ -304,6 +327,16 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
                 continue;
             }
             self.handle_deferred(event);
+        }
+        let still_here = match who {
+            Address::Process { pid, incarnation } => {
+                self.lives.is_alive(pid, incarnation) && !self.lives.is_paused(pid)
+            }
+            Address::Server(endpoint) => self.servers[usize::from(endpoint)].depth == 0,
+        };
+        if clock_moved && still_here {
+            let (hosts, mut out) = self.outbox(who);
+            hosts.clock_changed(who, &mut out);
         }
     }
 }

@@ -66,6 +66,9 @@ pub(super) struct Life {
     incarnation: u32,
     pause_depth: u32,
     alive: bool,
+    /// Its node's clock changed course while it was paused: it re-arms its
+    /// timers when it resumes.
+    clock_moved: bool,
 }
 
 /// Every node and process slot; `E` is what queues at a paused process.
@@ -274,6 +277,7 @@ impl<E> Lives<E> {
             node,
             incarnation,
             pause_depth: 0,
+            clock_moved: false,
             alive: true,
         };
         let reusable = n
@@ -343,20 +347,30 @@ impl<E> Lives<E> {
     }
 
     /// One pause of slot `pid` ends, if it still runs `incarnation` and is
-    /// paused: the depth now, and (at 0) what queued.
-    pub(crate) fn resume(&mut self, pid: u32, incarnation: u32) -> Option<(u32, Vec<E>)> {
+    /// paused: the depth now, (at 0) what queued, and (at 0) whether its
+    /// clock changed course while it was paused.
+    pub(crate) fn resume(&mut self, pid: u32, incarnation: u32) -> Option<(u32, Vec<E>, bool)> {
         let p = &mut self.procs[pid as usize];
         if !p.alive || p.incarnation != incarnation || p.pause_depth == 0 {
             return None;
         }
         p.pause_depth -= 1;
         let depth = p.pause_depth;
-        let deferred = if depth == 0 {
-            std::mem::take(&mut self.deferred[pid as usize])
-        } else {
-            Vec::new()
-        };
-        Some((depth, deferred))
+        if depth > 0 {
+            return Some((depth, Vec::new(), false));
+        }
+        let clock_moved = std::mem::take(&mut p.clock_moved);
+        Some((
+            depth,
+            std::mem::take(&mut self.deferred[pid as usize]),
+            clock_moved,
+        ))
+    }
+
+    /// Slot `pid`'s clock changed course while it is paused (see
+    /// [`resume`](Self::resume)).
+    pub(crate) fn clock_moved_while_paused(&mut self, pid: u32) {
+        self.procs[pid as usize].clock_moved = true;
     }
 
     /// Whether slot `pid` is paused.

@@ -225,6 +225,9 @@ type HostEvent<H> = Event<<H as Hosts>::Message, <H as Hosts>::Timer>;
 struct Pausable<E> {
     depth: u32,
     deferred: Vec<E>,
+    /// Its clock changed course while it was paused: it re-arms its timers
+    /// when it resumes.
+    clock_moved: bool,
 }
 
 /// The engine. See the [module documentation](self).
@@ -262,6 +265,7 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
             .map(|_| Pausable {
                 depth: 0,
                 deferred: Vec::new(),
+                clock_moved: false,
             })
             .collect();
         Engine {

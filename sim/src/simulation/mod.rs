@@ -5,7 +5,8 @@
 //!
 //! A paused host handles nothing: events addressed to it (messages and timers)
 //! queue, and on resume they are handled in their original order at the resume
-//! time. Network faults act on links; a message is dropped if its link is down
+//! time; if its clock stepped or slewed meanwhile, it then re-arms its timers
+//! by the new reading (a stopped process reads the clock again when it runs). Network faults act on links; a message is dropped if its link is down
 //! when it is sent or when it would arrive. A crash kills a node's processes
 //! (volatile state is lost; events addressed to them are dropped); a restart
 //! starts a new incarnation as a follower.
