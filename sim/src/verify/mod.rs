@@ -47,16 +47,16 @@
 //! each schedule that may be extended has its whole state hashed right
 //! after its last fault began (`simulation::fingerprint`: hosts, pending
 //! events in order, network, clocks, RNG positions, the checker; 128
-//! bits), keyed with what its extensions may still choose — the fault
-//! itself (the next is ordered after it), the faults left, and the start
-//! instants from there on that the run had noted by then. A schedule
-//! whose key an earlier one had is run (its own verdict counts) but not
-//! extended: each of its extensions would be, from that state on, the
-//! same run as the earlier schedule's extension with the same faults
-//! added, which the search runs — and, the earlier coming first in the
-//! canonical order, runs first, so the verdict, the first counterexample
-//! and the abstract states visited are the same with or without it
-//! (`sim/tests/verify_dedup.rs`). With a deviation, a loss, a copy or a
+//! bits), keyed with what its extensions may still choose — the faults
+//! left, and the start instants from there on that the run had noted by
+//! then. A schedule whose key an earlier one had, with a last fault no
+//! later in the canonical order (the next fault is ordered after the
+//! last), is run (its own verdict counts) but not extended: each of its
+//! extensions would be, from that state on, the same run as the earlier
+//! schedule's extension with the same faults added, which the search runs
+//! — and, the earlier coming first, runs first, so the verdict, the first
+//! counterexample and the abstract states visited are the same with or
+//! without it (`sim/tests/verify_dedup.rs`). With a deviation, a loss, a copy or a
 //! reorder allowed, an extension may change a message sent *before* the
 //! state compared, and nothing is pruned. There is no symmetry reduction:
 //! no two nodes are interchangeable in this engine (it orders events due
@@ -82,7 +82,8 @@ mod candidates;
 mod schedule;
 pub mod swarm;
 
-use std::collections::BTreeSet;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -244,8 +245,10 @@ pub struct Verification {
     /// still open after it: see the module docs).
     pub states_distinct: u64,
     /// Schedules not extended because their state equalled an earlier
-    /// schedule's: every longer schedule through them is the same run as
-    /// one through the earlier, from that state on.
+    /// schedule's whose last fault came no later in the canonical order:
+    /// every longer schedule through them is the same run as one through
+    /// the earlier, from that state on. (A repeated state reached with an
+    /// earlier last fault is extended, and counted in neither.)
     pub states_pruned: u64,
     /// Distinct abstract states visited over all schedules run
     /// (`observation::AbstractStates`: a projection with every time
@@ -405,7 +408,8 @@ pub fn verify_observed(
         counterexample: None,
     };
     let mut distinct = BTreeSet::new();
-    let mut seen_states: BTreeSet<u128> = BTreeSet::new();
+    // Each state key seen, with the least last fault that reached it.
+    let mut seen_states: BTreeMap<u128, FaultChoice> = BTreeMap::new();
     let mut level = vec![Schedule::default()];
     // Schedules of the current level left out for `max_states`.
     let mut left_out = 0u64;
@@ -453,13 +457,23 @@ pub fn verify_observed(
                     overflow: 0,
                 };
                 let mut extend = true;
-                if let Some(key) = state_key(scenario, bounds, schedule, &run) {
+                if let Some((key, last)) = state_key(scenario, bounds, schedule, &run) {
                     result.states_fingerprinted += 1;
-                    if seen_states.insert(key) {
-                        result.states_distinct += 1;
-                    } else {
-                        result.states_pruned += 1;
-                        extend = false;
+                    match seen_states.entry(key) {
+                        Entry::Vacant(entry) => {
+                            result.states_distinct += 1;
+                            entry.insert(last);
+                        }
+                        // An earlier schedule reached this state with a
+                        // last fault no later in the canonical order: its
+                        // extensions include every one of this schedule's.
+                        Entry::Occupied(entry) if *entry.get() <= last => {
+                            result.states_pruned += 1;
+                            extend = false;
+                        }
+                        Entry::Occupied(mut entry) => {
+                            entry.insert(last);
+                        }
                     }
                 }
                 if extend {
@@ -664,18 +678,21 @@ fn run_schedule(
 
 /// What two schedules must share for the longer schedules through one to
 /// repeat those through the other (`None`: no fingerprint was taken): the
-/// state right after the last fault began, the fault itself (the next
-/// fault is ordered after it), the faults still allowed, and the start
-/// instants from there on that the run had noted by then (a lease's
-/// expiry one TTL after a request that came before). The rest of the
-/// candidates come from the run after the state, which equal states make
-/// equal.
+/// state right after the last fault began, the faults still allowed, and
+/// the start instants from there on that the run had noted by then (a
+/// lease's expiry one TTL after a request that came before); with the last
+/// fault itself, returned beside the key: a next fault is ordered after
+/// it, so of two schedules with one key, the one whose last fault comes
+/// first in the canonical order has every extension the other has (at the
+/// same instant, each next fault begins right after the last one, before
+/// anything else). The rest of the candidates come from the run after the
+/// state, which equal states make equal.
 fn state_key(
     scenario: &Scenario,
     bounds: &Bounds,
     schedule: &Schedule,
     run: &RunResult,
-) -> Option<u128> {
+) -> Option<(u128, FaultChoice)> {
     use std::hash::{Hash, Hasher};
     let taken = run.fingerprint.as_ref()?;
     let last = schedule.faults.last()?;
@@ -688,11 +705,11 @@ fn state_key(
     b.write_u64(0x6a09_e667_f3bc_c908);
     for h in [&mut a, &mut b] {
         taken.state.hash(h);
-        last.hash(h);
         schedule.faults.len().hash(h);
         starts.hash(h);
     }
-    Some((u128::from(a.finish()) << 64) | u128::from(b.finish()))
+    let key = (u128::from(a.finish()) << 64) | u128::from(b.finish());
+    Some((key, *last))
 }
 
 /// Where the next level's schedules go: at most `room` of them are kept
