@@ -87,8 +87,33 @@ fn fault(at_s: u64, kind: FaultKind, host: u32, length_s: u64) -> FaultChoice {
 #[test]
 fn equal_states_after_a_fault_have_equal_futures() {
     let scenario = small_fenced();
+    let (runs, states) = equal_futures(&scenario);
+    assert!(
+        states > runs / 2,
+        "{states} states among {runs} runs: the fingerprint tells too little apart"
+    );
+}
+
+/// The same for lock-zoo designs, whose hosts are the design's clients and
+/// servers: Redlock's five instances and its clients' retry RNGs, and
+/// ZooKeeper's sessions on their TCP streams.
+#[test]
+fn equal_states_have_equal_futures_in_the_lock_zoo_too() {
+    for name in ["redlock-gc-pause", "zookeeper-session-policy-partition"] {
+        let path = workspace_root().join(format!("scenarios/{name}.toml"));
+        let scenario = fenced_sim::file::load(&path).expect("the shipped scenario loads");
+        equal_futures(&scenario);
+    }
+}
+
+/// Groups the runs of every first fault by their state right after a
+/// common second fault began, and checks that each group's runs end equal
+/// with a third fault added. Returns the runs and the states (groups);
+/// fails if no two runs share a state (the check would prove nothing).
+fn equal_futures(scenario: &Scenario) -> (usize, usize) {
     let b = bounds(3, Vec::new(), true);
-    let hosts = 4; // node-a, node-b, lease-store, downstream
+    let nodes = scenario.nodes.len() as u32;
+    let servers = scenario.election.protocol.server_names().len().max(1) as u32 + 1;
     let second = fault(8, FaultKind::Pause, 1, 1);
     let kinds = [
         FaultKind::Pause,
@@ -100,7 +125,8 @@ fn equal_states_after_a_fault_have_equal_futures() {
     let mut groups: BTreeMap<u128, Vec<FaultChoice>> = BTreeMap::new();
     for kind in kinds {
         let (on_nodes, on_servers) = kind.targets();
-        for host in (0..hosts).filter(|&h| if h < 2 { on_nodes } else { on_servers }) {
+        let hosts = (0..nodes + servers).filter(|&h| if h < nodes { on_nodes } else { on_servers });
+        for host in hosts {
             for at in 1..=7 {
                 for length in [1, 4] {
                     let first = fault(at, kind, host, length);
@@ -108,7 +134,7 @@ fn equal_states_after_a_fault_have_equal_futures() {
                         faults: vec![first, second],
                         ..Schedule::default()
                     };
-                    if let Some((state, _, _)) = run(&scenario, &b, &schedule, 1) {
+                    if let Some((state, _, _)) = run(scenario, &b, &schedule, 1) {
                         groups.entry(state).or_default().push(first);
                     }
                 }
@@ -119,17 +145,13 @@ fn equal_states_after_a_fault_have_equal_futures() {
     let shared: Vec<&Vec<FaultChoice>> = groups.values().filter(|g| g.len() > 1).collect();
     assert!(
         !shared.is_empty(),
-        "no two first faults reached one state: the test proves nothing"
-    );
-    assert!(
-        groups.len() > runs / 2,
-        "{} states among {runs} runs: the fingerprint tells too little apart",
-        groups.len()
+        "{}: no two first faults reached one state: the check proves nothing",
+        scenario.name
     );
     let thirds = [
         fault(10, FaultKind::Crash, 0, 1),
-        fault(9, FaultKind::Pause, 2, 3),
-        fault(12, FaultKind::ClockForward, 2, 4),
+        fault(9, FaultKind::Pause, nodes, 3),
+        fault(12, FaultKind::ClockForward, nodes, 4),
     ];
     for group in shared {
         for third in thirds {
@@ -141,17 +163,19 @@ fn equal_states_after_a_fault_have_equal_futures() {
                         ..Schedule::default()
                     };
                     let (_, end, violations) =
-                        run(&scenario, &b, &schedule, 1).expect("the scenario rules allow it");
+                        run(scenario, &b, &schedule, 1).expect("the scenario rules allow it");
                     (end, violations)
                 })
                 .collect();
             assert!(
                 ends.windows(2).all(|w| w[0] == w[1]),
-                "first faults {group:?} reach one state after {second:?} but end apart with \
-                 {third:?}: {ends:?}"
+                "{}: first faults {group:?} reach one state after {second:?} but end apart \
+                 with {third:?}: {ends:?}",
+                scenario.name
             );
         }
     }
+    (runs, groups.len())
 }
 
 /// The same state twice is one fingerprint; a step later, or another seed,
