@@ -529,6 +529,13 @@ impl<E> Lives<E> {
 mod tests {
     use super::*;
 
+    /// A life's row is one cache line: a field that would make it two
+    /// costs a miss per event in a 10 000-node fleet.
+    #[test]
+    fn a_life_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Life>(), 64);
+    }
+
     fn lives() -> Lives<()> {
         let nodes = ["node-a", "node-b"].map(|id| {
             let id = NodeId::new(id).expect("a valid id");
