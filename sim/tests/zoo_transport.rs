@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{run_seed, secs, trio};
+use common::{lines, ms, run_seed, run_traced, secs, time_of, trio};
 use fenced_sim::{FaultSpec, ProtocolSpec, Scenario};
 
 /// node-a starts at 0, with `cut` the link from ZooKeeper to it cut for
@@ -50,4 +50,39 @@ fn a_new_socket_carries_nothing_while_its_syn_ack_cannot_come_back() {
     // session and node the first two transactions.
     let (leader, token) = first_token(&connect_through_a_one_way_cut(None));
     assert_eq!((leader.as_str(), token), ("node-a", (1 << 32) + 2 + 1));
+}
+
+/// When ZooKeeper first takes a create (its `this server is held by` line),
+/// with every hop 10 ms and, with `pause`, the server paused from 0 for it.
+fn first_create_handled(pause: Option<Duration>) -> f64 {
+    let mut s = connect_through_a_one_way_cut(None);
+    s.duration = secs(10);
+    s.network.latency = (ms(10), ms(10));
+    if let Some(duration) = pause {
+        s.faults.push(FaultSpec::Pause {
+            host: "zookeeper".into(),
+            at: Duration::ZERO,
+            duration,
+        });
+    }
+    let (_, trace) = run_traced(&s, 3);
+    let held = lines(&trace, "zookeeper", "this server is held by");
+    time_of(held.first().expect("a create handled"))
+}
+
+#[test]
+fn a_paused_servers_kernel_answers_the_syn_so_the_connect_request_waits_in_its_socket() {
+    // The engine hands a SYN to a paused server at once (`answered_while_paused`:
+    // the kernel completes the handshake, as a SIGSTOPped ZooKeeper's does), so
+    // node-a's ConnectRequest is already in the server's socket when it
+    // resumes at 3 s: handled at 3 s, its answer back at 3.01 s, the create
+    // handled at 3.02 s — two hops. Were the SYN held with the process, the
+    // handshake would come first: SYN-ACK, then ConnectRequest, four hops,
+    // 3.04 s.
+    let paused = first_create_handled(Some(secs(3)));
+    assert!((paused - 3.020).abs() < 1e-9, "first create at {paused}");
+    // Control: unpaused, the whole exchange from node-a's start is five
+    // hops (SYN, SYN-ACK, ConnectRequest, ConnectResponse, create).
+    let running = first_create_handled(None);
+    assert!((running - 0.050).abs() < 1e-9, "first create at {running}");
 }
