@@ -55,7 +55,7 @@ fn a_new_socket_carries_nothing_while_its_syn_ack_cannot_come_back() {
 /// When ZooKeeper first takes a create (its `this server is held by` line),
 /// with every hop 10 ms and, with `pause`, the server paused from 0 for it.
 fn first_create_handled(pause: Option<Duration>) -> f64 {
-    let mut s = connect_through_a_one_way_cut(None);
+    let mut s = common::zoo("zookeeper");
     s.duration = secs(10);
     s.network.latency = (ms(10), ms(10));
     if let Some(duration) = pause {

@@ -7,6 +7,7 @@ use super::candidates;
 use super::schedule::{FaultChoice, Schedule};
 use super::{Bounds, RunResult};
 use crate::scenario::Scenario;
+use crate::simulation::NotedInstants;
 
 /// What the search deduplicates, stated in every result.
 pub(super) const DEDUPLICATION: &str =
@@ -57,8 +58,9 @@ pub(super) fn state_key(
     use std::hash::{Hash, Hasher};
     let taken = run.fingerprint.as_ref()?;
     let last = schedule.faults.last()?;
-    let noted = taken.instants.clone().unwrap_or_default();
-    let starts = candidates::starts(scenario, bounds, &noted, taken.at_ns);
+    let none = NotedInstants::default();
+    let noted = taken.instants.as_ref().unwrap_or(&none);
+    let starts = candidates::starts(scenario, bounds, noted, taken.at_ns);
     let (mut a, mut b) = (
         std::collections::hash_map::DefaultHasher::new(),
         std::collections::hash_map::DefaultHasher::new(),
