@@ -109,6 +109,43 @@ pub enum ClockKind {
     Wall,
 }
 
+/// A design's timing boundaries: the instants and lengths at which a fault
+/// can change its outcome, for a bounded search (`fenced-sim verify` starts
+/// faults there, and at 1 ns either side, besides its grid). Each design
+/// derives them from its settings, the way its model times its decisions
+/// (each implementation cites the model line it mirrors), so a search of a
+/// design strikes at *its* expiries, not the fenced protocol's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Boundaries {
+    /// How long after a request reaches a server something the request set
+    /// or renewed lapses there unless renewed again (a key's TTL, a lease's,
+    /// a session's), each as the server times it. Empty where no server
+    /// expires anything (the client judges, and its timers are the
+    /// boundaries).
+    pub expiries: Vec<Duration>,
+    /// The server rounds each expiry up to the next multiple of this
+    /// (ZooKeeper's `ExpiryQueue.roundToNextInterval`), or `None`.
+    pub expiry_tick: Option<Duration>,
+    /// The fault lengths at which the outcome can change: the design's
+    /// TTLs, timeouts and periods. A search adds 1 ns either side.
+    pub lengths: Vec<Duration>,
+}
+
+impl Boundaries {
+    /// The instant at which a request reaching a server at `input` (ns)
+    /// lets something lapse after `expiry`, rounded up as the server rounds.
+    pub fn expiry_at(&self, input_ns: u64, expiry: Duration) -> u64 {
+        let at = input_ns.saturating_add(u64::try_from(expiry.as_nanos()).unwrap_or(u64::MAX));
+        match self
+            .expiry_tick
+            .map(|t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
+        {
+            Some(tick) if tick > 0 => (at / tick).saturating_add(1).saturating_mul(tick),
+            _ => at,
+        }
+    }
+}
+
 /// One lock or leader-election design: its settings, its messages, and how to
 /// build its servers and clients.
 pub trait Protocol {
@@ -140,6 +177,9 @@ pub trait Protocol {
     fn validate(settings: &Self::Settings) -> Result<(), SettingsError>;
     /// How many servers the protocol runs.
     fn servers(settings: &Self::Settings) -> u16;
+    /// The design's timing boundaries under `settings` (valid ones), for a
+    /// bounded search: see [`Boundaries`].
+    fn boundaries(settings: &Self::Settings) -> Boundaries;
     /// A fresh server with index `index` (below [`servers`](Protocol::servers)).
     fn new_server(settings: &Self::Settings, index: ServerIndex) -> Self::Server;
     /// A fresh, idle client. `name` is its identity (owner id, unique per
@@ -335,3 +375,43 @@ impl fmt::Display for SettingsError {
 }
 
 impl std::error::Error for SettingsError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zookeeper::{ZooKeeper, ZooKeeperSettings};
+
+    #[test]
+    fn an_expiry_is_rounded_up_to_the_next_tick_as_zookeeper_rounds_it() {
+        let plain = Boundaries {
+            expiries: vec![Duration::from_secs(10)],
+            expiry_tick: None,
+            lengths: Vec::new(),
+        };
+        assert_eq!(plain.expiry_at(1_500, Duration::from_nanos(10)), 1_510);
+        let ticked = Boundaries {
+            expiry_tick: Some(Duration::from_nanos(100)),
+            ..plain
+        };
+        // roundToNextInterval: the next multiple, even from one exactly on it.
+        assert_eq!(ticked.expiry_at(1_500, Duration::from_nanos(10)), 1_600);
+        assert_eq!(ticked.expiry_at(1_490, Duration::from_nanos(10)), 1_600);
+        assert_eq!(ticked.expiry_at(u64::MAX, Duration::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn zookeepers_boundaries_use_the_negotiated_timeout() {
+        // A 1 s session on a 3 s tick is negotiated up to 2 ticks, 6 s: the
+        // server expires it 6 s after a packet, the client reads for 4 s
+        // and, with ZOOKEEPER-4508, expires it itself at 8 s.
+        let settings = ZooKeeperSettings {
+            session_timeout: Duration::from_secs(1),
+            ..ZooKeeperSettings::default()
+        };
+        let b = ZooKeeper::boundaries(&settings);
+        let s = Duration::from_secs;
+        assert_eq!(b.expiries, vec![s(6)]);
+        assert_eq!(b.expiry_tick, Some(s(3)));
+        assert_eq!(b.lengths, vec![s(6), s(4), s(8)]);
+    }
+}

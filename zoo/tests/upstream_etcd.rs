@@ -92,6 +92,10 @@ impl Protocol for Up {
         Etcd::servers(&settings.etcd)
     }
 
+    fn boundaries(settings: &UpSettings) -> fenced_zoo::Boundaries {
+        Etcd::boundaries(&settings.etcd)
+    }
+
     fn new_server(settings: &UpSettings, index: ServerIndex) -> UpServer {
         UpServer(Etcd::new_server(&settings.etcd, index))
     }

@@ -51,13 +51,15 @@ pub(super) struct VerifyArgs {
     #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
     grid: Duration,
     /// ...and, unless this is given, at every timer deadline and every
-    /// lease expiry at the store of the run they are added to, at, 1 ns
-    /// before and 1 ns after.
+    /// expiry at a server (the store's lease; a design's key, lease or
+    /// session) of the run they are added to, at, 1 ns before and 1 ns
+    /// after.
     #[arg(long)]
     no_boundaries: bool,
     /// The fault lengths. Default: the boundary lengths — the renew
     /// interval; the validity (lease_ttl - safety_margin), the TTL and the
-    /// rejoin delay, each 1 ns below, at and above.
+    /// rejoin delay, each 1 ns below, at and above; for a zoo design, its
+    /// own TTLs, timeouts and periods, each 1 ns below, at and above.
     #[arg(long, value_delimiter = ',', value_parser = parse_duration, value_name = "LIST")]
     lengths: Option<Vec<Duration>>,
     /// The latency set, each inside the scenario's network.latency; the

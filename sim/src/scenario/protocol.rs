@@ -11,7 +11,7 @@ use fenced_zoo::dynamodb::{DynamoDb, DynamoDbSettings};
 use fenced_zoo::etcd::{Etcd, EtcdSettings};
 use fenced_zoo::redlock::{Redlock, RedlockSettings};
 use fenced_zoo::zookeeper::{ZooKeeper, ZooKeeperSettings};
-use fenced_zoo::{Protocol, SettingsError};
+use fenced_zoo::{Boundaries, Protocol, SettingsError};
 
 /// A lock design and its settings.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -103,6 +103,23 @@ impl ProtocolSpec {
             ProtocolSpec::Redlock(s) => (s.ttl, s.retry_delay),
             ProtocolSpec::ZooKeeper(s) => (s.session_timeout, s.tick_time),
             ProtocolSpec::DynamoDb(s) => (s.lease_duration, s.refresh_period),
+        })
+    }
+
+    /// The design's timing boundaries (its expiries and the fault lengths
+    /// at which its outcome can change: [`Boundaries`], each design citing
+    /// its model), where `fenced-sim verify` starts and sizes faults. `None`
+    /// for the fenced protocol, whose `[election]` keys give them (the lease
+    /// TTL, the validity, the renew interval, the rejoin delay).
+    pub fn boundaries(&self) -> Option<Boundaries> {
+        Some(match self {
+            ProtocolSpec::Fenced => return None,
+            ProtocolSpec::ConnectionLock(s) => ConnectionLock::boundaries(s),
+            ProtocolSpec::ClientGo(s) => ClientGo::boundaries(s),
+            ProtocolSpec::Etcd(s) => Etcd::boundaries(s),
+            ProtocolSpec::Redlock(s) => Redlock::boundaries(s),
+            ProtocolSpec::ZooKeeper(s) => ZooKeeper::boundaries(s),
+            ProtocolSpec::DynamoDb(s) => DynamoDb::boundaries(s),
         })
     }
 

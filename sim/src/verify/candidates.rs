@@ -120,20 +120,30 @@ impl FromStr for FaultKind {
     }
 }
 
-/// The default fault lengths: the protocol's boundary lengths of the
-/// scenario's `[election]` — the renew interval; the validity
-/// (`lease_ttl − safety_margin`), the TTL and the rejoin delay, each 1 ns
-/// below, at and 1 ns above. Sorted, each once.
+/// The default fault lengths: the protocol's boundary lengths. For the
+/// fenced protocol, of the scenario's `[election]`: the renew interval; the
+/// validity (`lease_ttl − safety_margin`), the TTL and the rejoin delay, each
+/// 1 ns below, at and 1 ns above. For a zoo design, its own
+/// ([`ProtocolSpec::boundaries`](crate::scenario::ProtocolSpec::boundaries):
+/// Redlock's TTL and validity, ZooKeeper's session timeout, …), each 1 ns
+/// below, at and above. Sorted, each once.
 pub fn boundary_lengths(scenario: &Scenario) -> Vec<Duration> {
-    let e = &scenario.election;
-    let validity = e.lease_ttl.saturating_sub(e.effective_safety_margin());
     let one = Duration::from_nanos(1);
     let mut set = BTreeSet::new();
-    set.insert(e.renew_interval);
-    for edge in [validity, e.lease_ttl, e.effective_rejoin_delay()] {
+    let mut straddle = |edge: Duration| {
         set.insert(edge.saturating_sub(one));
         set.insert(edge);
         set.insert(edge.saturating_add(one));
+    };
+    if let Some(design) = scenario.election.protocol.boundaries() {
+        design.lengths.into_iter().for_each(&mut straddle);
+    } else {
+        let e = &scenario.election;
+        let validity = e.lease_ttl.saturating_sub(e.effective_safety_margin());
+        for edge in [validity, e.lease_ttl, e.effective_rejoin_delay()] {
+            straddle(edge);
+        }
+        set.insert(e.renew_interval);
     }
     set.remove(&Duration::ZERO);
     set.into_iter().collect()
@@ -142,8 +152,11 @@ pub fn boundary_lengths(scenario: &Scenario) -> Vec<Duration> {
 /// The instants a fault may start at in a run that noted `instants`, at or
 /// after `from_ns` and before the fault window's end: every multiple of the
 /// grid, and (with `bounds.boundaries`) every timer deadline and every
-/// lease expiry at the store (a request's arrival plus `lease_ttl`), each at,
-/// 1 ns before and 1 ns after. Sorted, each once.
+/// expiry at a server — the fenced store's lease (a request's arrival plus
+/// `lease_ttl`), or what a design's server expires after each request
+/// (Redlock's key, etcd's lease, ZooKeeper's session, rounded to its tick:
+/// [`ProtocolSpec::boundaries`](crate::scenario::ProtocolSpec::boundaries)) —
+/// each at, 1 ns before and 1 ns after. Sorted, each once.
 pub(super) fn starts(
     scenario: &Scenario,
     bounds: &Bounds,
@@ -159,11 +172,23 @@ pub(super) fn starts(
         at = at.saturating_add(grid);
     }
     if bounds.boundaries {
-        let ttl = nanos(scenario.election.lease_ttl);
-        let expiries = instants
-            .server_inputs_ns
-            .iter()
-            .map(|&t| t.saturating_add(ttl));
+        let expiries: Vec<u64> = match scenario.election.protocol.boundaries() {
+            // The fenced store: a lease granted or renewed at `t` lapses at
+            // `t + lease_ttl`.
+            None => {
+                let ttl = nanos(scenario.election.lease_ttl);
+                let at = |&t: &u64| t.saturating_add(ttl);
+                instants.server_inputs_ns.iter().map(at).collect()
+            }
+            // A design's server: each of its expiries after each input, as
+            // the server rounds it.
+            Some(design) => instants
+                .server_inputs_ns
+                .iter()
+                .flat_map(|&t| design.expiries.iter().map(move |&e| (t, e)))
+                .map(|(t, e)| design.expiry_at(t, e))
+                .collect(),
+        };
         for edge in instants.timers_ns.iter().copied().chain(expiries) {
             set.extend([edge.saturating_sub(1), edge, edge.saturating_add(1)]);
         }
@@ -229,6 +254,32 @@ mod tests {
             starts(&s, &bounds(4_000, true), &noted, 5_000_000_000),
             vec![5_000_000_000, 5_000_000_001, 8_000_000_000]
         );
+    }
+
+    #[test]
+    fn a_designs_server_expiries_are_start_instants_as_its_server_rounds_them() {
+        // ZooKeeper with its defaults: a 60 s session on a 3 s tick. A
+        // packet at 1 s expires the session at roundToNextInterval(61 s) =
+        // 63 s, not at 1 s + the fenced lease_ttl (4 s here).
+        let mut s = scenario();
+        s.duration = Duration::from_secs(100);
+        s.election.protocol =
+            crate::scenario::ProtocolSpec::by_name("zookeeper").expect("a design");
+        let noted = NotedInstants {
+            timers_ns: Vec::new(),
+            server_inputs_ns: vec![1_000_000_000],
+        };
+        let all = starts(&s, &bounds(1_000_000, true), &noted, 0);
+        assert_eq!(all, vec![62_999_999_999, 63_000_000_000, 63_000_000_001]);
+        // Redlock's key: `SET ... PX 10000` at 1 s is gone just after 11 s.
+        s.election.protocol = crate::scenario::ProtocolSpec::by_name("redlock").expect("a design");
+        let all = starts(&s, &bounds(1_000_000, true), &noted, 0);
+        assert_eq!(all, vec![10_999_999_999, 11_000_000_000, 11_000_000_001]);
+        // client-go's apiserver expires nothing: its candidates judge at
+        // their own ticks, which are timers.
+        s.election.protocol =
+            crate::scenario::ProtocolSpec::by_name("client-go").expect("a design");
+        assert!(starts(&s, &bounds(1_000_000, true), &noted, 0).is_empty());
     }
 
     #[test]

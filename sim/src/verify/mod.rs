@@ -30,7 +30,8 @@
 //!   plus `lease_ttl`), each at, 1 ns before and 1 ns after. Lengths come
 //!   from a finite set that includes the boundary lengths (the renew
 //!   interval; the validity `lease_ttl − safety_margin`, the TTL and the
-//!   rejoin delay, each ±1 ns).
+//!   rejoin delay, each ±1 ns). A zoo design brings its own expiries and
+//!   lengths ([`crate::scenario::ProtocolSpec::boundaries`]).
 //!
 //! A schedule's *length* is its number of faults plus its number of
 //! deviations. Each set of choices is generated once, in a canonical order:

@@ -82,7 +82,7 @@ pub use client::ClientGoClient;
 pub use server::ApiServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, ClockKind, Instant, Protocol, ServerIndex, SettingsError};
+use crate::{Boundaries, ClientId, ClockKind, Instant, Protocol, ServerIndex, SettingsError};
 
 /// client-go's `JitterFactor`, applied to `RetryPeriod` in `acquire`.
 pub const JITTER_FACTOR: f64 = 1.2;
@@ -315,6 +315,23 @@ impl Protocol for ClientGo {
 
     fn servers(_settings: &ClientGoSettings) -> u16 {
         1
+    }
+
+    /// The apiserver expires nothing: a candidate judges the record on its
+    /// own clock, `lease_duration` after it last saw the record change, at
+    /// its retry ticks (`client.rs`), so the timers are the instants that
+    /// matter and `expiries` is empty. Lengths: the lease duration, the
+    /// renew deadline and the retry period (`LeaderElectionConfig`).
+    fn boundaries(settings: &ClientGoSettings) -> Boundaries {
+        Boundaries {
+            expiries: Vec::new(),
+            expiry_tick: None,
+            lengths: vec![
+                settings.lease_duration,
+                settings.renew_deadline,
+                settings.retry_period,
+            ],
+        }
     }
 
     fn new_server(_settings: &ClientGoSettings, _index: ServerIndex) -> ApiServer {

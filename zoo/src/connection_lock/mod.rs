@@ -84,7 +84,7 @@ pub use client::PgClient;
 pub use server::PgServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
+use crate::{Boundaries, ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The PostgreSQL advisory-lock protocol.
 #[derive(Clone, Copy, Debug)]
@@ -254,6 +254,21 @@ impl Protocol for ConnectionLock {
 
     fn servers(_settings: &PgSettings) -> u16 {
         1
+    }
+
+    /// The server's kernel probes a silent connection `tcp_keepalives_idle`
+    /// after the last packet it heard and declares it dead after
+    /// `tcp_keepalives_count` unanswered probes, `interval` apart
+    /// (`server.rs`, `due`): both instants follow each input. Lengths: that
+    /// verdict, the client's query timeout and its health-check period.
+    fn boundaries(settings: &PgSettings) -> Boundaries {
+        let verdict = settings.tcp_keepalives_idle
+            + settings.tcp_keepalives_interval * settings.tcp_keepalives_count;
+        Boundaries {
+            expiries: vec![settings.tcp_keepalives_idle, verdict],
+            expiry_tick: None,
+            lengths: vec![verdict, settings.query_timeout, settings.check_interval],
+        }
     }
 
     /// A keepalive probe is answered by the holder's kernel, even while its

@@ -136,7 +136,7 @@ pub use client::DynamoDbClient;
 pub use server::DynamoDbServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
+use crate::{Boundaries, ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The DynamoDB lock client protocol.
 #[derive(Clone, Copy, Debug)]
@@ -325,6 +325,23 @@ impl Protocol for DynamoDb {
 
     fn servers(_settings: &DynamoDbSettings) -> u16 {
         1
+    }
+
+    /// DynamoDB expires nothing: a waiting client judges an item expired
+    /// when its record version has not changed for `lease_duration` since
+    /// it looked (`client.rs`: `now − lookup > lease_duration`), at its
+    /// refresh ticks, so `expiries` is empty. Lengths: the lease duration,
+    /// the heartbeat period and the refresh period.
+    fn boundaries(settings: &DynamoDbSettings) -> Boundaries {
+        Boundaries {
+            expiries: Vec::new(),
+            expiry_tick: None,
+            lengths: vec![
+                settings.lease_duration,
+                settings.heartbeat_period,
+                settings.refresh_period,
+            ],
+        }
     }
 
     fn new_server(_settings: &DynamoDbSettings, _index: ServerIndex) -> DynamoDbServer {

@@ -111,7 +111,7 @@ pub use client::EtcdClient;
 pub use server::{EtcdServer, LeaseTimeToLive};
 
 use crate::util::nonzero;
-use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
+use crate::{Boundaries, ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The etcd election protocol.
 #[derive(Clone, Copy, Debug)]
@@ -276,6 +276,20 @@ impl Protocol for Etcd {
 
     fn servers(_settings: &EtcdSettings) -> u16 {
         1
+    }
+
+    /// The server expires a lease `ttl` after the grant or keep-alive that
+    /// set it (`server.rs`: `expires_at: now + ttl_secs`). Lengths: the TTL
+    /// (the client's own session deadline too, `client.rs`: `deadline = now
+    /// + ttl`) and the keep-alive period, a third of it (`client.rs`:
+    /// `next_keepalive = now + ttl / 3`, clientv3's `nextKeepAlive`).
+    fn boundaries(settings: &EtcdSettings) -> Boundaries {
+        let ttl = Duration::from_secs(settings.session_ttl_secs);
+        Boundaries {
+            expiries: vec![ttl],
+            expiry_tick: None,
+            lengths: vec![ttl, ttl / 3],
+        }
     }
 
     fn new_server(_settings: &EtcdSettings, _index: ServerIndex) -> EtcdServer {

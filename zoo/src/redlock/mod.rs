@@ -89,7 +89,7 @@ pub use client::{LockReturn, RedlockClient};
 pub use server::RedisInstance;
 
 use crate::util::nonzero;
-use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
+use crate::{Boundaries, ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The Redlock protocol.
 #[derive(Clone, Copy, Debug)]
@@ -245,6 +245,23 @@ impl Protocol for Redlock {
 
     fn servers(settings: &RedlockSettings) -> u16 {
         settings.instances
+    }
+
+    /// Each instance expires its key `ttl` (whole ms) after the `SET ... PX`
+    /// or extension that set it (`server.rs`: `expires_at: now + ttl_ms`;
+    /// gone at the first instant past it, Redis's `now > expire`). Lengths:
+    /// the TTL; the validity a client counts from its round's end, `ttl −
+    /// drift(ttl)` (`client.rs`, `validity`: redlock-rb's
+    /// `ttl - time_elapsed - drift`, here with no time elapsed); and the
+    /// leader's extension period (`client.rs`, `acquired`).
+    fn boundaries(settings: &RedlockSettings) -> Boundaries {
+        let ttl = Duration::from_millis(ttl_ms(settings.ttl));
+        let drift = Duration::from_millis(settings.drift_ms());
+        Boundaries {
+            expiries: vec![ttl],
+            expiry_tick: None,
+            lengths: vec![ttl, ttl.saturating_sub(drift), settings.extend_interval],
+        }
     }
 
     fn new_server(_settings: &RedlockSettings, index: ServerIndex) -> RedisInstance {

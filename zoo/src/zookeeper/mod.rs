@@ -224,7 +224,7 @@ pub use client::ZooKeeperClient;
 pub use server::ZooKeeperServer;
 
 use crate::util::nonzero;
-use crate::{ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
+use crate::{Boundaries, ClientId, ClockKind, Protocol, ServerIndex, SettingsError};
 
 /// The ZooKeeper + Curator `LeaderLatch` protocol.
 #[derive(Clone, Copy, Debug)]
@@ -515,6 +515,32 @@ impl Protocol for ZooKeeper {
 
     fn servers(_settings: &ZooKeeperSettings) -> u16 {
         1
+    }
+
+    /// The server negotiates the session timeout into `[2, 20]` ticks
+    /// (`server.rs`, on `Connect`) and expires a session that long after its
+    /// last packet, rounded up to the next tick (`server.rs`, `expiry`:
+    /// `ExpiryQueue.roundToNextInterval`). Lengths: the negotiated timeout;
+    /// the client's read timeout, 2/3 of it (`client.rs`, `read_timeout`);
+    /// with ZOOKEEPER-4508's client-side expiry, 4/3 of it (`client.rs`);
+    /// and Curator's simulated expiration, `percent` of it where that is not
+    /// all of it (`client.rs`).
+    fn boundaries(settings: &ZooKeeperSettings) -> Boundaries {
+        let tick = settings.tick_time;
+        let timeout = settings.session_timeout.clamp(tick * 2, tick * 20);
+        let mut lengths = vec![timeout, timeout * 2 / 3];
+        if settings.client_session_expiry {
+            lengths.push(timeout * 4 / 3);
+        }
+        let percent = settings.simulated_session_expiration_percent;
+        if percent != 100 {
+            lengths.push(timeout * percent / 100);
+        }
+        Boundaries {
+            expiries: vec![timeout],
+            expiry_tick: Some(tick),
+            lengths,
+        }
     }
 
     fn new_server(settings: &ZooKeeperSettings, _index: ServerIndex) -> ZooKeeperServer {
