@@ -8,7 +8,7 @@
 //! A scenario's nondeterminism, in this search, is of three kinds:
 //!
 //! * **Latencies.** Every message the network times is one numbered *draw*
-//!   (`engine/network.rs`, [`LatencyScript`]). A schedule gives every draw
+//!   (`engine/network.rs`, [`LatencyScript`](crate::scenario::LatencyScript)). A schedule gives every draw
 //!   the first latency of the set (`--latencies`, by default the scenario's
 //!   minimum and maximum), except at most `deviations` draws, each of which
 //!   takes another latency of the set. This is *delay-bounded* search

@@ -19,7 +19,7 @@ pub struct FaultChoice {
     pub at_ns: u64,
     /// What it is.
     pub kind: FaultKind,
-    /// The host: an index in [`Verification::hosts`] (the nodes in
+    /// The host: an index in [`Verification::hosts`](super::Verification::hosts) (the nodes in
     /// scenario order, then the servers).
     pub host: u32,
     /// How long it lasts (a crash: when the node restarts), ns.

@@ -6,7 +6,7 @@
 //! node its lives, pause, isolation and whether it leads the newest term or
 //! an older one; the store's pause, isolation and last grantee; every time
 //! dropped. The swarm's seeds are exactly `fenced-sim explore SCENARIO`'s:
-//! seed `s` runs [`generate`](crate::explore::generate)`(scenario, s)` (its
+//! seed `s` runs [`generate`]`(scenario, s)` (its
 //! own faults, timings and liveness phase), so the figure says what `explore
 //! --seeds N` covers, not what some other sampler would. A swarm can visit
 //! states outside the search's space (a fault kind or a count the bounds
