@@ -13,7 +13,7 @@
 //! a session lease against a real single-member etcd the run starts
 //! (`fenced_zoo::etcd`; the node is `lab/src/node_etcd.rs`, the settings'
 //! scaling and refusals are [`crate::design_etcd`]'s), and **`zookeeper`**,
-//! Curator's `LeaderLatch` on a real standalone ZooKeeper the run starts
+//! Curator's `LeaderLatch` on a real ZooKeeper (a quorum of one) the run starts
 //! (`fenced_zoo::zookeeper`; the node is `lab/src/node_zookeeper.rs`, the
 //! scaling, the server's `tickTime` and refusals
 //! [`crate::design_zookeeper`]'s). The others are refused by name

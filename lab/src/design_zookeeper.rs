@@ -35,10 +35,18 @@
 //!   checkSessionExpiration`) would need the node to tell the model each
 //!   step of its own wall clock (`LockClient::wall_clock_stepped`), which
 //!   the node does not do yet.
-//! * A restart of ZooKeeper: the lab's server wrapper restarts it over its
-//!   data (`ZooKeeperServer::restart`), but the runner does not yet carry
-//!   the token's numbering across it (the model begins a zxid epoch at
-//!   each restart; see `lab/src/node_zookeeper.rs`, "The token").
+//! * A restart of ZooKeeper. The numbering would agree now: the run's
+//!   server is a one-member quorum, which begins a new zxid epoch at each
+//!   restart as the model's server does (`lab/src/servers/zookeeper.rs`),
+//!   and the node numbers a later epoch's `czxid` as it is
+//!   (`lab/src/node_zookeeper.rs`, "The token"). What would not: when the
+//!   lab kills the JVM, the kernel closes its sockets at once, so every
+//!   client hears the end of its connection at the *start* of the restart
+//!   (Curator: `SUSPENDED`, and under the Standard policy the leader gives
+//!   up at once); the simulator's server is silent while down and the
+//!   model closes its connections only when it comes back
+//!   (`fenced_zoo::zookeeper`, `restart`). The simulator is the one to
+//!   change first (a design server's sockets reset when it goes down).
 
 use std::time::Duration;
 
@@ -132,9 +140,11 @@ pub fn refusal(resolution: &Resolution) -> Option<String> {
                 .to_string(),
         ),
         FaultAction::ServerDown { .. } => Some(
-            "a restart of ZooKeeper is not made real yet: the server restarts over its data, \
-             but the runner does not carry the token's numbering across the model's new zxid \
-             epoch (lab/src/node_zookeeper.rs, \"The token\")"
+            "a restart of ZooKeeper is not made real yet: killing the JVM closes every client's \
+             connection at once (the kernel closes a dead process's sockets: Curator suspends \
+             at the kill), while the simulator's server is silent until it is back and closes \
+             its connections only then (fenced_zoo::zookeeper, restart); the simulator must \
+             reset a design server's sockets when it goes down first"
                 .to_string(),
         ),
         _ => None,

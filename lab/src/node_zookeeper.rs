@@ -1,6 +1,6 @@
 //! The ZooKeeper node (`fenced-lab node --zookeeper`): leader election by
 //! Apache Curator's `LeaderLatch` on a ZooKeeper session — the zoo's
-//! `fenced_zoo::zookeeper` model, for real, against a real standalone
+//! `fenced_zoo::zookeeper` model, for real, against a real
 //! ZooKeeper.
 //!
 //! # The model's client, over the real server
@@ -76,18 +76,22 @@
 //!
 //! # The token
 //!
-//! The leader's node's `czxid`, as the model's. The real server's zxids
-//! also count transactions no model server has — the lab's own readiness
-//! session and the latch path's creation — so the runner reads the
-//! server's last zxid after making the latch path, before any node starts
-//! (`--zk-zxid-base`), and the node numbers a real `czxid` as the model's
-//! epoch-1 zxid of the same transaction: `(1 << 32) + (czxid - base)`.
-//! From there both servers count the same transactions (each
-//! `createSession`, `create`, `delete`, `closeSession` and expiry takes
-//! the next zxid), so a real term and its simulated twin carry the same
-//! number when the same transactions came before it; the term's token is
-//! that plus one, as the simulator numbers a design's token
-//! (`sim/src/zoo/process.rs`, `fencing_token`). The downstream is the
+//! The leader's node's `czxid`, as the model's. The run's server is a
+//! one-member quorum (`lab/src/servers/zookeeper.rs`), which, as the
+//! model's server, begins epoch 1 at its start and a new epoch at each
+//! restart, its counter from 0. In epoch 1 the real server's zxids also
+//! count transactions no model server has — the latch path's creation and
+//! the session that made it — so the runner reads the server's last zxid
+//! after making the latch path, before any node starts (`--zk-zxid-base`),
+//! and the node numbers a real epoch-1 `czxid` as the model's zxid of the
+//! same transaction: `(1 << 32) + (czxid - base)`. A `czxid` of a later
+//! epoch (after a restart: the lab takes no zxid then, its readiness check
+//! being `srvr`) is the model's as it is. From there both servers count the
+//! same transactions (each `createSession`, `create`, `delete`,
+//! `closeSession` and expiry takes the next zxid), so a real term and its
+//! simulated twin carry the same number when the same transactions came
+//! before it; the term's token is that plus one, as the simulator numbers a
+//! design's token (`sim/src/zoo/process.rs`, `fencing_token`). The downstream is the
 //! fenced table when the scenario fences and the plain table otherwise.
 //! A unit starts only while the model's client says it leads at that
 //! instant (`ZooKeeperClient::leadership`, which ends at the read timeout
@@ -119,9 +123,13 @@ mod wire;
 use args::ZooKeeperNode;
 use wire::{op, Heard, Out, Socket};
 
-/// The model's zxid of real `czxid` (see "The token").
+/// The model's zxid of real `czxid`, the run's base being `base` (see
+/// "The token"): shifted in the base's epoch, as it is in a later one.
 fn model_zxid(czxid: i64, base: u64) -> u64 {
     let czxid = u64::try_from(czxid).unwrap_or(0);
+    if czxid >> 32 > base >> 32 {
+        return czxid;
+    }
     (1_u64 << 32).saturating_add(czxid.saturating_sub(base))
 }
 
@@ -571,6 +579,10 @@ mod tests {
         // model's first of epoch 1, and the term's token is one more.
         assert_eq!(model_zxid(0x12, 0x10), (1 << 32) + 2);
         assert_eq!(model_zxid(0x5, 0x10), 1 << 32);
+        // A one-member quorum's first epoch is 1: the base is epoch 1's
+        // last zxid, and a zxid of epoch 2 (after a restart) is the model's.
+        assert_eq!(model_zxid(0x1_0000_0009, 0x1_0000_0004), (1 << 32) + 5);
+        assert_eq!(model_zxid(0x2_0000_0002, 0x1_0000_0004), 0x2_0000_0002);
         assert_eq!(
             token_of(model_zxid(0x12, 0x10)).map(FencingToken::get),
             Some((1 << 32) + 3)

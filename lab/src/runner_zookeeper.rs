@@ -1,6 +1,6 @@
 //! The run's own ZooKeeper, for a scenario whose nodes follow Curator's
-//! `LeaderLatch`: one standalone server on loopback
-//! ([`crate::servers::zookeeper`]: a port of its own, its data directory
+//! `LeaderLatch`: one server on loopback, a quorum of one
+//! ([`crate::servers::zookeeper`]: ports of its own, its data directory
 //! under the run's directory, its log beside the run's others) with the
 //! run's scaled `tickTime` ([`crate::design_zookeeper`]), started before
 //! anything else of the run and stopped after the nodes and the proxies —
@@ -10,7 +10,8 @@
 //! the runner: `PR_SET_PDEATHSIG`).
 //!
 //! The model is one linearizable server (`fenced_zoo::zookeeper`, "Left
-//! out"): a standalone server is exactly that. Each node reaches it
+//! out"): a one-member quorum is exactly that, and it numbers its zxids as
+//! the model does — a new epoch at each start and restart. Each node reaches it
 //! through its lease-store proxy, so link faults stall the node's one TCP
 //! connection to it — and with it the client's pings, the only thing that
 //! keeps a session alive: the server expires the session on its own clock
@@ -37,12 +38,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::design::Design;
 use crate::plan::LabPlan;
-use crate::servers::zookeeper::{ZooKeeperOptions, ZooKeeperServer};
+use crate::servers::zookeeper::{self, ZooKeeperOptions, ZooKeeperServer};
 
 use super::{infra, RunError};
 
@@ -127,15 +127,7 @@ pub(super) async fn prepare(server: ZooKeeperServer, latch: &str) -> Result<RunS
 
 /// The server's last zxid, from the `srvr` four-letter word's `Zxid: 0x…`.
 async fn srvr_zxid(address: &str) -> Result<u64, String> {
-    let mut stream = tokio::net::TcpStream::connect(address)
-        .await
-        .map_err(|e| e.to_string())?;
-    stream.write_all(b"srvr").await.map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    stream
-        .read_to_string(&mut text)
-        .await
-        .map_err(|e| e.to_string())?;
+    let text = zookeeper::srvr(address).await.map_err(|e| e.to_string())?;
     text.lines()
         .find_map(|line| line.strip_prefix("Zxid: 0x"))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())

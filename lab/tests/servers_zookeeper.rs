@@ -1,9 +1,10 @@
-//! A real standalone ZooKeeper (`fenced_lab::servers::zookeeper`), driven
+//! A real ZooKeeper, a quorum of one (`fenced_lab::servers::zookeeper`), driven
 //! through the `zookeeper-client` crate the nodes will use: what Curator's
 //! `LeaderLatch` needs — negotiated session timeouts within the server's
 //! bounds, ephemeral sequential nodes with their `czxid`, a watch on the
 //! predecessor, session events (disconnected on a paused server, connected
-//! again on resume, expired after the server is gone) — and nothing left
+//! again on resume, expired after the server is gone), a new zxid epoch
+//! at each restart, as the model's server numbers them — and nothing left
 //! behind after a stop, a failed start and a SIGKILLed owner.
 
 mod support;
@@ -18,6 +19,17 @@ use zookeeper_client::{Acls, Client, CreateMode, EventType, SessionState, StateW
 fn installed(test: &str) -> bool {
     support::zoo_server(test, zookeeper::java("zookeeper"))
         && support::zoo_server(test, zookeeper::classpath("zookeeper"))
+}
+
+/// The server's last zxid, from `srvr`.
+async fn srvr_zxid(server: &ZooKeeperServer) -> u64 {
+    let text = zookeeper::srvr(&server.connect_string())
+        .await
+        .expect("srvr answers");
+    text.lines()
+        .find_map(|line| line.strip_prefix("Zxid: 0x"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no zxid in {text:?}"))
 }
 
 /// Fast ticks: session timeouts from 400 ms to 4 s.
@@ -123,18 +135,38 @@ async fn a_latch_of_ephemeral_sequential_nodes_with_watches_and_session_events()
         Duration::from_secs(10),
     )
     .await;
+    let before = srvr_zxid(&server).await;
+    assert_eq!(before >> 32, 1, "the first epoch is 1: {before:#x}");
     // The server gone for good: the client expires the session itself
     // (7/5 of the session timeout after its last answer).
     server.kill().await;
     wait_for(&mut states, SessionState::Expired, Duration::from_secs(15)).await;
     drop(b);
 
-    // A restart over the data keeps the persistent node.
+    // A restart over the data keeps the persistent node, and begins a new
+    // zxid epoch with its counter at zero, as the model's server does
+    // (`fenced_zoo::zookeeper`, `restart`): a standalone server would have
+    // kept epoch 0 and counted on. The readiness check took no zxid.
     server.restart().await.expect("restarts");
     let second_pid = server.pid().expect("runs");
     assert_ne!(second_pid, first_pid);
+    assert_eq!(
+        srvr_zxid(&server).await,
+        2 << 32,
+        "a fresh epoch, nothing taken"
+    );
     let c = session(&server, Duration::from_secs(2)).await;
     assert!(c.check_stat("/latch").await.expect("exists").is_some());
+    let made = c
+        .create(
+            "/after",
+            &[],
+            &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+        )
+        .await
+        .expect("creates");
+    // The session's createSession took counter 1, the create 2.
+    assert_eq!(made.0.czxid, (2_i64 << 32) + 2, "{:#x}", made.0.czxid);
     drop(c);
     server.stop().await;
     support::assert_nothing_left("zookeeper after stop", &[first_pid, second_pid], &data);
@@ -158,7 +190,7 @@ async fn a_failed_start_names_the_server_and_leaves_nothing() {
         .expect_err("the port is taken");
     let text = error.to_string();
     assert!(text.contains("zk-taken"), "{text}");
-    assert!(text.contains("ZooKeeperServerMain"), "{text}");
+    assert!(text.contains("QuorumPeerMain"), "{text}");
     assert!(error.is_port_clash(), "{text}");
     support::assert_nothing_left(
         "zookeeper on a taken port",

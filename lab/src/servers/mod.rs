@@ -17,7 +17,7 @@
 //! * [`redis`]: N independent instances (Redlock's), each with its own
 //!   persistence, killed and restarted with or without its data, and its
 //!   wall clock steppable ([`wall_clock`]);
-//! * [`zookeeper`]: a standalone server run with `java` directly;
+//! * [`zookeeper`]: a one-member quorum run with `java` directly;
 //! * [`serve`]: `fenced-lab zoo-servers`, which starts some and waits;
 //! * shared: [`process`] (one server process, its readiness wait and its
 //!   clean-up), [`ports`], [`data_dir`].

@@ -29,7 +29,7 @@ pub enum Kind {
     Etcd,
     /// Independent Redis instances.
     Redis,
-    /// A standalone ZooKeeper.
+    /// A ZooKeeper, a quorum of one.
     Zookeeper,
 }
 

@@ -1,8 +1,9 @@
-//! A standalone ZooKeeper on loopback, run with `java` directly.
+//! A ZooKeeper on loopback, run with `java` directly, as a **one-member
+//! quorum**.
 //!
 //! Not through `zkServer.sh` (which daemonises, so the lab would not own
 //! the process) nor systemd: `java … -cp <classpath>
-//! org.apache.zookeeper.server.ZooKeeperServerMain <data>/zoo.cfg`, the
+//! org.apache.zookeeper.server.quorum.QuorumPeerMain <data>/zoo.cfg`, the
 //! process the lab starts being the server itself. The classpath is Debian's
 //! (package `libzookeeper-java`, as `/etc/zookeeper/conf/environment` has
 //! it): `/usr/share/java/zookeeper.jar`, whose manifest's `Class-Path` names
@@ -12,16 +13,31 @@
 //! `/tmp/hsperfdata_*/<pid>` file that a SIGKILL would leave behind) and
 //! its temporary directory in the server's data directory.
 //!
-//! The generated `zoo.cfg`: `tickTime`, `dataDir` (the instance's),
-//! `clientPort` on `clientPortAddress=127.0.0.1`, `admin.enableServer=false`
-//! (no Jetty on port 8080), `maxClientCnxns=0`, and `minSessionTimeout` /
-//! `maxSessionTimeout` when set (the server's defaults are 2 and 20 ticks;
-//! a client's requested session timeout is clamped into them). The server
-//! expires sessions on its own monotonic clock; a SIGSTOP
-//! ([`ZooKeeperServer::pause`]) freezes that clock with everything else.
-//! Ready means a session was established and `exists /` answered, through
-//! the `zookeeper-client` crate.
-
+//! Why a quorum of one and not the standalone server
+//! (`ZooKeeperServerMain`): the zxids. A standalone server keeps its zxid
+//! epoch across a restart (`ZooKeeperServer.loadData`:
+//! `setZxid(zkDb.loadDataBase())` — measured with 3.8.0: a SIGKILL at
+//! `0xd`, the next create at `0xf`), while a quorum peer begins a new
+//! epoch each time it is elected leader (`Leader.lead` →
+//! `ZxidUtils.makeZxid(epoch, 0)`): `0x100000000` at the first start,
+//! `0x200000000` after a restart, as the model's server numbers them
+//! (`fenced_zoo::zookeeper`, `restart`), so a token after a real restart is
+//! the simulation's. `standaloneEnabled=false` keeps a one-server
+//! configuration a quorum; `server.1` names this peer's quorum and
+//! election ports (two more free loopback ports) and `myid` says it is 1.
+//!
+//! The generated `zoo.cfg`: `tickTime`, `initLimit`/`syncLimit` (no
+//! follower ever syncs), `dataDir` (the instance's), `clientPort` on
+//! `clientPortAddress=127.0.0.1`, `standaloneEnabled=false`, `server.1`,
+//! `admin.enableServer=false` (no Jetty on port 8080), `maxClientCnxns=0`,
+//! and `minSessionTimeout` / `maxSessionTimeout` when set (the server's
+//! defaults are 2 and 20 ticks; a client's requested session timeout is
+//! clamped into them). The server expires sessions on its own monotonic
+//! clock; a SIGSTOP ([`ZooKeeperServer::pause`]) freezes that clock with
+//! everything else. Ready means the `srvr` four-letter word (the one
+//! ZooKeeper enables by default) answers `Mode: leader` — no session, so no
+//! transaction: a readiness check after a restart takes no zxid the
+//! model's server would not.
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,8 +53,8 @@ pub const JAVA_PATHS: [&str; 1] = ["/usr/bin/java"];
 pub const SERVER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// An SLF4J binding that logs to stderr, added when present.
 pub const LOGGER_JAR: &str = "/usr/share/java/slf4j-simple.jar";
-/// The server's main class (standalone).
-pub const MAIN_CLASS: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
+/// The server's main class (a quorum peer: see the module docs).
+pub const MAIN_CLASS: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 
 /// How to start the server.
 #[derive(Clone, Debug)]
@@ -109,7 +125,7 @@ pub fn classpath(server: &str) -> Result<String, ServerError> {
     Ok(jars.join(":"))
 }
 
-/// A running (or killed) standalone server. Dropping it kills the process
+/// A running (or killed) server, a quorum of one. Dropping it kills the process
 /// and removes its data directory.
 #[derive(Debug)]
 pub struct ZooKeeperServer {
@@ -145,14 +161,23 @@ impl ZooKeeperServer {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let port = match options.port {
-                Some(port) => port,
-                None => ports::free_port().map_err(|error| ServerError::NoPort {
+            let free = || {
+                ports::free_port().map_err(|error| ServerError::NoPort {
                     server: name.to_string(),
                     error,
-                })?,
+                })
             };
-            match ZooKeeperServer::start_once(base, name, options, &java, &classpath, port).await {
+            let port = match options.port {
+                Some(port) => port,
+                None => free()?,
+            };
+            let peer = PeerPorts {
+                quorum: free()?,
+                election: free()?,
+            };
+            match ZooKeeperServer::start_once(base, name, options, &java, &classpath, port, peer)
+                .await
+            {
                 Err(error)
                     if error.is_port_clash()
                         && options.port.is_none()
@@ -169,6 +194,7 @@ impl ZooKeeperServer {
         java: &Path,
         classpath: &str,
         port: u16,
+        peer: PeerPorts,
     ) -> Result<ZooKeeperServer, ServerError> {
         let files = |path: &Path, error| ServerError::Files {
             server: name.to_string(),
@@ -178,8 +204,13 @@ impl ZooKeeperServer {
         let data_path = base.join(format!("{name}.data"));
         let data = DataDir::create(&data_path).map_err(|e| files(&data_path, e))?;
         let config = data.path().join("zoo.cfg");
-        std::fs::write(&config, config_text(data.path(), port, options))
+        std::fs::write(&config, config_text(data.path(), port, peer, options))
             .map_err(|e| files(&config, e))?;
+        // `myid` in the dataDir: this peer is server.1.
+        let myid_dir = data.path().join("data");
+        std::fs::create_dir_all(&myid_dir).map_err(|e| files(&myid_dir, e))?;
+        let myid = myid_dir.join("myid");
+        std::fs::write(&myid, "1\n").map_err(|e| files(&myid, e))?;
         let mut args: Vec<OsString> = vec![
             "-Xms32m".into(),
             "-Xmx256m".into(),
@@ -220,12 +251,12 @@ impl ZooKeeperServer {
         Ok(server)
     }
 
-    /// Starts the process and waits until a session is established.
+    /// Starts the process and waits until it serves as the leader.
     async fn run(&mut self) -> Result<(), ServerError> {
         let mut process = ServerProcess::spawn(self.launch.clone())?;
         let address = self.connect_string();
         process
-            .wait_ready(self.ready_within, || exists_root(address.clone()))
+            .wait_ready(self.ready_within, || leading(address.clone()))
             .await?;
         self.process = Some(process);
         Ok(())
@@ -310,13 +341,24 @@ impl ZooKeeperServer {
     }
 }
 
-fn config_text(data: &Path, port: u16, options: &ZooKeeperOptions) -> String {
+/// The peer's quorum and election ports (`server.1=127.0.0.1:Q:E`).
+#[derive(Clone, Copy, Debug)]
+struct PeerPorts {
+    quorum: u16,
+    election: u16,
+}
+
+fn config_text(data: &Path, port: u16, peer: PeerPorts, options: &ZooKeeperOptions) -> String {
     let millis = |d: Duration| d.as_millis().max(1);
     let mut lines = vec![
         format!("tickTime={}", millis(options.tick)),
+        "initLimit=10".to_string(),
+        "syncLimit=5".to_string(),
         format!("dataDir={}", data.join("data").display()),
         format!("clientPort={port}"),
         "clientPortAddress=127.0.0.1".to_string(),
+        "standaloneEnabled=false".to_string(),
+        format!("server.1=127.0.0.1:{}:{}", peer.quorum, peer.election),
         "admin.enableServer=false".to_string(),
         "maxClientCnxns=0".to_string(),
     ];
@@ -335,16 +377,28 @@ fn config_text(data: &Path, port: u16, options: &ZooKeeperOptions) -> String {
     lines.join("\n") + "\n"
 }
 
-/// A session through `zookeeper-client` and one `exists /`; the session is
-/// closed when the client drops.
-async fn exists_root(address: String) -> Result<(), zookeeper_client::Error> {
-    let client = zookeeper_client::Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .with_connection_timeout(Duration::from_secs(1))
-        .connect(&address)
-        .await?;
-    client.check_stat("/").await?;
-    Ok(())
+/// The `srvr` four-letter word's answer from `address`, whole.
+///
+/// # Errors
+/// No connection, or the answer could not be read.
+pub async fn srvr(address: &str) -> Result<String, std::io::Error> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await?;
+    stream.write_all(b"srvr").await?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await?;
+    Ok(text)
+}
+
+/// Ready: `srvr` says this peer leads (a quorum of one elects itself; until
+/// then it answers that it is not serving). No session, no transaction.
+async fn leading(address: String) -> Result<(), String> {
+    let text = srvr(&address).await.map_err(|e| e.to_string())?;
+    if text.lines().any(|line| line.trim() == "Mode: leader") {
+        Ok(())
+    } else {
+        Err(format!("not leading yet: {:?}", text.trim()))
+    }
 }
 
 #[cfg(test)]
@@ -352,19 +406,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_config_binds_loopback_and_sets_the_session_bounds() {
+    fn the_config_binds_loopback_makes_a_quorum_of_one_and_sets_the_session_bounds() {
         let options = ZooKeeperOptions {
             tick: Duration::from_millis(200),
             min_session_timeout: Some(Duration::from_millis(400)),
             max_session_timeout: Some(Duration::from_secs(4)),
             ..ZooKeeperOptions::default()
         };
-        let text = config_text(Path::new("/d"), 21_000, &options);
+        let peer = PeerPorts {
+            quorum: 21_001,
+            election: 21_002,
+        };
+        let text = config_text(Path::new("/d"), 21_000, peer, &options);
         for line in [
             "tickTime=200",
             "dataDir=/d/data",
             "clientPort=21000",
             "clientPortAddress=127.0.0.1",
+            "standaloneEnabled=false",
+            "server.1=127.0.0.1:21001:21002",
             "admin.enableServer=false",
             "minSessionTimeout=400",
             "maxSessionTimeout=4000",
