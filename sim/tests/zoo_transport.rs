@@ -86,3 +86,41 @@ fn a_paused_servers_kernel_answers_the_syn_so_the_connect_request_waits_in_its_s
     let running = first_create_handled(None);
     assert!((running - 0.050).abs() < 1e-9, "first create at {running}");
 }
+
+#[test]
+fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_it_is_back() {
+    // ZooKeeper restarted (durable) from 12 s to 17 s: its JVM dies at 12 s
+    // and the kernel closes every socket at once, so node-a hears the end
+    // of its connection then (Curator: SUSPENDED; the Standard policy gives
+    // up leadership) — as a real kill does (`fenced-lab`), not at 17 s when
+    // the server is back, which is when the model's restart used to close
+    // them. Back, it reconnects to the same session, its node and czxid
+    // kept: the same token, no leader change.
+    let mut s = common::zoo("zookeeper");
+    s.duration = secs(40);
+    s.faults.push(FaultSpec::Restart {
+        host: "zookeeper".into(),
+        at: secs(12),
+        duration: secs(5),
+        durable: Some(true),
+    });
+    let report = run_seed(&s, 7);
+    let terms: Vec<(&str, u64, u64, &str)> = report
+        .terms
+        .iter()
+        .map(|t| (t.node.as_str(), t.start_ms, t.end_ms, t.end_reason.as_str()))
+        .collect();
+    assert_eq!(terms.len(), 2, "{terms:?}");
+    assert_eq!(
+        (terms[0].0, terms[0].2, terms[0].3),
+        ("node-a", 12_000, "connection suspended"),
+        "{terms:?}"
+    );
+    assert_eq!(terms[1].0, "node-a", "{terms:?}");
+    assert!(
+        terms[1].1 >= 17_000,
+        "back only after the restart: {terms:?}"
+    );
+    assert_eq!(report.terms[0].token, report.terms[1].token);
+    assert_eq!(report.leader_changes, 0);
+}

@@ -233,6 +233,16 @@ pub trait LockServer<P: Protocol + ?Sized> {
     /// (etcd/k8s are durable; Redis without persistence is not; a PostgreSQL
     /// restart kills all sessions and advisory locks either way).
     fn restart(&mut self, now: Instant, durable: bool);
+    /// The server process dies — a crash, or the start of a restart — and
+    /// its machine's kernel closes every connection the process had open.
+    /// A model whose clients hold connections
+    /// ([`Protocol::request_connection`]) replies to each, now, with what
+    /// its client hears of that (ZooKeeper: `Closed`); a driver delivers
+    /// those replies at once, as the kernel's reset, not as the dead
+    /// process's messages. Its [`restart`](LockServer::restart) then finds
+    /// none open. Nothing timed is decided, so there is no `now`. Default:
+    /// nothing (a model whose messages stand alone).
+    fn went_down(&mut self) {}
 }
 
 /// What a server asks its driver to do.

@@ -465,3 +465,44 @@ fn a_delete_of_a_missing_node_still_takes_a_zxid() {
     server.handle_request(client, read, at(5));
     assert_eq!(server.zxid(), after_create + 2);
 }
+
+/// The JVM dies: the kernel closes every socket at once, so each connected
+/// client is answered `Closed` on its own connection when the server goes
+/// down; the restart that follows finds none open and closes nothing more.
+#[test]
+fn a_dying_server_closes_every_socket_at_once_and_its_restart_finds_none() {
+    use fenced_zoo::{LockServer, ServerOutput};
+    let settings = ZooKeeperSettings::default();
+    let mut server = ZooKeeper::new_server(&settings, 0);
+    let t0 = fenced_zoo::Instant::from_nanos(0);
+    for (client, connection) in [(ClientId(0), 7), (ClientId(1), 9)] {
+        let connect = ZooKeeperRequest::Connect {
+            connection,
+            session: None,
+            timeout: Duration::from_secs(60),
+        };
+        server.handle_request(client, connect, t0);
+    }
+    while server.poll_output().is_some() {}
+    server.went_down();
+    let mut closed = Vec::new();
+    while let Some(output) = server.poll_output() {
+        if let ServerOutput::Reply { to, response } = output {
+            closed.push((to, response));
+        }
+    }
+    assert_eq!(
+        closed,
+        vec![
+            (ClientId(0), ZooKeeperResponse::Closed { connection: 7 }),
+            (ClientId(1), ZooKeeperResponse::Closed { connection: 9 }),
+        ]
+    );
+    server.restart(fenced_zoo::Instant::from_nanos(5_000_000_000), true);
+    while let Some(output) = server.poll_output() {
+        assert!(
+            !matches!(output, ServerOutput::Reply { .. }),
+            "nothing left to close: {output:?}"
+        );
+    }
+}

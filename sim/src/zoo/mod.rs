@@ -285,6 +285,10 @@ pub(crate) enum ZooTimer {
     Work(WorkTimer),
     /// A `stop` fault.
     Stop,
+    /// Server `index`'s process died and its kernel closed this process's
+    /// connections to it: the replies its model gave (`went_down`) are
+    /// this process's to hear.
+    ServerGone { index: ServerIndex },
 }
 
 /// A client's identity: the life it belongs to.
@@ -450,6 +454,20 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                 let (process, workers) = self.procs.life(pid);
                 process.stop(&mut next_term, workers, out)
             }
+            (Address::Process { pid, incarnation }, ZooTimer::ServerGone { index }) => {
+                let client = self
+                    .clients
+                    .iter()
+                    .position(|c| c.pid == pid && c.incarnation == incarnation);
+                let Some(client) = client.and_then(|c| u32::try_from(c).ok()) else {
+                    return debug_assert!(false, "a process of the run has a client");
+                };
+                let resets = self.servers[usize::from(index)].take_resets(ClientId(client));
+                for response in resets {
+                    let (process, workers) = self.procs.life(pid);
+                    process.response(index, response, &mut next_term, workers, out);
+                }
+            }
             (to, timer) => unreachable!("{timer:?} is never set for {to:?}"),
         }
         self.next_term = next_term;
@@ -574,15 +592,23 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
         self.procs.workers()
     }
 
-    /// Only the downstream's sessions are the worker's: a design's own
-    /// servers are reached by its client, whose model says what their
-    /// restart does to it.
+    /// The downstream's sessions are the worker's; a design's own server
+    /// is reached by its client, whose model says what the server's death
+    /// does to it (`LockServer::went_down`: ZooKeeper's kernel closes its
+    /// sockets, and each client hears `Closed` at once — a signal, past the
+    /// server's own downtime, as the kernel's reset is, not a message of the
+    /// dead process; a paused client hears it on resume).
     fn server_went_down(&mut self, endpoint: u16) -> Vec<(u32, ZooTimer)> {
-        if endpoint != DOWNSTREAM_ENDPOINT {
-            return Vec::new();
+        if endpoint == DOWNSTREAM_ENDPOINT {
+            let epoch = self.downstream.went_down();
+            return crate::hosts::worker_resets(self.procs.workers(), epoch);
         }
-        let epoch = self.downstream.went_down();
-        crate::hosts::worker_resets(self.procs.workers(), epoch)
+        let index = server_index(endpoint);
+        let told = self.servers[usize::from(index)].went_down();
+        told.into_iter()
+            .filter_map(|client| self.clients.get(client.0 as usize))
+            .map(|client| (client.pid, ZooTimer::ServerGone { index }))
+            .collect()
     }
 }
 

@@ -17,6 +17,10 @@ pub(crate) struct ZooServer<P: ZooProtocol> {
     timer_at: Option<SimTime>,
     /// Who this server says holds the lock, with the protocol's token.
     pub(super) holder: Option<(ClientId, Option<u64>)>,
+    /// What the model told its clients when its process died
+    /// ([`went_down`](Self::went_down)), each waiting for its client's
+    /// process to take it ([`take_resets`](Self::take_resets)).
+    resets: Vec<(ClientId, P::Response)>,
 }
 
 impl<P: ZooProtocol> ZooServer<P> {
@@ -27,6 +31,7 @@ impl<P: ZooProtocol> ZooServer<P> {
             timer_generation: 0,
             timer_at: None,
             holder: None,
+            resets: Vec::new(),
         }
     }
 
@@ -53,6 +58,43 @@ impl<P: ZooProtocol> ZooServer<P> {
         let now = out.local_now();
         self.model.handle_timeout(now);
         self.drain(clients, out)
+    }
+
+    /// The server's process dies: the clients its model replies to (the
+    /// kernel closing their connections), in the model's order. Their
+    /// replies wait here for each client's process to take them.
+    pub(super) fn went_down(&mut self) -> Vec<ClientId> {
+        self.model.went_down();
+        let mut told = Vec::new();
+        while let Some(output) = self.model.poll_output() {
+            match output {
+                ServerOutput::Reply { to, response } => {
+                    if !told.contains(&to) {
+                        told.push(to);
+                    }
+                    self.resets.push((to, response));
+                }
+                ServerOutput::Holder { .. } => {
+                    debug_assert!(
+                        false,
+                        "a server's death changes no holder before it is back"
+                    );
+                }
+            }
+        }
+        told
+    }
+
+    /// The replies waiting for `client` since the server died, in order.
+    pub(super) fn take_resets(&mut self, client: ClientId) -> Vec<P::Response> {
+        let mut taken = Vec::new();
+        self.resets.retain(|(to, response)| {
+            if *to == client {
+                taken.push(response.clone());
+            }
+            *to != client
+        });
+        taken
     }
 
     /// The server comes back from a restart (durable: its state survives).

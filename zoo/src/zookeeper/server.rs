@@ -389,7 +389,17 @@ impl LockServer<ZooKeeper> for ZooKeeperServer {
         self.outputs.pop_front()
     }
 
-    /// Every socket is closed (clients see `Disconnected` at once) and a new
+    /// The JVM dies: the kernel closes every socket, and each client hears
+    /// `Closed` at once (its `ClientCnxn` reads end-of-stream: Disconnected,
+    /// Curator's `SUSPENDED`) — not when the server is back.
+    fn went_down(&mut self) {
+        for (client, (connection, _)) in std::mem::take(&mut self.connections) {
+            self.reply(client, ZooKeeperResponse::Closed { connection });
+        }
+    }
+
+    /// Every socket still open is closed (clients see `Disconnected` at
+    /// once; none is, after [`went_down`](LockServer::went_down)) and a new
     /// zxid epoch begins. Durable (ZooKeeper's normal case: txn log and
     /// snapshots): sessions are reloaded and touched to `now + timeout`, the
     /// tree and watches stay. Not durable: the tree and sessions are gone;
