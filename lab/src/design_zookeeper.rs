@@ -35,18 +35,27 @@
 //!   checkSessionExpiration`) would need the node to tell the model each
 //!   step of its own wall clock (`LockClient::wall_clock_stepped`), which
 //!   the node does not do yet.
-//! * A restart of ZooKeeper. The numbering would agree now: the run's
-//!   server is a one-member quorum, which begins a new zxid epoch at each
-//!   restart as the model's server does (`lab/src/servers/zookeeper.rs`),
-//!   and the node numbers a later epoch's `czxid` as it is
-//!   (`lab/src/node_zookeeper.rs`, "The token"). What would not: when the
-//!   lab kills the JVM, the kernel closes its sockets at once, so every
-//!   client hears the end of its connection at the *start* of the restart
-//!   (Curator: `SUSPENDED`, and under the Standard policy the leader gives
-//!   up at once); the simulator's server is silent while down and the
-//!   model closes its connections only when it comes back
-//!   (`fenced_zoo::zookeeper`, `restart`). The simulator is the one to
-//!   change first (a design server's sockets reset when it goes down).
+//! * A restart of ZooKeeper. What is ready: the run's server is a
+//!   one-member quorum, which begins a new zxid epoch at each restart as
+//!   the model's server does (`lab/src/servers/zookeeper.rs`); the node
+//!   numbers a later epoch's `czxid` as it is (`lab/src/node_zookeeper.rs`,
+//!   "The token"); the runner kills the JVM at the start and starts it over
+//!   its data at the end (`lab/src/runner_zookeeper.rs`, `down` and `up`);
+//!   and the simulator's clients hear their sockets close at the kill, as
+//!   the kernel closes them (`LockServer::went_down`). What still differs,
+//!   measured (`lab/tests/scenarios/lab-zookeeper-server-restart.toml` at
+//!   `--time-scale 0.1`): reconnecting while the server is down. The model's
+//!   client ignores a socket closed before its `ConnectResponse` and waits
+//!   its connect timeout (the whole session timeout, one host), where
+//!   `ClientCnxn.SendThread` retries after `hostProvider.next(1000)` and
+//!   `startConnect`'s `rand(1000)` sleep; the simulator holds a SYN to a
+//!   down server until it is back, where its kernel refuses it at once; and
+//!   the model's one-second spin is not scaled by the lab. So for real every
+//!   client stayed unconnected past Curator's simulated expiration (the
+//!   session timeout after `SUSPENDED`) and started a new session and node
+//!   (the leader's token `0x200000005` + 1), while the simulation beside it
+//!   reconnected to the old session when the server came back (token
+//!   unchanged): `max_token` disagrees.
 
 use std::time::Duration;
 
@@ -140,11 +149,11 @@ pub fn refusal(resolution: &Resolution) -> Option<String> {
                 .to_string(),
         ),
         FaultAction::ServerDown { .. } => Some(
-            "a restart of ZooKeeper is not made real yet: killing the JVM closes every client's \
-             connection at once (the kernel closes a dead process's sockets: Curator suspends \
-             at the kill), while the simulator's server is silent until it is back and closes \
-             its connections only then (fenced_zoo::zookeeper, restart); the simulator must \
-             reset a design server's sockets when it goes down first"
+            "a restart of ZooKeeper is not made real yet: reconnecting while it is down differs \
+             (the model's client waits its connect timeout after a refused connect, where \
+             ClientCnxn retries within about a second; the simulator holds a SYN to a down \
+             server instead of refusing it), so the real clients miss Curator's simulated \
+             expiration and start new sessions where the simulated ones resume theirs"
                 .to_string(),
         ),
         _ => None,

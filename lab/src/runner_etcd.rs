@@ -52,9 +52,9 @@ use super::{infra, Lab, RunError};
 const NAME: &str = "etcd";
 
 impl Lab<'_> {
-    /// A server's fault (`action`, of scenario fault `fault`): etcd's made
-    /// real on its process; the PostgreSQL servers' restart in their
-    /// proxies (connections reset and refused).
+    /// A server's fault (`action`, of scenario fault `fault`): etcd's and
+    /// ZooKeeper's made real on their process; the PostgreSQL servers'
+    /// restart in their proxies (connections reset and refused).
     pub(super) async fn server_fault(
         &mut self,
         fault: usize,
@@ -79,10 +79,9 @@ impl Lab<'_> {
         }
         if let (Server::LeaseStore, Some(run)) = (server, self.zookeeper.as_mut()) {
             return match action {
-                Action::ServerPause { .. } | Action::ServerResume { .. } => {
-                    super::zookeeper::pause(run, starts)
-                }
-                _ => Ok("zookeeper: a restart is refused by the plan".to_string()),
+                Action::ServerDown { .. } => Ok(super::zookeeper::down(run).await),
+                Action::ServerUp { .. } => super::zookeeper::up(run).await,
+                _ => super::zookeeper::pause(run, starts),
             };
         }
         let etcd = match (server, self.etcd.as_mut()) {

@@ -17,7 +17,9 @@
 //! keeps a session alive: the server expires the session on its own clock
 //! and deletes its ephemeral node, as the model says. A pause of the
 //! server is a SIGSTOP of the JVM ([`crate::plan::Action::ServerPause`]);
-//! its session clock stops with it.
+//! its session clock stops with it. A durable restart is a SIGKILL of the
+//! JVM at its start and a start over its data directory at its end, in a
+//! new zxid epoch ([`down`], [`up`]).
 //!
 //! Before the nodes start the runner makes the latch path (the run's
 //! `/fenced-lab/<schema>/<role>`, persistent) through its own session,
@@ -137,6 +139,34 @@ async fn srvr_zxid(address: &str) -> Result<u64, String> {
 /// Where the server serves clients.
 pub(super) fn address(run: &RunServer) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], run.server.port()))
+}
+
+/// What a durable restart of ZooKeeper does at its start: the JVM is
+/// killed (its kernel closes every client's socket at once).
+pub(super) async fn down(run: &mut RunServer) -> String {
+    let pid = run.server.pid();
+    run.server.kill().await;
+    match pid {
+        Some(pid) => format!("zookeeper: SIGKILL (pid {pid}), its data directory kept"),
+        None => "zookeeper: no live process to kill".to_string(),
+    }
+}
+
+/// What it does at its end: the JVM starts again over its data, a new
+/// zxid epoch (a one-member quorum: `crate::servers::zookeeper`).
+///
+/// # Errors
+/// The start failed.
+pub(super) async fn up(run: &mut RunServer) -> Result<String, RunError> {
+    run.server
+        .restart()
+        .await
+        .map_err(|e| infra(format!("cannot restart ZooKeeper: {e}")))?;
+    let pid = run.server.pid();
+    Ok(format!(
+        "zookeeper: started again over its data (pid {})",
+        pid.map_or_else(|| "?".to_string(), |p| p.to_string())
+    ))
 }
 
 /// The server is frozen (SIGSTOP) or thawed (SIGCONT).

@@ -58,7 +58,7 @@ fn plan(path: &Path) -> Result<LabPlan, PlanError> {
 }
 
 #[test]
-fn zookeeper_scenarios_plan_with_the_scaled_session_and_tick_and_refuse_clock_steps() {
+fn zookeeper_scenarios_plan_with_the_scaled_session_and_tick_and_refuse_clock_steps_and_restarts() {
     // Proves the plan gives every node the latch's design with Curator's
     // 60 s session and the server's 3 s tick scaled to 6 s and 300 ms (so
     // the server's [2, 20]-tick clamp grants what the model grants) and
@@ -84,6 +84,14 @@ fn zookeeper_scenarios_plan_with_the_scaled_session_and_tick_and_refuse_clock_st
         refusals[1].why.contains("checkSessionExpiration"),
         "{refusals:?}"
     );
+    // A restart of ZooKeeper: refused, with what still differs.
+    let Err(PlanError::Refused(refusals)) = plan(&lab_scenario("lab-zookeeper-server-restart"))
+    else {
+        panic!("lab-zookeeper-server-restart should be refused");
+    };
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].what, "fault[0] (restart)", "{refusals:?}");
+    assert!(refusals[0].why.contains("ClientCnxn"), "{refusals:?}");
 }
 
 #[tokio::test(flavor = "current_thread")]
