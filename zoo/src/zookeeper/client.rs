@@ -573,6 +573,16 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
                     timeout,
                 },
             ) if connection == answer => self.on_connected(connection, session, timeout, now),
+            // The socket closed (or the connect was refused) before its
+            // `ConnectResponse`: `ClientCnxn.SendThread.run` catches the
+            // exception, cleans up and connects again after
+            // `hostProvider.next(1000)` (and `startConnect`'s random sleep
+            // of up to a second, not modelled), not after the connect
+            // timeout.
+            (
+                Link::Connecting { connection, .. },
+                ZooKeeperResponse::Closed { connection: closed },
+            ) if connection == closed => self.disconnected(now),
             (
                 Link::Up {
                     connection,
