@@ -111,7 +111,7 @@ pub(super) async fn prepare(server: ZooKeeperServer, latch: &str) -> Result<RunS
         // The closeSession's txn is the next after the latch path's.
         let closed = u64::try_from(stat.czxid).unwrap_or(0) + 1;
         loop {
-            let zxid = srvr_zxid(&address).await?;
+            let zxid = zookeeper::srvr_zxid(&address).await?;
             if zxid >= closed {
                 return Ok::<u64, String>(zxid);
             }
@@ -125,15 +125,6 @@ pub(super) async fn prepare(server: ZooKeeperServer, latch: &str) -> Result<RunS
             "ZooKeeper's latch path was not made within 10 s".to_string(),
         )),
     }
-}
-
-/// The server's last zxid, from the `srvr` four-letter word's `Zxid: 0x…`.
-async fn srvr_zxid(address: &str) -> Result<u64, String> {
-    let text = zookeeper::srvr(address).await.map_err(|e| e.to_string())?;
-    text.lines()
-        .find_map(|line| line.strip_prefix("Zxid: 0x"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .ok_or_else(|| format!("no zxid in srvr's answer: {text:?}"))
 }
 
 /// Where the server serves clients.

@@ -23,13 +23,9 @@ fn installed(test: &str) -> bool {
 
 /// The server's last zxid, from `srvr`.
 async fn srvr_zxid(server: &ZooKeeperServer) -> u64 {
-    let text = zookeeper::srvr(&server.connect_string())
+    zookeeper::srvr_zxid(&server.connect_string())
         .await
-        .expect("srvr answers");
-    text.lines()
-        .find_map(|line| line.strip_prefix("Zxid: 0x"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .unwrap_or_else(|| panic!("no zxid in {text:?}"))
+        .expect("srvr answers with a zxid")
 }
 
 /// Fast ticks: session timeouts from 400 ms to 4 s.

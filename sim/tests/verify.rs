@@ -28,22 +28,7 @@ fn ms(n: u64) -> Duration {
 /// One pause on any node, starting on a 1 s grid and at the boundaries,
 /// with the boundary lengths; no latency deviations.
 fn one_pause(scenario: &Scenario) -> Bounds {
-    Bounds {
-        faults: 1,
-        kinds: vec![FaultKind::Pause],
-        servers: false,
-        grid: Duration::from_secs(1),
-        boundaries: true,
-        lengths: fenced_sim::verify::boundary_lengths(scenario),
-        latencies: vec![ms(1), ms(5)],
-        deviations: 0,
-        drops: 0,
-        duplicates: 0,
-        reorders: 0,
-        max_states: 1_000_000,
-        jobs: 1,
-        deduplicate: true,
-    }
+    common::one_pause_bounds(fenced_sim::verify::boundary_lengths(scenario))
 }
 
 fn search(scenario: &Scenario, options: &RunOptions, bounds: &Bounds) -> Verification {
@@ -132,20 +117,7 @@ fn the_counterexample_replays_with_run_to_the_same_violation() {
     // latencies as [network.script]) fails `fenced-sim run` with the same
     // invariant, and reads back as the very scenario the search ran.
     let dir = tempfile::tempdir().expect("a temp dir");
-    let file = dir.path().join("found.toml");
-    let file_arg = file.display().to_string();
-    let source = data("small-unfenced").display().to_string();
-    let out = fenced_sim([
-        "verify",
-        &source,
-        "--deviations",
-        "0",
-        "-o",
-        &file_arg,
-        "--json",
-    ]);
-    assert_exit(&out, 1);
-    let result: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    let (result, report, file) = common::verify_and_replay(dir.path(), &data("small-unfenced"));
     assert_eq!(result["outcome"]["verdict"], "violation");
     assert_eq!(result["outcome"]["invariants"][0], "split-brain");
     // The JSON states what it did not do, as the human output does.
@@ -157,11 +129,8 @@ fn the_counterexample_replays_with_run_to_the_same_violation() {
         .is_some_and(|list| !list.is_empty()));
     assert_eq!(
         result["replay"],
-        format!("fenced-sim run {file_arg}").as_str()
+        format!("fenced-sim run {}", file.display()).as_str()
     );
-    let replayed = fenced_sim(["run", &file_arg, "--json"]);
-    assert_exit(&replayed, 1);
-    let report: serde_json::Value = serde_json::from_str(&stdout(&replayed)).expect("a report");
     assert_eq!(report["split_brain"], true, "{report}");
     // The file is the search's schedule, exactly.
     let scenario = load("small-unfenced");

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{assert_exit, fenced_sim, stdout, workspace_root};
+use common::workspace_root;
 use fenced_sim::verify::{
     boundary_lengths, verify, Bounds, FaultChoice, FaultKind, Outcome, Verification,
 };
@@ -34,23 +34,11 @@ fn straddling(edges: &[Duration]) -> Vec<Duration> {
 }
 
 /// One pause on either node, on a 1 s grid and at the boundaries, with
-/// `lengths`; every message at 1 ms.
+/// `lengths`; every message at 1 ms; two jobs.
 fn one_pause(lengths: Vec<Duration>) -> Bounds {
     Bounds {
-        faults: 1,
-        kinds: vec![FaultKind::Pause],
-        servers: false,
-        grid: secs(1),
-        boundaries: true,
-        lengths,
-        latencies: vec![Duration::from_millis(1), Duration::from_millis(5)],
-        deviations: 0,
-        drops: 0,
-        duplicates: 0,
-        reorders: 0,
-        max_states: 1_000_000,
         jobs: 2,
-        deduplicate: true,
+        ..common::one_pause_bounds(lengths)
     }
 }
 
@@ -131,22 +119,7 @@ fn an_unfenced_etcd_leader_paused_until_its_lease_lapses_is_found_at_etcds_bound
 #[test]
 fn the_etcd_counterexample_replays_with_run() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let file = dir.path().join("found.toml");
-    let file_arg = file.display().to_string();
-    let source = data("etcd-unfenced").display().to_string();
-    let out = fenced_sim([
-        "verify",
-        &source,
-        "--deviations",
-        "0",
-        "-o",
-        &file_arg,
-        "--json",
-    ]);
-    assert_exit(&out, 1);
-    let replayed = fenced_sim(["run", &file_arg, "--json"]);
-    assert_exit(&replayed, 1);
-    let report: serde_json::Value = serde_json::from_str(&stdout(&replayed)).expect("a report");
+    let (_, report, file) = common::verify_and_replay(dir.path(), &data("etcd-unfenced"));
     assert_eq!(report["split_brain"], true, "{report}");
     let written = fenced_sim::file::load(&file).expect("the counterexample loads");
     assert_eq!(written.election.protocol.name(), "etcd");

@@ -135,13 +135,11 @@ impl Boundaries {
     /// The instant at which a request reaching a server at `input` (ns)
     /// lets something lapse after `expiry`, rounded up as the server rounds.
     pub fn expiry_at(&self, input_ns: u64, expiry: Duration) -> u64 {
-        let at = input_ns.saturating_add(u64::try_from(expiry.as_nanos()).unwrap_or(u64::MAX));
-        match self
-            .expiry_tick
-            .map(|t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
-        {
-            Some(tick) if tick > 0 => (at / tick).saturating_add(1).saturating_mul(tick),
-            _ => at,
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let at = input_ns.saturating_add(ns(expiry));
+        match self.expiry_tick {
+            Some(tick) => util::round_to_next_interval(at, ns(tick)),
+            None => at,
         }
     }
 }

@@ -20,6 +20,15 @@ pub(crate) fn nonzero(setting: &'static str, value: Duration) -> Result<(), Sett
     }
 }
 
+/// `ExpiryQueue.roundToNextInterval`: the first multiple of `tick_ns`
+/// strictly after `at_ns` (saturating; `at_ns` itself when `tick_ns` is 0).
+pub(crate) fn round_to_next_interval(at_ns: u64, tick_ns: u64) -> u64 {
+    if tick_ns == 0 {
+        return at_ns;
+    }
+    (at_ns / tick_ns).saturating_add(1).saturating_mul(tick_ns)
+}
+
 /// A uniformly random fraction in `[0, 1)` from 53 random bits: exact, with no
 /// platform maths.
 pub(crate) fn unit_fraction(rng: &mut rand_chacha::ChaCha8Rng) -> f64 {

@@ -390,6 +390,18 @@ pub async fn srvr(address: &str) -> Result<String, std::io::Error> {
     Ok(text)
 }
 
+/// The server's last zxid, from `srvr`'s `Zxid: 0x…` line.
+///
+/// # Errors
+/// No connection, or no zxid in the answer (both said).
+pub async fn srvr_zxid(address: &str) -> Result<u64, String> {
+    let text = srvr(address).await.map_err(|e| e.to_string())?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("Zxid: 0x"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .ok_or_else(|| format!("no zxid in srvr's answer: {text:?}"))
+}
+
 /// Ready: `srvr` says this peer leads (a quorum of one elects itself; until
 /// then it answers that it is not serving). No session, no transaction.
 async fn leading(address: String) -> Result<(), String> {

@@ -172,25 +172,27 @@ pub(super) fn starts(
         at = at.saturating_add(grid);
     }
     if bounds.boundaries {
-        let expiries: Vec<u64> = match scenario.election.protocol.boundaries() {
+        let mut straddle = |edge: u64| {
+            set.extend([edge.saturating_sub(1), edge, edge.saturating_add(1)]);
+        };
+        instants.timers_ns.iter().copied().for_each(&mut straddle);
+        let inputs = instants.server_inputs_ns.iter().copied();
+        match scenario.election.protocol.boundaries() {
             // The fenced store: a lease granted or renewed at `t` lapses at
             // `t + lease_ttl`.
             None => {
                 let ttl = nanos(scenario.election.lease_ttl);
-                let at = |&t: &u64| t.saturating_add(ttl);
-                instants.server_inputs_ns.iter().map(at).collect()
+                inputs.for_each(|t| straddle(t.saturating_add(ttl)));
             }
             // A design's server: each of its expiries after each input, as
             // the server rounds it.
-            Some(design) => instants
-                .server_inputs_ns
-                .iter()
-                .flat_map(|&t| design.expiries.iter().map(move |&e| (t, e)))
-                .map(|(t, e)| design.expiry_at(t, e))
-                .collect(),
-        };
-        for edge in instants.timers_ns.iter().copied().chain(expiries) {
-            set.extend([edge.saturating_sub(1), edge, edge.saturating_add(1)]);
+            Some(design) => {
+                for t in inputs {
+                    for &expiry in &design.expiries {
+                        straddle(design.expiry_at(t, expiry));
+                    }
+                }
+            }
         }
     }
     set.range(from_ns..window).copied().collect()

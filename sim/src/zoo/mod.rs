@@ -454,15 +454,9 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                 let (process, workers) = self.procs.life(pid);
                 process.stop(&mut next_term, workers, out)
             }
-            (Address::Process { pid, incarnation }, ZooTimer::ServerGone { index }) => {
-                let client = self
-                    .clients
-                    .iter()
-                    .position(|c| c.pid == pid && c.incarnation == incarnation);
-                let Some(client) = client.and_then(|c| u32::try_from(c).ok()) else {
-                    return debug_assert!(false, "a process of the run has a client");
-                };
-                let resets = self.servers[usize::from(index)].take_resets(ClientId(client));
+            (Address::Process { pid, .. }, ZooTimer::ServerGone { index }) => {
+                let client = self.procs.life(pid).0.id();
+                let resets = self.servers[usize::from(index)].take_resets(client);
                 for response in resets {
                     let (process, workers) = self.procs.life(pid);
                     process.response(index, response, &mut next_term, workers, out);

@@ -77,6 +77,11 @@ impl<P: ZooProtocol> ZooProcess<P> {
     }
 
     /// A server's answer or push arrived.
+    /// Its client's identity (this life's).
+    pub(super) fn id(&self) -> ClientId {
+        self.id
+    }
+
     pub(super) fn response<O: Observer>(
         &mut self,
         from: u16,

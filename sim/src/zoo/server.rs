@@ -87,14 +87,11 @@ impl<P: ZooProtocol> ZooServer<P> {
 
     /// The replies waiting for `client` since the server died, in order.
     pub(super) fn take_resets(&mut self, client: ClientId) -> Vec<P::Response> {
-        let mut taken = Vec::new();
-        self.resets.retain(|(to, response)| {
-            if *to == client {
-                taken.push(response.clone());
-            }
-            *to != client
-        });
-        taken
+        let (taken, kept) = std::mem::take(&mut self.resets)
+            .into_iter()
+            .partition(|(to, _)| *to == client);
+        self.resets = kept;
+        taken.into_iter().map(|(_, response)| response).collect()
     }
 
     /// The server comes back from a restart (durable: its state survives).

@@ -287,3 +287,53 @@ pub fn zoo(name: &str) -> Scenario {
     s.fencing = !matches!(name, "dynamodb" | "connection-lock");
     s
 }
+
+/// `verify`'s bounds of one pause on any node: a 1 s grid and the
+/// boundaries, `lengths`, every message at 1 ms (5 ms the other latency),
+/// no deviations, one job.
+pub fn one_pause_bounds(lengths: Vec<Duration>) -> fenced_sim::verify::Bounds {
+    fenced_sim::verify::Bounds {
+        faults: 1,
+        kinds: vec![fenced_sim::verify::FaultKind::Pause],
+        servers: false,
+        grid: Duration::from_secs(1),
+        boundaries: true,
+        lengths,
+        latencies: vec![ms(1), ms(5)],
+        deviations: 0,
+        drops: 0,
+        duplicates: 0,
+        reorders: 0,
+        max_states: 1_000_000,
+        jobs: 1,
+        deduplicate: true,
+    }
+}
+
+/// `fenced-sim verify SOURCE --deviations 0 -o DIR/found.toml --json`,
+/// which must find a violation (exit 1), then `fenced-sim run` of the
+/// counterexample, which must fail on it too (exit 1): the search's JSON,
+/// the replay's report and the counterexample's path.
+pub fn verify_and_replay(
+    dir: &Path,
+    source: &Path,
+) -> (serde_json::Value, serde_json::Value, PathBuf) {
+    let file = dir.join("found.toml");
+    let file_arg = file.display().to_string();
+    let source = source.display().to_string();
+    let out = fenced_sim([
+        "verify",
+        &source,
+        "--deviations",
+        "0",
+        "-o",
+        &file_arg,
+        "--json",
+    ]);
+    assert_exit(&out, 1);
+    let result = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    let replayed = fenced_sim(["run", &file_arg, "--json"]);
+    assert_exit(&replayed, 1);
+    let report = serde_json::from_str(&stdout(&replayed)).expect("a report");
+    (result, report, file)
+}

@@ -271,6 +271,13 @@ pub enum CloseMode {
     NotifyLeader,
 }
 
+/// The session timeout a server on `tick` grants for `requested`:
+/// `ZooKeeperServer.processConnectRequest` clamps it to
+/// `[minSessionTimeout, maxSessionTimeout]`, by default `[2, 20] × tickTime`.
+pub fn negotiated_timeout(requested: Duration, tick: Duration) -> Duration {
+    requested.clamp(tick * 2, tick * 20)
+}
+
 /// Settings; `Default` = Curator's and ZooKeeper's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZooKeeperSettings {
@@ -527,7 +534,7 @@ impl Protocol for ZooKeeper {
     /// all of it (`client.rs`).
     fn boundaries(settings: &ZooKeeperSettings) -> Boundaries {
         let tick = settings.tick_time;
-        let timeout = settings.session_timeout.clamp(tick * 2, tick * 20);
+        let timeout = negotiated_timeout(settings.session_timeout, tick);
         let mut lengths = vec![timeout, timeout * 2 / 3];
         if settings.client_session_expiry {
             lengths.push(timeout * 4 / 3);

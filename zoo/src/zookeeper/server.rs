@@ -107,10 +107,9 @@ impl ZooKeeperServer {
 
     /// `ExpiryQueue.roundToNextInterval(now + timeout)`.
     fn expiry(&self, now: Instant, timeout: Duration) -> Instant {
-        let tick = self.tick_time.as_nanos();
-        let at = (now + timeout).as_nanos() as u128;
-        let rounded = (at / tick + 1) * tick;
-        Instant::from_nanos(u64::try_from(rounded).unwrap_or(u64::MAX))
+        let tick = u64::try_from(self.tick_time.as_nanos()).unwrap_or(u64::MAX);
+        let at = (now + timeout).as_nanos();
+        Instant::from_nanos(crate::util::round_to_next_interval(at, tick))
     }
 
     fn touch(&mut self, session: SessionId, now: Instant) -> bool {
@@ -215,7 +214,7 @@ impl ZooKeeperServer {
                 None => (session, Duration::ZERO),
             },
             None => {
-                let timeout = timeout.clamp(self.tick_time * 2, self.tick_time * 20);
+                let timeout = super::negotiated_timeout(timeout, self.tick_time);
                 self.last_session += 1;
                 let session = SessionId(self.last_session);
                 self.next_zxid();
