@@ -235,6 +235,7 @@ mod tests {
         let outcome = crate::compare::Outcome {
             terms: Vec::new(),
             max_token: 1,
+            max_token_race: None,
             gaps_ms: Vec::new(),
             accepted: 0,
             rejected: 0,

@@ -158,6 +158,7 @@ fn a_disagreement_names_its_figures_those_that_must_agree_first() {
     let outcome = Outcome {
         terms: vec![("node-a#1".into(), 1)],
         max_token: 1,
+        max_token_race: None,
         gaps_ms: vec![],
         accepted: 3,
         rejected: 0,

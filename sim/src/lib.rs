@@ -86,7 +86,7 @@ pub use limits::Halt;
 pub use observation::{
     HostRef, NodeRef, Observation, Observer, ProcessId, ProcessRef, RegistryAnswer, SimTime,
 };
-pub use report::{summary, AnchoredFault, HaltReason, Halted, Report};
+pub use report::{summary, AnchoredFault, HaltReason, Halted, Report, TokenRace};
 pub use rng::mix64;
 pub use scenario::MAX_NODE_ID_LEN;
 pub use scenario::{

@@ -124,3 +124,42 @@ fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_i
     assert_eq!(report.terms[0].token, report.terms[1].token);
     assert_eq!(report.leader_changes, 0);
 }
+
+#[test]
+fn a_token_taken_in_a_burst_of_concurrent_writes_carries_the_span_another_order_would_give() {
+    // The server stalled for 2 min while node-a led: at its SIGCONT all
+    // three sessions expire (three closeSession txns) and the three clients
+    // reconnect at once — per client a createSession, the failed delete of
+    // its expired node (an error txn) and a create: twelve writes, each
+    // within a round trip of the one before. A real ZooKeeper numbered them
+    // in another order in two of three runs (its transaction log), so the
+    // winner's czxid could be any of the twelve: the report says which.
+    let mut s = trio("zk-stalled", secs(240));
+    s.election.protocol = ProtocolSpec::by_name("zookeeper").expect("a design");
+    s.faults.push(FaultSpec::Pause {
+        host: "zookeeper".into(),
+        at: secs(32),
+        duration: secs(120),
+    });
+    let report = run_seed(&s, 1);
+    let race = report.max_token_race.expect("the winner's create raced");
+    assert!(
+        race.contains(report.max_token),
+        "{race:?} {}",
+        report.max_token
+    );
+    assert_eq!(race.high - race.low + 1, 12, "{race:?}");
+    // Every earlier write (the three sessions and nodes of the start) lies
+    // before the burst.
+    assert!(race.low > report.terms[0].token, "{race:?}");
+    // A token that raced no one carries no span: node-a alone, its session
+    // and its node two round trips apart with no other writer.
+    let mut alone = Scenario::new("zk-alone", secs(20)).with_nodes(["node-a"]);
+    alone.election.protocol = ProtocolSpec::by_name("zookeeper").expect("a design");
+    let report = run_seed(&alone, 1);
+    assert!(report.max_token > 0);
+    assert_eq!(report.max_token_race, None);
+    // The fenced protocol's tokens count grants alone: never a span.
+    let report = run_seed(&trio("fenced-stalled", secs(60)), 1);
+    assert_eq!(report.max_token_race, None);
+}

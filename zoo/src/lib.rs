@@ -241,6 +241,17 @@ pub trait LockServer<P: Protocol + ?Sized> {
     /// none open. Nothing timed is decided, so there is no `now`. Default:
     /// nothing (a model whose messages stand alone).
     fn went_down(&mut self) {}
+    /// How many transactions the server has numbered so far, in the units
+    /// of its tokens, where every write of every client takes the next
+    /// number (ZooKeeper's zxid, etcd's revision): a token taken from such
+    /// a count depends on the order in which the server took concurrent
+    /// clients' writes, which a simulation draws and a real server's
+    /// scheduler decides. A driver compares it before and after each input
+    /// to see the writes that input made. Default `None`: the protocol's
+    /// token counts only the lock's own changes (or it has none).
+    fn transactions(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What a server asks its driver to do.

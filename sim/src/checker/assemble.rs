@@ -31,6 +31,7 @@ pub(crate) fn assemble(
         leaderless_ms: crate::units::ms(verdict.leaderless),
         spurious_failovers: verdict.spurious_failovers,
         max_token: figures.max_token,
+        max_token_race: None,
         membership: MembershipReport {
             live_at_end: figures.live_at_end,
             ..verdict.membership

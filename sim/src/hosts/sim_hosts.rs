@@ -31,6 +31,15 @@ pub(crate) trait SimHosts:
     /// a protocol without tokens): the report's `max_token`.
     fn max_token(&self) -> u64;
 
+    /// The tokens `max_token` could have been had the server ordered the
+    /// concurrent writes it raced otherwise (the first and last of their
+    /// burst: `zoo::bursts`), for a protocol whose tokens count every
+    /// client's writes; `None` when it raced no one, or the token counts
+    /// only the lock's own changes (the fenced store's).
+    fn max_token_race(&self) -> Option<(u64, u64)> {
+        None
+    }
+
     /// Nodes in the membership when the first server's clock reads
     /// `store_now`, for protocols with a registry (the report's
     /// `membership.live_at_end`); 0 otherwise.

@@ -88,6 +88,19 @@ pub struct Report {
     pub spurious_failovers: u64,
     /// The highest fencing token the lease store granted (0: none).
     pub max_token: u64,
+    /// For a protocol whose tokens count every client's writes (ZooKeeper's
+    /// zxid, etcd's revision): the tokens `max_token` could have been had
+    /// the server taken the concurrent writes it raced in another order —
+    /// the first and last write of its burst (writes of two or more
+    /// writers, each at most one round trip at the scenario's highest
+    /// latency after the one before). A real server orders such writes by
+    /// its network and scheduler, not by the simulator's draws, so a real
+    /// run's highest token anywhere in this span is the same outcome
+    /// (`fenced-lab` compares so). Absent (no key) when the highest token
+    /// raced no one, and for the fenced protocol, whose tokens count grants
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_token_race: Option<TokenRace>,
     /// Membership changes seen by the registry.
     pub membership: MembershipReport,
     /// Counts of interesting things that happened (coverage of the run).
@@ -332,6 +345,22 @@ pub struct Term {
     /// Why it ended: `local-deadline`, `superseded`, `new-term`, `stopped`,
     /// `crash`, or `run-ended`.
     pub end_reason: String,
+}
+
+/// A span of tokens (both ends included): see [`Report::max_token_race`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRace {
+    /// The burst's first write.
+    pub low: u64,
+    /// The burst's last write.
+    pub high: u64,
+}
+
+impl TokenRace {
+    /// Whether `token` lies in the span.
+    pub fn contains(&self, token: u64) -> bool {
+        (self.low..=self.high).contains(&token)
+    }
 }
 
 /// One hand-over of the downstream writes.

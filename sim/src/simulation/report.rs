@@ -6,7 +6,8 @@ use crate::checker::assemble;
 use crate::engine::limits::Halt;
 use crate::hosts::workers::{PendingWrite, WriteState};
 use crate::report::{
-    Figures, HaltReason, Halted, Report, UnjudgedWrite, UnjudgedWrites, MAX_UNJUDGED_LISTED,
+    Figures, HaltReason, Halted, Report, TokenRace, UnjudgedWrite, UnjudgedWrites,
+    MAX_UNJUDGED_LISTED,
 };
 use crate::units::ms;
 
@@ -37,6 +38,11 @@ impl<H: SimHosts> Core<H> {
         };
         let mut report = assemble(figures, verdict, &self.expect);
         report.halted = self.engine.halted().map(Halted::from);
+        report.max_token_race = self
+            .engine
+            .hosts
+            .max_token_race()
+            .map(|(low, high)| TokenRace { low, high });
         report.record_anchors(self.anchored_faults(), &self.expect);
         report
     }

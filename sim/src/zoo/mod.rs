@@ -22,6 +22,7 @@
 //! servers report it: the single server's holder, or for Redlock the client
 //! that holds a majority of the instances (none while no one does).
 
+mod bursts;
 mod process;
 mod server;
 
@@ -578,6 +579,18 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
         self.max_token
     }
 
+    /// The span of the burst of writes the highest token raced in, at the
+    /// first server that numbered it so (`bursts`).
+    fn max_token_race(&self) -> Option<(u64, u64)> {
+        (self.max_token > 0)
+            .then(|| {
+                self.servers
+                    .iter()
+                    .find_map(|server| server.bursts.race(self.max_token))
+            })
+            .flatten()
+    }
+
     fn live_members(&self, _store_now: fenced::Instant) -> u64 {
         0
     }
@@ -622,6 +635,9 @@ impl<P: ZooProtocol> ZooHosts<P> {
         } else {
             Fencing::Disabled
         };
+        // Two clients' writes within one round trip at the highest latency
+        // may reach a real server in either order (`bursts`).
+        let race_window = scenario.network.latency.1.saturating_mul(2);
         ZooHosts {
             settings: settings.clone(),
             node_settings: scenario
@@ -630,7 +646,7 @@ impl<P: ZooProtocol> ZooHosts<P> {
                 .map(|n| n.protocol.as_ref().and_then(P::settings_in).cloned())
                 .collect(),
             servers: (0..P::servers(settings))
-                .map(|i| ZooServer::new(i, P::new_server(settings, i)))
+                .map(|i| ZooServer::new(i, P::new_server(settings, i), race_window))
                 .collect(),
             downstream: DownstreamHost::new(valid.resource().clone(), FencedStore::new(fencing)),
             procs: ProcessTable::new(WorkTimings::of(scenario), ClientSettings::of(scenario)),

@@ -2,8 +2,11 @@
 //! Redis instance, PostgreSQL, ZooKeeper, DynamoDB) as a sans-IO host: the
 //! zoo's [`LockServer`] behind the engine's [`Outbox`].
 
+use std::time::Duration;
+
 use fenced_zoo::{ClientId, LockServer, ServerIndex, ServerOutput};
 
+use super::bursts::{TxnBursts, Writer};
 use super::{Client, Out, ZooMessage, ZooProtocol, ZooTimer};
 use crate::engine::{server_endpoint, Address};
 use crate::observation::{Observation, Observer, ProcessRef, SimTime};
@@ -21,10 +24,16 @@ pub(crate) struct ZooServer<P: ZooProtocol> {
     /// ([`went_down`](Self::went_down)), each waiting for its client's
     /// process to take it ([`take_resets`](Self::take_resets)).
     resets: Vec<(ClientId, P::Response)>,
+    /// The model's transactions in bursts: which tokens raced other
+    /// clients' writes (a record, see [`TxnBursts`]).
+    pub(super) bursts: TxnBursts,
 }
 
 impl<P: ZooProtocol> ZooServer<P> {
-    pub(super) fn new(index: ServerIndex, model: P::Server) -> Self {
+    /// Server `index` running `model`; transactions at most `race_window`
+    /// apart are one burst ([`TxnBursts`]).
+    pub(super) fn new(index: ServerIndex, model: P::Server, race_window: Duration) -> Self {
+        let bursts = TxnBursts::new(race_window, model.transactions());
         ZooServer {
             index,
             model,
@@ -32,7 +41,13 @@ impl<P: ZooProtocol> ZooServer<P> {
             timer_at: None,
             holder: None,
             resets: Vec::new(),
+            bursts,
         }
+    }
+
+    /// Notes the model's transactions after `writer`'s input.
+    fn note_transactions(&mut self, at: SimTime, writer: Writer) {
+        self.bursts.note(self.model.transactions(), at, writer);
     }
 
     /// A request from `from` arrived.
@@ -45,6 +60,7 @@ impl<P: ZooProtocol> ZooServer<P> {
     ) -> bool {
         let now = out.local_now();
         self.model.handle_request(from, request, now);
+        self.note_transactions(out.now, Some(from.0));
         self.drain(clients, out)
     }
 
@@ -57,6 +73,7 @@ impl<P: ZooProtocol> ZooServer<P> {
         self.timer_at = None;
         let now = out.local_now();
         self.model.handle_timeout(now);
+        self.note_transactions(out.now, None);
         self.drain(clients, out)
     }
 
@@ -104,6 +121,7 @@ impl<P: ZooProtocol> ZooServer<P> {
         self.timer_at = None;
         let now = out.local_now();
         self.model.restart(now, durable);
+        self.note_transactions(out.now, None);
         self.drain(clients, out)
     }
 

@@ -307,6 +307,13 @@ impl LockServer<Etcd> for EtcdServer {
         self.outputs.pop_front()
     }
 
+    /// The store's revision: every write of every client (a key put, a
+    /// lease revoked with its key) takes the next one, and the election's
+    /// token is the lowest key's create revision.
+    fn transactions(&self) -> Option<u64> {
+        Some(self.revision)
+    }
+
     /// Durable (etcd's normal case): keys, leases and revisions survive; the
     /// new leader's lessor `Promote`s every lease to now plus the election
     /// timeout plus its TTL; watches
