@@ -81,7 +81,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
     /// Keep the run's directory — each process's history (`<owner>.jsonl`),
-    /// the lab's (`lab.jsonl`) and logs — here (created if missing).
+    /// the lab's (`lab.jsonl`) and logs, and, when the run completes, the
+    /// data directories of its ZooKeeper or etcd (their transaction logs
+    /// say in which order the server took the clients' writes) — here
+    /// (created if missing).
     #[arg(long)]
     pub keep: Option<PathBuf>,
     /// Write the real run's timeline (SVG), as `fenced-sim check-history
@@ -327,9 +330,18 @@ pub async fn run(args: &RunArgs) -> Result<RunOutcome, RunError> {
     lab.supervisor.shutdown().await;
     lab.proxies.clear();
     lab.redis.stop().await;
-    let etcd_holder = lab.stop_etcd(outcome.is_ok(), schema.name()).await;
+    // A kept run that completed keeps its servers' data too: their logs
+    // say in which order they took the clients' writes. An interrupted
+    // run leaves nothing of its servers.
+    let keep_data = args.keep.is_some() && outcome.is_ok();
+    let etcd_holder = lab
+        .stop_etcd(outcome.is_ok(), schema.name(), keep_data)
+        .await;
     let had_zookeeper = lab.zookeeper.is_some();
-    if let Some(run) = lab.zookeeper.take() {
+    if let Some(mut run) = lab.zookeeper.take() {
+        if keep_data {
+            run.server.keep_data();
+        }
         run.server.stop().await;
     }
     let downstream = match &outcome {

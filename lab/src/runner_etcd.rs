@@ -112,8 +112,12 @@ impl Lab<'_> {
         &mut self,
         completed: bool,
         schema: &str,
+        keep_data: bool,
     ) -> Option<Result<u64, String>> {
-        let etcd = self.etcd.take()?;
+        let mut etcd = self.etcd.take()?;
+        if keep_data {
+            etcd.keep_data();
+        }
         let holder = if completed {
             let prefix =
                 crate::design_etcd::election_prefix(schema, self.plan.settings.role.as_str());

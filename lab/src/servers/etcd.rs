@@ -320,8 +320,16 @@ impl EtcdCluster {
         self.wait_member_ready(index).await
     }
 
+    /// Leaves every member's data directory in place when dropped (its
+    /// write-ahead log: a run kept with `--keep`).
+    pub fn keep_data(&mut self) {
+        for member in &mut self.members {
+            member.data.keep();
+        }
+    }
+
     /// Kills every member and removes the data directories (as dropping the
-    /// cluster does).
+    /// cluster does), unless [kept](Self::keep_data).
     pub async fn stop(mut self) {
         for i in 0..self.members.len() {
             self.kill(i).await;

@@ -288,6 +288,12 @@ impl ZooKeeperServer {
         self.data.path()
     }
 
+    /// Leaves its data directory in place when dropped (its transaction
+    /// log: a run kept with `--keep`).
+    pub fn keep_data(&mut self) {
+        self.data.keep();
+    }
+
     /// Its log file.
     pub fn log(&self) -> &Path {
         &self.launch.log
