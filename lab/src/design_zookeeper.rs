@@ -4,8 +4,11 @@
 //!
 //! # Scaling the settings
 //!
-//! `[election.zookeeper]`'s durations — `session_timeout` and `tick_time`
-//! — are scaled by the time scale to whole milliseconds (ZooKeeper speaks
+//! `[election.zookeeper]`'s durations — `session_timeout`, `tick_time`,
+//! and the client's two constants `reconnect_spin` (`hostProvider.next(1000)`)
+//! and `max_send_ping_interval` (`MAX_SEND_PING_INTERVAL`), which the node's
+//! model reads on the node's real clock as the simulation reads them on its
+//! virtual one — are scaled by the time scale to whole milliseconds (ZooKeeper speaks
 //! milliseconds: `ConnectRequest.timeOut` and `tickTime` are `int`s of
 //! ms); `error_policy`, `simulated_session_expiration_percent` and
 //! `client_session_expiry` are not durations and are kept. The server the
@@ -75,16 +78,20 @@ pub fn scale_settings(s: &ZooKeeperSettings, scale: TimeScale) -> ZooKeeperSetti
     ZooKeeperSettings {
         session_timeout: whole_millis(s.session_timeout, scale),
         tick_time: whole_millis(s.tick_time, scale),
+        reconnect_spin: whole_millis(s.reconnect_spin, scale),
+        max_send_ping_interval: whole_millis(s.max_send_ping_interval, scale),
         ..s.clone()
     }
 }
 
 /// The settings' durations, by their `[election.zookeeper]` keys: the
 /// lab's floors apply to them.
-pub fn client_timings(s: &ZooKeeperSettings) -> [(&'static str, Duration); 2] {
+pub fn client_timings(s: &ZooKeeperSettings) -> [(&'static str, Duration); 4] {
     [
         ("session_timeout", s.session_timeout),
         ("tick_time", s.tick_time),
+        ("reconnect_spin", s.reconnect_spin),
+        ("max_send_ping_interval", s.max_send_ping_interval),
     ]
 }
 
@@ -166,6 +173,10 @@ mod tests {
         assert_eq!(scaled.tick_time, Duration::from_millis(300));
         assert_eq!(scaled.session_timeout, scaled.tick_time * 20);
         assert_eq!(scaled.simulated_session_expiration_percent, 100);
+        // The client's constants scale with the rest: the node's model reads
+        // them on its real clock.
+        assert_eq!(scaled.reconnect_spin, Duration::from_millis(100));
+        assert_eq!(scaled.max_send_ping_interval, Duration::from_secs(1));
         let tiny = TimeScale::new(0.0001).expect("valid");
         let scaled = scale_settings(&ZooKeeperSettings::default(), tiny);
         assert_eq!(scaled.tick_time, Duration::from_millis(1));

@@ -37,7 +37,8 @@ pub struct ZooKeeperArgs {
     /// elector; every `--zk-*` flag but `--zk-no-client-expiry` is then
     /// required.
     #[arg(long, requires_all = [
-        "zk_session_timeout", "zk_tick_time", "zk_error_policy",
+        "zk_session_timeout", "zk_tick_time", "zk_reconnect_spin",
+        "zk_max_send_ping_interval", "zk_error_policy",
         "zk_simulated_expiration_percent", "zk_latch_path", "zk_zxid_base",
     ])]
     zookeeper: bool,
@@ -47,6 +48,12 @@ pub struct ZooKeeperArgs {
     /// The server's `tickTime` (`tick_time`).
     #[arg(long, value_parser = duration)]
     zk_tick_time: Option<Duration>,
+    /// `hostProvider.next(1000)`'s pause (`reconnect_spin`).
+    #[arg(long, value_parser = duration)]
+    zk_reconnect_spin: Option<Duration>,
+    /// `MAX_SEND_PING_INTERVAL` (`max_send_ping_interval`).
+    #[arg(long, value_parser = duration)]
+    zk_max_send_ping_interval: Option<Duration>,
     /// `standard` or `session` (`error_policy`).
     #[arg(long)]
     zk_error_policy: Option<String>,
@@ -91,6 +98,8 @@ pub(in crate::node) fn settings(args: &ZooKeeperArgs) -> Result<Option<ZooKeeper
             .ok_or_else(|| bad("--zookeeper needs --zk-simulated-expiration-percent"))?,
         client_session_expiry: !args.zk_no_client_expiry,
         tick_time: need("zk-tick-time", args.zk_tick_time)?,
+        reconnect_spin: need("zk-reconnect-spin", args.zk_reconnect_spin)?,
+        max_send_ping_interval: need("zk-max-send-ping-interval", args.zk_max_send_ping_interval)?,
     };
     <ZooKeeper as Protocol>::validate(&settings).map_err(|e| bad(format!("--zookeeper: {e}")))?;
     let latch_path = args
@@ -116,6 +125,10 @@ pub fn to_args(node: &ZooKeeperNode, human: impl Fn(Duration) -> String) -> Vec<
         human(s.session_timeout),
         "--zk-tick-time".into(),
         human(s.tick_time),
+        "--zk-reconnect-spin".into(),
+        human(s.reconnect_spin),
+        "--zk-max-send-ping-interval".into(),
+        human(s.max_send_ping_interval),
         "--zk-error-policy".into(),
         match s.error_policy {
             ErrorPolicy::Standard => "standard".into(),
@@ -149,6 +162,10 @@ mod tests {
                 session,
                 "--zk-tick-time",
                 "300ms",
+                "--zk-reconnect-spin",
+                "100ms",
+                "--zk-max-send-ping-interval",
+                "1s",
                 "--zk-error-policy",
                 policy,
                 "--zk-simulated-expiration-percent",
@@ -172,6 +189,14 @@ mod tests {
             std::time::Duration::from_secs(6)
         );
         assert_eq!(node.zxid_base, 4_294_967_300);
+        assert_eq!(
+            node.settings.reconnect_spin,
+            std::time::Duration::from_millis(100)
+        );
+        assert_eq!(
+            node.settings.max_send_ping_interval,
+            std::time::Duration::from_secs(1)
+        );
         assert_eq!(crate::node::reparsed(&config).expect("valid"), config);
         let error = zookeeper_node("0s", "session", "/l").expect_err("a zero session");
         assert!(error.to_string().contains("session_timeout"), "{error}");

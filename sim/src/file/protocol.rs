@@ -201,6 +201,22 @@ const ZOOKEEPER: &[Key<ZooKeeperSettings>] = &[
         },
         get: |s| quoted(s.tick_time),
     },
+    Key {
+        name: "reconnect_spin",
+        set: |s, v| {
+            s.reconnect_spin = duration(v)?;
+            Ok(())
+        },
+        get: |s| quoted(s.reconnect_spin),
+    },
+    Key {
+        name: "max_send_ping_interval",
+        set: |s, v| {
+            s.max_send_ping_interval = duration(v)?;
+            Ok(())
+        },
+        get: |s| quoted(s.max_send_ping_interval),
+    },
 ];
 
 /// Reads `table` (the design's `[election.<name>]`) into `settings`.

@@ -14,11 +14,6 @@ use crate::outbox::Outbox;
 use crate::util::earliest_of;
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
 
-/// `hostProvider.next(1000)`: the pause before reconnecting to the one host.
-const SPIN_DELAY: Duration = Duration::from_secs(1);
-/// `MAX_SEND_PING_INTERVAL`: a wake-up with more idle send time pings.
-const MAX_SEND_PING_INTERVAL: Duration = Duration::from_secs(10);
-
 /// `SendThread`'s socket.
 #[derive(Clone, Copy, Debug)]
 enum Link {
@@ -391,7 +386,7 @@ impl ZooKeeperClient {
     /// nothing and start no simulated-expiration countdown.
     fn disconnected(&mut self, now: Instant) {
         self.link = Link::Down {
-            at: now + SPIN_DELAY,
+            at: now + self.settings.reconnect_spin,
         };
         self.forget_socket();
         if self.suspended_since.is_none() && self.state != Some(ConnectionState::Lost) {
@@ -609,7 +604,7 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
                     _ => {}
                 }
                 self.last_heard = now;
-                if now.saturating_duration_since(last_send) > MAX_SEND_PING_INTERVAL {
+                if now.saturating_duration_since(last_send) > self.settings.max_send_ping_interval {
                     self.link = Link::Up {
                         connection,
                         last_send: now,

@@ -293,6 +293,15 @@ pub struct ZooKeeperSettings {
     /// The server's `tickTime` (3 s): session timeouts are clamped to
     /// `[2, 20]` ticks and expire on tick boundaries.
     pub tick_time: Duration,
+    /// `ClientCnxn`'s `hostProvider.next(1000)`: the pause before connecting
+    /// to the one host again after a socket closed or a connect failed
+    /// (1 s). A constant upstream; a setting here so that a driver on a
+    /// scaled clock (`fenced-lab --time-scale`) scales it with the rest.
+    pub reconnect_spin: Duration,
+    /// `ClientCnxn.MAX_SEND_PING_INTERVAL`: a wake-up with more idle send
+    /// time than this pings (10 s). A constant upstream; a setting for the
+    /// same reason.
+    pub max_send_ping_interval: Duration,
 }
 
 impl Default for ZooKeeperSettings {
@@ -303,6 +312,8 @@ impl Default for ZooKeeperSettings {
             simulated_session_expiration_percent: 100,
             client_session_expiry: true,
             tick_time: Duration::from_secs(3),
+            reconnect_spin: Duration::from_secs(1),
+            max_send_ping_interval: Duration::from_secs(10),
         }
     }
 }
@@ -511,6 +522,8 @@ impl Protocol for ZooKeeper {
     fn validate(settings: &ZooKeeperSettings) -> Result<(), SettingsError> {
         nonzero("session_timeout", settings.session_timeout)?;
         nonzero("tick_time", settings.tick_time)?;
+        nonzero("reconnect_spin", settings.reconnect_spin)?;
+        nonzero("max_send_ping_interval", settings.max_send_ping_interval)?;
         if !(1..=100).contains(&settings.simulated_session_expiration_percent) {
             return Err(SettingsError::Invalid {
                 setting: "simulated_session_expiration_percent",
