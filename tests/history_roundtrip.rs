@@ -1,4 +1,4 @@
-#![cfg(all(feature = "tokio", target_os = "linux"))]
+#![cfg(all(feature = "tokio", target_os = "linux", not(fenced_alone)))]
 //! Histories written by the real tokio driver (`fenced::history` recorders
 //! in the elector's options, the fenced store and the work loop), judged by
 //! `fenced-sim check-history`'s library: a graceful handover between two

@@ -12,6 +12,10 @@
 //! `oracle: caught by <what> at seed <n>` so the report can say how many
 //! seeds a mutant needed.
 
+// Needs the simulator, a dev-dependency left out under `--cfg fenced_alone`
+// (CI's feature matrix; Cargo.toml).
+#![cfg(not(fenced_alone))]
+
 use std::path::PathBuf;
 
 use fenced_sim::explore::{default_base, generate};
