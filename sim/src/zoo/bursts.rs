@@ -109,6 +109,12 @@ impl TxnBursts {
         self.last = Some((count, at));
         if count < before || count >> 32 != before >> 32 {
             self.open = false;
+            if count < before {
+                // Numbers starting over (no model here does): the old
+                // bursts are of another numbering, and the search below
+                // needs them in increasing order.
+                self.bursts.clear();
+            }
             return;
         }
         let near = at.as_nanos().saturating_sub(last_at.as_nanos()) <= self.window_ns;
@@ -202,6 +208,10 @@ mod tests {
             "a fresh burst, one writer"
         );
         assert_eq!(bursts.race(2 << 32), None, "the epoch's base was no write");
+        // Numbers starting over forget the bursts of the old numbering.
+        bursts.note(Some(5), ms(5), None);
+        assert_eq!(bursts.race((1 << 32) + 2), None);
+        assert!(bursts.bursts.is_empty());
     }
 
     #[test]
