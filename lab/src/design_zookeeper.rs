@@ -50,9 +50,8 @@
 //!   (`lab/src/node_zookeeper.rs`, "The token"). The kernel closes the dead
 //!   JVM's sockets at once, and the simulator's clients hear the same at the
 //!   same instant (`LockServer::went_down`); a connect refused meanwhile is
-//!   tried again after a second, as `ClientCnxn` does (the model's client;
-//!   a second of real time in the lab, where the constant is not scaled:
-//!   lab/README, "Not yet").
+//!   tried again after `reconnect_spin` (1 s, scaled), as `ClientCnxn` does
+//!   (the model's client).
 //!   The start takes a JVM's start and a leader election of real time
 //!   (0.6–0.7 s measured) after the planned end, which the plan cannot
 //!   shorten; and the simulator holds a SYN to the down server until it is

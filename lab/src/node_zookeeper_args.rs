@@ -81,14 +81,11 @@ pub(in crate::node) fn settings(args: &ZooKeeperArgs) -> Result<Option<ZooKeeper
     let need = |flag: &str, value: Option<Duration>| {
         value.ok_or_else(|| bad(format!("--zookeeper needs --{flag}")))
     };
-    let error_policy = match args.zk_error_policy.as_deref() {
-        Some("standard") => ErrorPolicy::Standard,
-        Some("session") => ErrorPolicy::Session,
-        other => {
-            return Err(bad(format!(
-                "--zk-error-policy {other:?}: `standard` or `session`"
-            )))
-        }
+    let named = args.zk_error_policy.as_deref();
+    let Some(error_policy) = named.and_then(ErrorPolicy::from_name) else {
+        return Err(bad(format!(
+            "--zk-error-policy {named:?}: `standard` or `session`"
+        )));
     };
     let settings = ZooKeeperSettings {
         session_timeout: need("zk-session-timeout", args.zk_session_timeout)?,
@@ -130,10 +127,7 @@ pub fn to_args(node: &ZooKeeperNode, human: impl Fn(Duration) -> String) -> Vec<
         "--zk-max-send-ping-interval".into(),
         human(s.max_send_ping_interval),
         "--zk-error-policy".into(),
-        match s.error_policy {
-            ErrorPolicy::Standard => "standard".into(),
-            ErrorPolicy::Session => "session".into(),
-        },
+        s.error_policy.name().into(),
         "--zk-simulated-expiration-percent".into(),
         s.simulated_session_expiration_percent.to_string(),
         "--zk-latch-path".into(),

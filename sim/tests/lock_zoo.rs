@@ -181,6 +181,34 @@ fn a_scenario_with_a_protocol_writes_back_to_itself() {
     assert_eq!(again, scenario);
 }
 
+/// ZooKeeper's table — every key, the error policy by name, the client's
+/// constants among the durations — reads and writes back to itself.
+#[test]
+fn a_zookeeper_table_writes_back_to_itself() {
+    let text = "name = \"zk\"\nduration = \"1m\"\n[election]\nprotocol = \"zookeeper\"\n\
+                [election.zookeeper]\nsession_timeout = \"30s\"\nerror_policy = \"session\"\n\
+                simulated_session_expiration_percent = 80\nclient_session_expiry = false\n\
+                tick_time = \"2s\"\nreconnect_spin = \"500ms\"\nmax_send_ping_interval = \"5s\"\n\
+                [downstream]\nfencing = true\n[[node]]\nid = \"a\"\n";
+    let scenario = fenced_sim::file::parse(text, std::path::Path::new("zk.toml")).expect("valid");
+    let ProtocolSpec::ZooKeeper(settings) = &scenario.election.protocol else {
+        panic!("{:?}", scenario.election.protocol);
+    };
+    assert_eq!(
+        settings.error_policy,
+        fenced_zoo::zookeeper::ErrorPolicy::Session
+    );
+    assert_eq!(settings.simulated_session_expiration_percent, 80);
+    assert!(!settings.client_session_expiry);
+    assert_eq!(settings.reconnect_spin, ms(500));
+    assert_eq!(settings.max_send_ping_interval, secs(5));
+    let written = fenced_sim::to_toml::to_toml(&scenario);
+    assert!(written.contains("error_policy = \"session\""), "{written}");
+    let again = fenced_sim::file::parse(&written, std::path::Path::new("zk.toml"))
+        .expect("writes back valid");
+    assert_eq!(again, scenario);
+}
+
 /// client-go's REST timeout follows the renew deadline as
 /// `resourcelock.NewFromKubeconfig` sets it, `max(1 s, renewDeadline / 2)`,
 /// unless the table says `request_timeout` itself; and it writes back.
@@ -241,6 +269,11 @@ fn bad_protocol_settings_are_refused_naming_the_key() {
             "table-of-another-protocol",
             "[election]\nprotocol = \"etcd\"\n[election.redlock]\nttl = \"10s\"\n",
             &["election.redlock", "runs protocol `etcd`"],
+        ),
+        (
+            "unknown-error-policy",
+            "[election]\nprotocol = \"zookeeper\"\n[election.zookeeper]\nerror_policy = \"lenient\"\n",
+            &["election.zookeeper.error_policy", "\"standard\" or \"session\""],
         ),
         (
             "wrong-type",

@@ -84,6 +84,12 @@ fn count<T: TryFrom<i64>>(v: &Value) -> Result<T, ValueError> {
     T::try_from(n).map_err(|_| ValueError::OutOfRange(n))
 }
 
+fn error_policy(v: &Value) -> Result<ErrorPolicy, ValueError> {
+    v.as_str()
+        .and_then(ErrorPolicy::from_name)
+        .ok_or(ValueError::NotAnErrorPolicy)
+}
+
 fn quoted(d: Duration) -> String {
     format!("\"{}\"", human(d))
 }
@@ -99,7 +105,9 @@ macro_rules! keys {
     (@read duration, $v:expr) => { duration($v) };
     (@read flag, $v:expr) => { flag($v) };
     (@read count, $v:expr) => { count($v) };
+    (@read error_policy, $v:expr) => { error_policy($v) };
     (@write duration, $x:expr) => { quoted($x) };
+    (@write error_policy, $x:expr) => { format!("\"{}\"", $x.name()) };
     (@write flag, $x:expr) => { $x.to_string() };
     (@write count, $x:expr) => { $x.to_string() };
 }
@@ -153,71 +161,15 @@ const DYNAMODB: &[Key<DynamoDbSettings>] = keys!(DynamoDbSettings {
     request_timeout: duration,
 });
 
-const ZOOKEEPER: &[Key<ZooKeeperSettings>] = &[
-    Key {
-        name: "session_timeout",
-        set: |s, v| {
-            s.session_timeout = duration(v)?;
-            Ok(())
-        },
-        get: |s| quoted(s.session_timeout),
-    },
-    Key {
-        name: "error_policy",
-        set: |s, v| {
-            s.error_policy = match v.as_str() {
-                Some("standard") => ErrorPolicy::Standard,
-                Some("session") => ErrorPolicy::Session,
-                _ => return Err(ValueError::NotAnErrorPolicy),
-            };
-            Ok(())
-        },
-        get: |s| match s.error_policy {
-            ErrorPolicy::Standard => "\"standard\"".to_string(),
-            ErrorPolicy::Session => "\"session\"".to_string(),
-        },
-    },
-    Key {
-        name: "simulated_session_expiration_percent",
-        set: |s, v| {
-            s.simulated_session_expiration_percent = count(v)?;
-            Ok(())
-        },
-        get: |s| s.simulated_session_expiration_percent.to_string(),
-    },
-    Key {
-        name: "client_session_expiry",
-        set: |s, v| {
-            s.client_session_expiry = flag(v)?;
-            Ok(())
-        },
-        get: |s| s.client_session_expiry.to_string(),
-    },
-    Key {
-        name: "tick_time",
-        set: |s, v| {
-            s.tick_time = duration(v)?;
-            Ok(())
-        },
-        get: |s| quoted(s.tick_time),
-    },
-    Key {
-        name: "reconnect_spin",
-        set: |s, v| {
-            s.reconnect_spin = duration(v)?;
-            Ok(())
-        },
-        get: |s| quoted(s.reconnect_spin),
-    },
-    Key {
-        name: "max_send_ping_interval",
-        set: |s, v| {
-            s.max_send_ping_interval = duration(v)?;
-            Ok(())
-        },
-        get: |s| quoted(s.max_send_ping_interval),
-    },
-];
+const ZOOKEEPER: &[Key<ZooKeeperSettings>] = keys!(ZooKeeperSettings {
+    session_timeout: duration,
+    error_policy: error_policy,
+    simulated_session_expiration_percent: count,
+    client_session_expiry: flag,
+    tick_time: duration,
+    reconnect_spin: duration,
+    max_send_ping_interval: duration,
+});
 
 /// Reads `table` (the design's `[election.<name>]`) into `settings`.
 fn read<S>(

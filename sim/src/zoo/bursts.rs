@@ -22,7 +22,11 @@
 //! number of the burst: [`TxnBursts::race`] gives that span, which the report
 //! carries for its highest token (`max_token_race`) and the lab uses to tell
 //! a race from a disagreement. A lone client's chain of writes is no race
-//! (its writes are ordered by its own round trips) and gives no span.
+//! (its writes are ordered by its own round trips) and gives no span. An
+//! input's writes are all its writer's: expiries the server makes on a
+//! client's request count as that client's, so a burst of them and that
+//! client's own writes alone gives no span either (the conservative side:
+//! compared exactly).
 //!
 //! A record, not state: it decides nothing in the run, so a state's
 //! fingerprint leaves it out (its `Debug` writes only its name).
@@ -35,10 +39,6 @@ use crate::time::SimTime;
 /// The most bursts kept: older ones are forgotten (a token in one of them
 /// is then compared exactly), so a long run's memory stays bounded.
 const MAX_BURSTS: usize = 4096;
-
-/// The most distinct writers a burst remembers: two are enough to make it a
-/// race, the rest only make the list longer.
-const MAX_WRITERS: usize = 2;
 
 /// Who wrote a transaction: a client, or the server itself (`None`: an
 /// expiry, a restart).
@@ -57,24 +57,13 @@ pub(crate) struct TxnBursts {
     bursts: VecDeque<Burst>,
 }
 
-/// One burst: its first and last transaction numbers and who wrote in it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One burst: its first and last transaction numbers, who wrote its first,
+/// and whether another writer wrote in it too (a race).
 struct Burst {
     first: u64,
     last: u64,
-    writers: Vec<Writer>,
-}
-
-impl Burst {
-    fn add_writer(&mut self, writer: Writer) {
-        if self.writers.len() < MAX_WRITERS && !self.writers.contains(&writer) {
-            self.writers.push(writer);
-        }
-    }
-
-    fn is_race(&self) -> bool {
-        self.writers.len() >= 2 && self.first < self.last
-    }
+    writer: Writer,
+    raced: bool,
 }
 
 impl TxnBursts {
@@ -121,19 +110,18 @@ impl TxnBursts {
         match self.bursts.back_mut() {
             Some(burst) if self.open && near => {
                 burst.last = count;
-                burst.add_writer(writer);
+                burst.raced |= burst.writer != writer;
             }
             _ => {
                 if self.bursts.len() == MAX_BURSTS {
                     self.bursts.pop_front();
                 }
-                let mut burst = Burst {
+                self.bursts.push_back(Burst {
                     first: before + 1,
                     last: count,
-                    writers: Vec::new(),
-                };
-                burst.add_writer(writer);
-                self.bursts.push_back(burst);
+                    writer,
+                    raced: false,
+                });
             }
         }
         self.open = true;
@@ -145,7 +133,7 @@ impl TxnBursts {
     pub(crate) fn race(&self, token: u64) -> Option<(u64, u64)> {
         let at = self.bursts.partition_point(|b| b.last < token);
         let burst = self.bursts.get(at)?;
-        (burst.first <= token && burst.is_race()).then_some((burst.first, burst.last))
+        (burst.first <= token && burst.raced).then_some((burst.first, burst.last))
     }
 }
 

@@ -582,13 +582,9 @@ impl<P: ZooProtocol> SimHosts for ZooHosts<P> {
     /// The span of the burst of writes the highest token raced in, at the
     /// first server that numbered it so (`bursts`).
     fn max_token_race(&self) -> Option<(u64, u64)> {
-        (self.max_token > 0)
-            .then(|| {
-                self.servers
-                    .iter()
-                    .find_map(|server| server.bursts.race(self.max_token))
-            })
-            .flatten()
+        self.servers
+            .iter()
+            .find_map(|server| server.bursts.race(self.max_token))
     }
 
     fn live_members(&self, _store_now: fenced::Instant) -> u64 {

@@ -76,12 +76,12 @@ impl<P: ZooProtocol> ZooProcess<P> {
         self.drain(next_term, workers, out);
     }
 
-    /// A server's answer or push arrived.
     /// Its client's identity (this life's).
     pub(super) fn id(&self) -> ClientId {
         self.id
     }
 
+    /// A server's answer or push arrived.
     pub(super) fn response<O: Observer>(
         &mut self,
         from: u16,

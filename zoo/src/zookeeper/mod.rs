@@ -244,6 +244,25 @@ pub enum ErrorPolicy {
     Session,
 }
 
+impl ErrorPolicy {
+    /// Every policy, as a scenario's `error_policy` names it.
+    pub const ALL: [ErrorPolicy; 2] = [ErrorPolicy::Standard, ErrorPolicy::Session];
+
+    /// Its name in a scenario (`error_policy`) and on `fenced-lab node`'s
+    /// command line: `standard` or `session`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorPolicy::Standard => "standard",
+            ErrorPolicy::Session => "session",
+        }
+    }
+
+    /// The policy named `name` ([`name`](Self::name)), if any.
+    pub fn from_name(name: &str) -> Option<ErrorPolicy> {
+        ErrorPolicy::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
 /// The connection state Curator last posted to its listeners
 /// (`curator-framework/.../state/ConnectionState.java`; `READ_ONLY` is left
 /// out).

@@ -388,9 +388,6 @@ impl LockServer<ZooKeeper> for ZooKeeperServer {
         self.outputs.pop_front()
     }
 
-    /// The JVM dies: the kernel closes every socket, and each client hears
-    /// `Closed` at once (its `ClientCnxn` reads end-of-stream: Disconnected,
-    /// Curator's `SUSPENDED`) — not when the server is back.
     /// The zxid: every write of every client (a session created or closed,
     /// a node created, a failed delete's error txn) takes the next one, and
     /// the latch's token is the lowest node's czxid. A restart begins a new
@@ -399,6 +396,9 @@ impl LockServer<ZooKeeper> for ZooKeeperServer {
         Some(self.zxid())
     }
 
+    /// The JVM dies: the kernel closes every socket, and each client hears
+    /// `Closed` at once (its `ClientCnxn` reads end-of-stream: Disconnected,
+    /// Curator's `SUSPENDED`) — not when the server is back.
     fn went_down(&mut self) {
         for (client, (connection, _)) in std::mem::take(&mut self.connections) {
             self.reply(client, ZooKeeperResponse::Closed { connection });
