@@ -8,6 +8,8 @@ mod common;
 
 use std::path::PathBuf;
 
+use fenced_sim::Transport;
+
 use common::{
     assert_exit, fenced_sim, run_library, scenario_files, shipped, stdout, Run, SharedBuf,
 };
@@ -90,4 +92,30 @@ fn the_gc_pause_unfenced_json_report() {
         "gc-pause-unfenced.json",
         serde_json::to_string_pretty(&run.report).unwrap()
     );
+}
+
+#[test]
+fn the_performance_sections_large_fleets_load_and_differ_only_in_their_transport() {
+    // The README's "Large fleets" times these two files with the release
+    // binary; nothing else runs them. This keeps them loadable as the format
+    // moves, and keeps the datagram twin the same workload as the default
+    // one but for how calls travel (its figure is compared with issue 22's).
+    let benches = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches");
+    let load = |file: &str| {
+        let scenario =
+            fenced_sim::file::load(&benches.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        scenario
+            .validate()
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        scenario
+    };
+    let sessions = load("fleet-election-10000.toml");
+    let mut datagrams = load("fleet-election-10000-datagrams.toml");
+    assert_eq!(sessions.nodes.len(), 10_000);
+    assert_eq!(sessions.client.transport, Transport::Sessions);
+    assert_eq!(datagrams.client.transport, Transport::Datagrams);
+    datagrams.name.clone_from(&sessions.name);
+    datagrams.description.clone_from(&sessions.description);
+    datagrams.client.transport = sessions.client.transport;
+    assert_eq!(datagrams, sessions);
 }
