@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{run_seed, secs, trio};
+use common::{lines, run_seed, run_traced, secs, time_of, trio};
 use fenced_sim::{ClockOffset, FaultSpec, ProtocolSpec};
 
 fn restart(host: &str, durable: bool) -> FaultSpec {
@@ -211,4 +211,80 @@ fn explore_restarts_declared_stores() {
     assert!(restarted > 0);
     let undeclared = fenced_sim::explore::default_base();
     assert!((0..200).all(|seed| !generate(&undeclared, seed).1.restart));
+}
+
+/// A connect to a server that is down is refused one round trip after it
+/// went out — the machine's kernel resets the SYN, as `fenced-lab`'s proxy
+/// resets a connection to a restarting server — so the call that opened it
+/// fails at once instead of at the connect bound, and the nodes reconnect
+/// on their own schedule once the store is back. The same store cut off by
+/// an isolation instead refuses nothing: its link holds the SYN.
+#[test]
+fn a_connect_to_a_restarting_store_is_refused_at_once_and_one_to_an_isolated_store_waits() {
+    let mut s = trio("store-restart-refused", secs(40));
+    s.faults.push(FaultSpec::Restart {
+        host: "lease-store".into(),
+        at: secs(20),
+        duration: secs(8),
+        durable: Some(true),
+    });
+    let (report, trace) = run_traced(&s, 1);
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    let syns: Vec<f64> = trace
+        .lines()
+        .filter(|l| l.contains("connection refused: the server is down"))
+        .map(time_of)
+        .collect();
+    assert!(
+        syns.len() >= 4,
+        "every node's connects while down: {syns:?}"
+    );
+    for process in ["node-a#1", "node-b#1", "node-c#1"] {
+        let refusals = lines(&trace, process, "its connect was refused");
+        assert!(
+            !refusals.is_empty(),
+            "{process} connects while the store is down"
+        );
+        for line in refusals {
+            let at = time_of(line);
+            // Heard within a round trip at the highest latency (5 ms each
+            // way) of a SYN sent while the store was down.
+            assert!(
+                syns.iter()
+                    .any(|&sent| sent <= at && at - sent <= 0.010 + 1e-9),
+                "{line}: no SYN of the round trip before it in {syns:?}"
+            );
+            assert!((20.0..28.0 + 0.010).contains(&at), "{line}");
+        }
+    }
+    // The leader's renewal fails on the refusal, not at the TTL, and it
+    // keeps its lease: the store comes back durable, within the TTL.
+    assert!(!lines(&trace, "node-a#1", "failed").is_empty());
+    assert_eq!(report.leader_changes, 0);
+
+    let mut isolated = trio("store-isolated", secs(40));
+    isolated.faults.push(FaultSpec::Isolate {
+        host: "lease-store".into(),
+        at: secs(20),
+        duration: secs(8),
+    });
+    let (_, trace) = run_traced(&isolated, 1);
+    assert!(
+        !trace.contains("connect was refused") && !trace.contains("connection refused"),
+        "an isolation holds every segment: nothing is refused"
+    );
+    // node-a's lease session retires at its query bound (26 s) and its new
+    // connect waits, held, until the isolation ends (then five round trips
+    // at 1-5 ms each way open it).
+    let reopened: Vec<f64> = lines(&trace, "node-a#1", "lease session open")
+        .into_iter()
+        .map(time_of)
+        .filter(|&t| t > 20.0)
+        .collect();
+    assert!(
+        reopened
+            .first()
+            .is_some_and(|&t| (28.0..28.05).contains(&t)),
+        "{reopened:?}"
+    );
 }

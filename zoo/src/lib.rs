@@ -214,6 +214,15 @@ pub trait Protocol {
         let _ = response;
         None
     }
+    /// What the client hears when the first packet of its connection
+    /// `connection` (see [`opens_connection`](Protocol::opens_connection))
+    /// is refused: its server's process is down, and the machine's kernel
+    /// answers the SYN with a reset. Default: nothing (the model numbers
+    /// no connections, and its messages stand alone).
+    fn refused(connection: u64) -> Option<Self::Response> {
+        let _ = connection;
+        None
+    }
 }
 
 /// The server side of a protocol: one database, API server, etcd cluster or

@@ -159,7 +159,22 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
 
     /// Every link of `endpoint` goes down (`start`) or one isolation ends.
     pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
-        self.net.isolate(endpoint, start);
+        self.isolate_by(endpoint, start, false);
+    }
+
+    /// Server `endpoint` goes down (`start`) or is back: an isolation, as
+    /// [`isolate`](Self::isolate), whose kernel refuses new connections
+    /// meanwhile ([`Network::refuses`](super::network::Network::refuses)).
+    pub(crate) fn server_down(&mut self, endpoint: u16, start: bool) {
+        self.isolate_by(endpoint, start, true);
+    }
+
+    fn isolate_by(&mut self, endpoint: u16, start: bool, down: bool) {
+        if down {
+            self.net.server_down(endpoint, start);
+        } else {
+            self.net.isolate(endpoint, start);
+        }
         let host = self.lives.endpoint_ref(endpoint);
         self.observers
             .observe(self.now, &Observation::Isolated { host, start });

@@ -100,6 +100,17 @@ pub(crate) trait Hosts: Sized {
         let _ = pid;
     }
 
+    /// The signal that tells the sender of `msg` its connection was
+    /// refused, if `msg` is a connection's first segment (its SYN) — sent
+    /// to a server that is down, where the machine's kernel answers it
+    /// with a reset ([`Network::refuses`](network::Network::refuses)).
+    /// `None` (the default): `msg` opens no connection, and a down link
+    /// holds it like any other segment.
+    fn refusal(msg: &Self::Message) -> Option<Self::Timer> {
+        let _ = msg;
+        None
+    }
+
     /// A message arrived at `to`.
     fn deliver<O: Observer>(
         &mut self,

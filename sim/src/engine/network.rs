@@ -77,6 +77,11 @@ pub(crate) struct Network {
     retransmit_timeout: Duration,
     rng: ChaCha8Rng,
     isolated: Vec<u16>,
+    /// Of each endpoint's isolations, how many are its server being down
+    /// (a `restart`'s downtime): the process is gone but its machine's
+    /// kernel still answers, so a connection's first segment that reaches
+    /// it is refused ([`refuses`](Self::refuses)).
+    down: Vec<u16>,
     cuts: BTreeMap<(u16, u16), u16>,
     /// Group of each endpoint while a partition is active.
     groups: Option<Vec<u16>>,
@@ -236,6 +241,7 @@ impl Network {
             retransmit_timeout,
             rng,
             isolated: vec![0; endpoints],
+            down: vec![0; endpoints],
             cuts: BTreeMap::new(),
             groups: None,
             quiet: true,
@@ -253,8 +259,8 @@ impl Network {
     pub(crate) fn write_state(&self, w: &mut dyn std::fmt::Write) -> std::fmt::Result {
         write!(
             w,
-            "latency {}..{} loss {:?} duplicate {:?} rto {:?} rng {:?}/{} isolated {:?} cuts \
-             {:?} groups {:?} quiet {}",
+            "latency {}..{} loss {:?} duplicate {:?} rto {:?} rng {:?}/{} isolated {:?} down {:?} \
+             cuts {:?} groups {:?} quiet {}",
             self.latency_min,
             self.latency_max,
             self.loss,
@@ -263,6 +269,7 @@ impl Network {
             self.rng.get_seed(),
             self.rng.get_word_pos(),
             self.isolated,
+            self.down,
             self.cuts,
             self.groups,
             self.quiet,
@@ -432,6 +439,45 @@ impl Network {
         self.faults_changed();
     }
 
+    /// Server `endpoint` goes down (`start`) or comes back: every link of
+    /// it is down meanwhile (an isolation, counted with the others), and
+    /// its kernel refuses new connections ([`refuses`](Self::refuses)).
+    pub(crate) fn server_down(&mut self, endpoint: u16, start: bool) {
+        let count = &mut self.down[usize::from(endpoint)];
+        if start {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+        }
+        self.isolate(endpoint, start);
+    }
+
+    /// Whether a connection's first segment from `from` to `to` is refused
+    /// rather than held: `to` is a server that is down, and nothing but its
+    /// being down keeps the segment from it or its kernel's reset from
+    /// coming back (no other isolation of either end, no partition between
+    /// them, no cut either way). A real machine whose server process died
+    /// answers a SYN to the closed port with a RST (and `fenced-lab`'s
+    /// proxy, in front of a restarting server, accepts and resets at once),
+    /// so the client learns at once that it cannot connect, where a link
+    /// that is down leaves it waiting for its bound.
+    pub(crate) fn refuses(&self, from: u16, to: u16) -> bool {
+        let down = self.down[usize::from(to)];
+        if down == 0
+            || self.isolated[usize::from(to)] != down
+            || self.isolated[usize::from(from)] != 0
+        {
+            return false;
+        }
+        if let Some(groups) = &self.groups {
+            let (a, b) = (groups[usize::from(from)], groups[usize::from(to)]);
+            if a != b && a != BRIDGE && b != BRIDGE {
+                return false;
+            }
+        }
+        !self.cuts.contains_key(&(from, to)) && !self.cuts.contains_key(&(to, from))
+    }
+
     pub(crate) fn cut(&mut self, from: u16, to: u16, start: bool) {
         if start {
             *self.cuts.entry((from, to)).or_insert(0) += 1;
@@ -499,6 +545,34 @@ mod tests {
         assert!(n.link_up(2, 0));
         n.isolate(3, false);
         assert!(n.link_up(3, 0));
+    }
+
+    #[test]
+    fn a_down_server_refuses_only_what_nothing_else_keeps_from_it() {
+        let mut n = net();
+        assert!(!n.refuses(2, 0), "a server that is up refuses nothing");
+        n.server_down(0, true);
+        assert!(!n.link_up(2, 0) && !n.link_up(0, 2), "down is an isolation");
+        assert!(n.refuses(2, 0));
+        // Isolated besides (either end), cut either way, or partitioned
+        // off: the SYN or its reset is kept, so nothing is refused.
+        n.isolate(0, true);
+        assert!(!n.refuses(2, 0));
+        n.isolate(0, false);
+        n.isolate(2, true);
+        assert!(!n.refuses(2, 0));
+        n.isolate(2, false);
+        for (from, to) in [(2, 0), (0, 2)] {
+            n.cut(from, to, true);
+            assert!(!n.refuses(2, 0));
+            n.cut(from, to, false);
+        }
+        n.partition(Some(vec![0, 0, 1, 1]));
+        assert!(!n.refuses(2, 0));
+        n.partition(None);
+        assert!(n.refuses(2, 0) && !n.refuses(3, 1));
+        n.server_down(0, false);
+        assert!(!n.refuses(2, 0) && n.link_up(2, 0));
     }
 
     #[test]

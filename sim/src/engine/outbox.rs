@@ -137,6 +137,15 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
     /// link is down, else delivered in its stream's order, a loss costing
     /// retransmissions (see `engine/streams.rs`). Out of line: a datagram
     /// run never takes it.
+    ///
+    /// A connection's first segment to a server that is down is refused
+    /// instead ([`Hosts::refusal`]): the sender hears it one round trip
+    /// later, at the drawn latency there and the same back. Whether it is
+    /// refused is decided when it is sent: a SYN already in flight when
+    /// its server goes down is held until the server is back, as every
+    /// segment is, and one sent less than a latency before the server
+    /// comes back is refused all the same — a window of one latency at
+    /// each end of the downtime.
     #[inline(never)]
     fn send_on_stream(
         &mut self,
@@ -147,6 +156,11 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
         msg: H::Message,
     ) {
         if !self.net.link_up(from, to_endpoint) {
+            if self.net.refuses(from, to_endpoint) {
+                if let Some(signal) = H::refusal(&msg) {
+                    return self.refuse(to, &msg, signal);
+                }
+            }
             let held = self.streams.hold(stream, Event::Deliver { from, to, msg });
             if let Some(Event::Deliver { msg, .. }) = held {
                 self.dropped(to, &msg, DropReason::QueueFull);
@@ -156,6 +170,24 @@ impl<H: Hosts, O: Observer> Outbox<'_, H, O> {
         let at = self.net.stream_transit(self.now);
         let at = self.streams.in_order(stream, at);
         self.queue.push_soon(at, Event::Deliver { from, to, msg });
+    }
+
+    /// The acting process's connection-opening `msg` to `to`, a server
+    /// that is down, is refused: observed as dropped
+    /// ([`DropReason::ConnectionRefused`]), and `signal` reaches the sender
+    /// after the segment's trip there and its reset's back.
+    #[cold]
+    fn refuse(&mut self, to: Address, msg: &H::Message, signal: H::Timer) {
+        self.dropped(to, msg, DropReason::ConnectionRefused);
+        let there = self.net.stream_transit(self.now);
+        let back = there.saturating_add_nanos(there.as_nanos() - self.now.as_nanos());
+        self.queue.push_soon(
+            back,
+            Event::Timer {
+                to: self.me,
+                timer: signal,
+            },
+        );
     }
 
     fn dropped(&mut self, to: Address, msg: &H::Message, reason: DropReason) {

@@ -275,6 +275,9 @@ pub(crate) enum Timer {
     /// The lease store restarted while at `epoch`: the process's session
     /// to it is reset.
     SessionReset { session: StoreSession, epoch: u32 },
+    /// The lease store refused the connect of the session's connection
+    /// `conn`: it was down (see `Hosts::refusal`).
+    SessionRefused { session: StoreSession, conn: u32 },
 }
 
 carries!(Timer::Work(WorkTimer));

@@ -24,6 +24,7 @@ use crate::observation::Observer;
 use crate::rng::SeedDeriver;
 use crate::scenario::with_jitter_seed;
 use messages::{Message, Timer};
+use session::ConnectionEvent;
 use workers::{ProcessTable, WorkTimer};
 
 #[cfg(feature = "planted-bugs")]
@@ -102,6 +103,24 @@ impl Hosts for FencedHosts {
         self.procs.prefetch(pid, &PREFETCH_LINES);
     }
 
+    /// A session's first open segment to the lease store, or a worker's to
+    /// the downstream, is refused while its server is down.
+    fn refusal(msg: &Message) -> Option<Timer> {
+        match msg {
+            Message::Store(messages::ToStore::Open {
+                session,
+                conn,
+                step: 1,
+                ..
+            }) => Some(Timer::SessionRefused {
+                session: *session,
+                conn: *conn,
+            }),
+            Message::Downstream(write) => workers::worker_refusal(write).map(Timer::Work),
+            _ => None,
+        }
+    }
+
     #[inline]
     fn deliver<O: Observer>(&mut self, to: Address, msg: Message, out: &mut Outbox<'_, Self, O>) {
         // Matched on the message alone (not a tuple with the address), so
@@ -142,11 +161,17 @@ impl Hosts for FencedHosts {
             }
             Timer::Work(WorkTimer::Session { .. }) => workers.session_due(pid, out),
             Timer::Work(WorkTimer::SessionReset { epoch }) => {
-                workers.session_reset(pid, epoch, out)
+                workers.session_event(pid, ConnectionEvent::Reset { epoch }, out)
+            }
+            Timer::Work(WorkTimer::SessionRefused { conn }) => {
+                workers.session_event(pid, ConnectionEvent::Refused { conn }, out)
             }
             Timer::Session { session, .. } => process.session_due(session, workers, out),
             Timer::SessionReset { session, epoch } => {
-                process.session_reset(session, epoch, workers, out)
+                process.session_event(session, ConnectionEvent::Reset { epoch }, workers, out)
+            }
+            Timer::SessionRefused { session, conn } => {
+                process.session_event(session, ConnectionEvent::Refused { conn }, workers, out)
             }
             Timer::Stop => process.stop(workers, out),
             Timer::WorkFails => process.work_fails(workers, out),

@@ -12,7 +12,9 @@ use std::time::Duration;
 use fenced::{Elector, ElectorOutput, FencingToken, LeaseResult, RequestId};
 
 use super::messages::{Message, StoreSession, Timer, ToProcess, ToStore};
-use super::session::{Answered, CallBounds, CallTag, Outputs, Session, SessionOutput};
+use super::session::{
+    Answered, CallBounds, CallTag, ConnectionEvent, Outputs, Session, SessionOutput,
+};
 use super::workers::WorkerTable;
 use super::FencedHosts;
 use crate::engine::network::STORE_ENDPOINT;
@@ -294,12 +296,12 @@ impl NodeProcess {
         }
     }
 
-    /// The lease store restarted while at `epoch`: session `which` is
-    /// reset.
-    pub(super) fn session_reset<O: Observer>(
+    /// The network tells session `which` of its connection (the lease
+    /// store's restart reset it, or refused its connect).
+    pub(super) fn session_event<O: Observer>(
         &mut self,
         which: StoreSession,
-        epoch: u32,
+        event: ConnectionEvent,
         workers: &mut WorkerTable,
         out: Out<'_, '_, O>,
     ) {
@@ -307,13 +309,13 @@ impl NodeProcess {
         match which {
             StoreSession::Lease => {
                 let mut outputs = Outputs::new();
-                self.lease.reset(epoch, now, &mut outputs);
+                self.lease.connection_event(event, now, &mut outputs);
                 self.apply_lease(&outputs, workers, out);
                 self.drain_elector(workers, out);
             }
             StoreSession::Registry => {
                 let mut outputs = Outputs::new();
-                self.registry.reset(epoch, now, &mut outputs);
+                self.registry.connection_event(event, now, &mut outputs);
                 self.apply_registry(&outputs, workers, out);
             }
         }

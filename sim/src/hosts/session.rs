@@ -36,10 +36,15 @@
 //!   new session (`client.is_closed()`). The server tags each session with
 //!   its epoch; a call sent on a session of an earlier epoch is not handled.
 //!
-//! Left out: TCP's own behaviour under loss and cuts (a message on a
-//! session is lost or cut like any other: the simulator's network has no
-//! retransmission), a refused connect during a restart (here it waits for
-//! its bound), and `is_closed()` noticed without a call.
+//! * **A connect to a server that is down is refused** (the machine's
+//!   kernel answers the SYN with a reset; `fenced-lab`'s proxy accepts and
+//!   resets at once): the open fails one round trip after it began, not at
+//!   its bound ([`Session::refused`]), and the call that opened it fails
+//!   with it.
+//!
+//! Left out: `is_closed()` noticed without a call. (TCP's retransmissions
+//! and the holding of a session's segments by a down link are the
+//! network's: `engine/streams.rs`.)
 
 use std::time::Duration;
 
@@ -218,6 +223,17 @@ pub(crate) enum SessionOutput<C> {
     Opened,
     /// The session ended (for observers).
     Closed { why: SessionEnd },
+}
+
+/// What the network tells a session of its connection, apart from the
+/// server's answers: the server's restart reset it, or its connect was
+/// refused (the server was down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ConnectionEvent {
+    /// [`Session::reset`]: the server restarted while at `epoch`.
+    Reset { epoch: u32 },
+    /// [`Session::refused`]: the connect of connection `conn` was refused.
+    Refused { conn: u32 },
 }
 
 /// What an answer meant.
@@ -467,6 +483,49 @@ impl<C: Copy> Session<C> {
         if let Some(opener) = opener {
             self.fail_opener(opener, CallFailure::Reset, out);
         }
+        self.pump(now, out);
+    }
+
+    /// Acts on `event` ([`reset`](Self::reset) or
+    /// [`refused`](Self::refused)).
+    pub(crate) fn connection_event(
+        &mut self,
+        event: ConnectionEvent,
+        now: Instant,
+        out: &mut Outputs<C>,
+    ) {
+        match event {
+            ConnectionEvent::Reset { epoch } => self.reset(epoch, now, out),
+            ConnectionEvent::Refused { conn } => self.refused(conn, now, out),
+        }
+    }
+
+    /// The first segment of connection `conn`'s open was refused: its
+    /// server is down, and the machine's kernel (or `fenced-lab`'s proxy in
+    /// front of a restarting server) reset it. The open fails at once, as
+    /// `Connection::open`'s `connect` returns its error without waiting for
+    /// `connect_timeout`: the call that opened fails, and the next waiting
+    /// call opens anew — refused in turn while the server stays down, as
+    /// the next waiter on the session's mutex would be. A refusal of a
+    /// connection the session has since given up (its open timed out or
+    /// was abandoned) changes nothing.
+    pub(crate) fn refused(&mut self, conn: u32, now: Instant, out: &mut Outputs<C>) {
+        let State::Opening {
+            conn: opening,
+            opener,
+            ..
+        } = self.state
+        else {
+            return;
+        };
+        if opening != conn {
+            return;
+        }
+        self.state = State::Closed;
+        out.push(SessionOutput::Closed {
+            why: SessionEnd::Refused,
+        });
+        self.fail_opener(opener, CallFailure::Refused, out);
         self.pump(now, out);
     }
 

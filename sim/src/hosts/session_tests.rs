@@ -117,6 +117,52 @@ fn a_connect_past_its_bound_fails_the_opener_and_the_next_call_opens_anew() {
 }
 
 #[test]
+fn a_refused_connect_fails_the_opener_at_once_and_the_next_call_opens_anew() {
+    let mut s = Session::new();
+    run(|o| s.call(1, CallBounds::UNBOUNDED, at(0), o));
+    run(|o| s.call(2, CallBounds::UNBOUNDED, at(1), o));
+    // The SYN's reset is back after a round trip: no waiting for the 5 s
+    // connect bound. A refusal of another connection changes nothing.
+    assert!(run(|o| s.refused(7, at(4), o)).is_empty());
+    let out = run(|o| s.refused(1, at(4), o));
+    assert_eq!(
+        out,
+        vec![
+            SessionOutput::Closed {
+                why: SessionEnd::Refused
+            },
+            SessionOutput::Failed {
+                payload: 1,
+                why: CallFailure::Refused
+            },
+            SessionOutput::SendOpen { conn: 2, step: 1 },
+        ]
+    );
+    assert!(CallFailure::Refused.retryable());
+    // The second connection is refused too: its call fails, and nothing is
+    // left to open (the bounds are the waiting calls' own, none here).
+    let out = run(|o| s.refused(2, at(8), o));
+    assert_eq!(
+        out,
+        vec![
+            SessionOutput::Closed {
+                why: SessionEnd::Refused
+            },
+            SessionOutput::Failed {
+                payload: 2,
+                why: CallFailure::Refused
+            },
+        ]
+    );
+    assert_eq!(s.next_timeout(&T), None);
+    // Once open, a late refusal of a connection given up is ignored.
+    run(|o| s.call(3, CallBounds::UNBOUNDED, at(10), o));
+    open(&mut s, 3, at(12));
+    assert!(run(|o| s.refused(2, at(13), o)).is_empty());
+    assert!(s.is_connected());
+}
+
+#[test]
 fn setup_and_prepare_are_bounded_by_the_query_bound_from_their_own_start() {
     let mut s = Session::new();
     run(|o| s.call(1, CallBounds::UNBOUNDED, at(0), o));

@@ -19,7 +19,7 @@ use fenced::{FencingToken, StepDownReason};
 
 use super::messages::{ToDownstream, ToWorker};
 use super::session::{
-    Answered, CallBounds, CallTag, ClientSettings, Outputs, Session, SessionOutput,
+    Answered, CallBounds, CallTag, ClientSettings, ConnectionEvent, Outputs, Session, SessionOutput,
 };
 use super::WorkTimings;
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
@@ -39,6 +39,20 @@ pub(crate) enum WorkTimer {
     /// The downstream restarted while at `epoch`: the worker's session to
     /// it is reset.
     SessionReset { epoch: u32 },
+    /// The connect of the worker's connection `conn` was refused: the
+    /// downstream is down ([`worker_refusal`]).
+    SessionRefused { conn: u32 },
+}
+
+/// The signal a worker's `msg` to the downstream gets if the downstream is
+/// down and refuses it (see `Hosts::refusal`): only the first segment of a
+/// connection's open is refused; the rest travels on a connection the
+/// server's going down already reset.
+pub(crate) fn worker_refusal(msg: &ToDownstream) -> Option<WorkTimer> {
+    match *msg {
+        ToDownstream::Open { conn, step: 1, .. } => Some(WorkTimer::SessionRefused { conn }),
+        _ => None,
+    }
 }
 
 /// A unit's write as a call of the worker's session: sent again (a higher
@@ -464,17 +478,19 @@ impl WorkerTable {
         self.apply(pid, outputs, out);
     }
 
-    /// The downstream restarted while at `epoch`: process `pid`'s session
-    /// to it is reset.
-    pub(crate) fn session_reset<H: CarriesWork, O: Observer>(
+    /// The network tells process `pid`'s session of its connection (the
+    /// downstream's restart reset it, or refused its connect).
+    pub(crate) fn session_event<H: CarriesWork, O: Observer>(
         &mut self,
         pid: u32,
-        epoch: u32,
+        event: ConnectionEvent,
         out: &mut Outbox<'_, H, O>,
     ) {
         let mut outputs = Outputs::new();
         let now = out.local_now();
-        self.worker(pid).session.reset(epoch, now, &mut outputs);
+        self.worker(pid)
+            .session
+            .connection_event(event, now, &mut outputs);
         self.apply(pid, outputs, out);
     }
 

@@ -177,6 +177,9 @@ pub enum DropReason {
     /// Sent on a session the server's restart reset: the server never
     /// reads it (the connection is gone).
     ConnectionReset = 4,
+    /// A connection's first segment reached a server that is down: its
+    /// machine's kernel refused it, and the sender was told.
+    ConnectionRefused = 5,
 }
 
 /// A node fault that found nothing to act on.

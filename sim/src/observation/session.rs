@@ -58,6 +58,8 @@ pub enum CallFailure {
     OpenTimeout = 2,
     /// The server restarted: the connection was reset.
     Reset = 3,
+    /// Its session's connect was refused: the server was down.
+    Refused = 4,
 }
 
 impl CallFailure {
@@ -68,16 +70,21 @@ impl CallFailure {
             CallFailure::QueryTimeout => "no answer within the query bound",
             CallFailure::OpenTimeout => "its session could not open",
             CallFailure::Reset => "connection reset",
+            CallFailure::Refused => "connection refused",
         }
     }
 
     /// Whether an application retries a call that failed so: its session
-    /// never opened, or its connection was reset — a connection error, not
-    /// a timeout (after which the call may still be running at the
-    /// server). A reset may still come after the server handled the call:
-    /// its retry then repeats it, as a real client's would.
+    /// never opened (timed out or refused), or its connection was reset — a
+    /// connection error, not a timeout (after which the call may still be
+    /// running at the server). A reset may still come after the server
+    /// handled the call: its retry then repeats it, as a real client's
+    /// would.
     pub fn retryable(self) -> bool {
-        matches!(self, CallFailure::OpenTimeout | CallFailure::Reset)
+        matches!(
+            self,
+            CallFailure::OpenTimeout | CallFailure::Reset | CallFailure::Refused
+        )
     }
 }
 
@@ -92,6 +99,8 @@ pub enum SessionEnd {
     Reset = 2,
     /// The call that was opening it was dropped by its caller.
     Abandoned = 3,
+    /// Its connect was refused: the server was down.
+    Refused = 4,
 }
 
 impl SessionEnd {
@@ -102,6 +111,7 @@ impl SessionEnd {
             SessionEnd::Retired => "retired after a call timed out",
             SessionEnd::Reset => "reset by the server's restart",
             SessionEnd::Abandoned => "its open was abandoned",
+            SessionEnd::Refused => "its connect was refused: the server is down",
         }
     }
 }

@@ -295,13 +295,14 @@ impl<H: SimHosts> Core<H> {
                 true
             }
             FaultAction::ServerDown { server, .. } => {
-                // Down: the sessions open to it are reset, and nothing
-                // reaches it or leaves it until it is back.
+                // Down: the sessions open to it are reset, nothing
+                // reaches it or leaves it until it is back, and its
+                // machine's kernel refuses new connections meanwhile.
                 let endpoint = self.engine.lives.endpoint(HostId::Server(server));
                 for (pid, reset) in self.engine.hosts.server_went_down(endpoint) {
                     self.engine.signal_process(pid, now, reset);
                 }
-                self.engine.isolate(endpoint, true);
+                self.engine.server_down(endpoint, true);
                 true
             }
             FaultAction::ClockJump { host, by } => {
@@ -532,7 +533,7 @@ impl<H: SimHosts> Core<H> {
             }
             FaultAction::ServerUp { server, durable } => {
                 let endpoint = lives.endpoint(HostId::Server(server));
-                self.engine.isolate(endpoint, false);
+                self.engine.server_down(endpoint, false);
                 self.engine.restart_server(endpoint, durable);
             }
             FaultAction::Uncut { from, to } => {

@@ -41,6 +41,7 @@ impl DropReason {
             DropReason::ProcessGone => "receiver gone",
             DropReason::QueueFull => "receiver paused with a full queue",
             DropReason::ConnectionReset => "connection reset by the server's restart",
+            DropReason::ConnectionRefused => "connection refused: the server is down",
         }
     }
 }

@@ -34,7 +34,7 @@ use fenced_zoo::{ClientId, Protocol, ServerIndex};
 use crate::engine::network::DOWNSTREAM_ENDPOINT;
 use crate::engine::{server_index, stream_key, Address, Envelope, Hosts, Outbox, StreamKey};
 use crate::hosts::messages::{worker_message_stream, ToDownstream, ToWorker};
-use crate::hosts::session::ClientSettings;
+use crate::hosts::session::{ClientSettings, ConnectionEvent};
 use crate::hosts::workers::{carries, ProcessTable, WorkTimer, WorkerTable};
 use crate::hosts::{DownstreamHost, SimHosts, WorkTimings};
 use crate::observation::{MessageFacts, MessageKind, Observer};
@@ -290,6 +290,10 @@ pub(crate) enum ZooTimer {
     /// connections to it: the replies its model gave (`went_down`) are
     /// this process's to hear.
     ServerGone { index: ServerIndex },
+    /// Server `index` was down when this process's client opened its
+    /// connection `connection`: the machine's kernel refused the SYN
+    /// (`Protocol::refused` says what the client hears).
+    Refused { index: ServerIndex, connection: u64 },
 }
 
 /// A client's identity: the life it belongs to.
@@ -357,6 +361,23 @@ impl<P: ZooProtocol> ZooHosts<P> {
 impl<P: ZooProtocol> Hosts for ZooHosts<P> {
     type Message = ZooMessage<P>;
     type Timer = ZooTimer;
+
+    /// A worker's first open segment to the downstream, and a design
+    /// client's SYN (ZooKeeper's), are refused while their server is down.
+    fn refusal(msg: &ZooMessage<P>) -> Option<ZooTimer> {
+        match msg {
+            ZooMessage::Downstream(write) => {
+                crate::hosts::workers::worker_refusal(write).map(ZooTimer::Work)
+            }
+            ZooMessage::Syn { index, request, .. } => {
+                P::request_connection(request).map(|connection| ZooTimer::Refused {
+                    index: *index,
+                    connection,
+                })
+            }
+            _ => None,
+        }
+    }
 
     fn is_stale(&self, to: Address, timer: &ZooTimer) -> bool {
         match (to, *timer) {
@@ -449,7 +470,18 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
                 self.procs.workers_mut().session_due(pid, out)
             }
             (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::SessionReset { epoch })) => {
-                self.procs.workers_mut().session_reset(pid, epoch, out)
+                let event = ConnectionEvent::Reset { epoch };
+                self.procs.workers_mut().session_event(pid, event, out)
+            }
+            (Address::Process { pid, .. }, ZooTimer::Work(WorkTimer::SessionRefused { conn })) => {
+                let event = ConnectionEvent::Refused { conn };
+                self.procs.workers_mut().session_event(pid, event, out)
+            }
+            (Address::Process { pid, .. }, ZooTimer::Refused { index, connection }) => {
+                if let Some(response) = P::refused(connection) {
+                    let (process, workers) = self.procs.life(pid);
+                    process.response(index, response, &mut next_term, workers, out);
+                }
             }
             (Address::Process { pid, .. }, ZooTimer::Stop) => {
                 let (process, workers) = self.procs.life(pid);

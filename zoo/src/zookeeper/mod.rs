@@ -609,4 +609,13 @@ impl Protocol for ZooKeeper {
     fn response_connection(response: &ZooKeeperResponse) -> Option<u64> {
         Some(response.connection())
     }
+
+    /// A refused connect is the socket closing before its
+    /// `ConnectResponse`: `ClientCnxnSocketNIO.doTransport` finishes the
+    /// connect with a `ConnectException`, which `SendThread.run` catches as
+    /// it does a closed socket (the client's `Connecting` arm for
+    /// `Closed`).
+    fn refused(connection: u64) -> Option<ZooKeeperResponse> {
+        Some(ZooKeeperResponse::Closed { connection })
+    }
 }
