@@ -24,13 +24,6 @@ fn shipped(name: &str) -> PathBuf {
         .join(format!("{name}.toml"))
 }
 
-/// A scenario written for the lab's tests.
-fn lab_scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.toml"))
-}
-
 /// Runs `scenario` for real at `scale`, with `extra` flags; returns the exit
 /// code and the JSON report.
 async fn run(url: &str, scenario: &Path, scale: &str, extra: &[&str]) -> (i32, Value) {
@@ -110,7 +103,13 @@ async fn one_event_fires_every_anchor_it_matches_as_in_the_simulation() {
     let Some(url) = support::database_url("two_anchors_one_event") else {
         return;
     };
-    let (code, report) = run(&url, &lab_scenario("lab-two-anchors-one-event"), "0.1", &[]).await;
+    let (code, report) = run(
+        &url,
+        &support::lab_scenario("lab-two-anchors-one-event"),
+        "0.1",
+        &[],
+    )
+    .await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     let anchors = report["anchors"].as_array().expect("anchors");
     assert_eq!(anchors.len(), 2, "{anchors:#?}");
@@ -187,7 +186,13 @@ async fn an_asymmetric_cut_through_the_proxy_ends_the_term_on_its_deadline() {
     let Some(url) = support::database_url("asymmetric_cut_for_real") else {
         return;
     };
-    let (code, report) = run(&url, &lab_scenario("lab-asymmetric-cut"), "0.1", &[]).await;
+    let (code, report) = run(
+        &url,
+        &support::lab_scenario("lab-asymmetric-cut"),
+        "0.1",
+        &[],
+    )
+    .await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert_eq!(report["violations_total"], 0);
     assert_eq!(report["terms"][0]["end_reason"], "local-deadline");

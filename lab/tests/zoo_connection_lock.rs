@@ -12,16 +12,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-
 use serde_json::Value;
-
-/// A scenario written for the lab's tests.
-fn lab_scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.toml"))
-}
 
 /// The figures both runs must agree on, and whether they do.
 fn assert_same(comparison: &Value, keys: &[&str]) {
@@ -93,7 +84,7 @@ async fn a_killed_holders_lock_is_freed_at_once_for_real_and_the_simulation_agre
     let Some(url) = support::database_url("connection_lock_crash_for_real") else {
         return;
     };
-    let scenario = lab_scenario("lab-connection-lock-crash");
+    let scenario = support::lab_scenario("lab-connection-lock-crash");
     let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert_eq!(report["violations_total"], 0);

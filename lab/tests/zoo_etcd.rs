@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use fenced_lab::design::Design;
@@ -20,13 +20,6 @@ use fenced_lab::faketime::FaketimeSupport;
 use fenced_lab::plan::{load, Action, LabPlan, PlanError, PlanOptions, TimeScale};
 use fenced_lab::servers::etcd::{self, EtcdCluster, EtcdOptions};
 use serde_json::Value;
-
-/// A scenario written for the lab's tests.
-fn lab_scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.toml"))
-}
 
 /// PostgreSQL's URL and etcd, or `None` after saying why the test skips.
 fn servers(test: &str) -> Option<String> {
@@ -72,7 +65,7 @@ fn etcd_scenarios_plan_with_the_ttl_the_server_grants_and_refuse_its_clock() {
         assert_eq!(settings.keepalive_retry, Duration::from_millis(50));
         assert_eq!(settings.request_timeout, Duration::from_millis(500));
     }
-    let paused = plan(&lab_scenario("lab-etcd-server-paused")).expect("plans");
+    let paused = plan(&support::lab_scenario("lab-etcd-server-paused")).expect("plans");
     let actions: Vec<&Action> = paused.steps.iter().map(|s| &s.action).collect();
     assert!(
         actions
@@ -175,7 +168,7 @@ async fn a_link_stalled_in_the_proxy_lets_the_lease_expire_at_the_server() {
     };
     let logs = tempfile::tempdir().expect("tempdir");
     let keep = logs.path().to_string_lossy().into_owned();
-    let scenario = lab_scenario("lab-etcd-leader-isolated");
+    let scenario = support::lab_scenario("lab-etcd-leader-isolated");
     let (code, report) =
         support::run_json(&url, &scenario, "0.1", &["--keep", keep.as_str()], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
@@ -208,7 +201,7 @@ async fn a_paused_etcd_expires_every_session_when_it_resumes() {
     let Some(url) = servers("etcd_server_paused_for_real") else {
         return;
     };
-    let scenario = lab_scenario("lab-etcd-server-paused");
+    let scenario = support::lab_scenario("lab-etcd-server-paused");
     let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert!(applied(&report, "etcd: SIGSTOP"), "{:#}", report["applied"]);
@@ -224,7 +217,7 @@ async fn a_restarted_etcd_keeps_its_leases_and_the_leader_leads_on() {
     let Some(url) = servers("etcd_server_restart_for_real") else {
         return;
     };
-    let scenario = lab_scenario("lab-etcd-server-restart");
+    let scenario = support::lab_scenario("lab-etcd-server-restart");
     let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert!(applied(&report, "etcd: SIGKILL"), "{:#}", report["applied"]);

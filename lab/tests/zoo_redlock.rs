@@ -23,13 +23,6 @@ use std::time::Duration;
 /// One real run at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A scenario written for the lab's tests.
-fn lab_scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.toml"))
-}
-
 /// The database and `redis-server`, or `None` after a loud skip.
 fn servers(test: &str) -> Option<String> {
     let url = support::database_url(test)?;
@@ -78,7 +71,7 @@ async fn a_paused_holders_late_write_lands_after_the_new_holders_for_real() {
         return;
     };
     let _turn = SERIAL.lock().await;
-    let scenario = lab_scenario("lab-redlock-gc-pause");
+    let scenario = support::lab_scenario("lab-redlock-gc-pause");
     let (code, report) = support::run_json(&url, &scenario, "0.2", &[], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert_eq!(report["split_brain"], true);

@@ -13,7 +13,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use fenced_lab::design::Design;
@@ -30,13 +30,6 @@ use support::{applied, MUST_AGREE};
 /// JVM mid-run (a restart: a second or so of both cores) take turns, so the
 /// JVM's start never lands inside the other's margin.
 static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A scenario written for the lab's tests.
-fn lab_scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios")
-        .join(format!("{name}.toml"))
-}
 
 /// PostgreSQL's URL, `java` and ZooKeeper's jar, or `None` after saying
 /// why the test skips.
@@ -79,7 +72,9 @@ fn zookeeper_scenarios_plan_with_the_scaled_session_and_tick_and_refuse_clock_st
         assert_eq!(settings.tick_time, Duration::from_millis(300));
         assert_eq!(settings.error_policy, ErrorPolicy::Session);
     }
-    let Err(PlanError::Refused(refusals)) = plan(&lab_scenario("lab-zookeeper-clock-steps")) else {
+    let Err(PlanError::Refused(refusals)) =
+        plan(&support::lab_scenario("lab-zookeeper-clock-steps"))
+    else {
         panic!("lab-zookeeper-clock-steps should be refused");
     };
     assert_eq!(refusals.len(), 2, "{refusals:?}");
@@ -161,7 +156,7 @@ async fn a_leader_paused_past_its_session_is_succeeded_and_fenced_for_real() {
         return;
     };
     let _turn = TURNS.lock().await;
-    let scenario = lab_scenario("lab-zookeeper-paused-leader");
+    let scenario = support::lab_scenario("lab-zookeeper-paused-leader");
     let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert!(applied(&report, "SIGSTOP"), "{:#}", report["applied"]);
@@ -193,7 +188,7 @@ async fn a_paused_zookeeper_shorter_than_the_read_timeout_changes_nothing() {
     let Some(url) = servers("zookeeper_server_paused_for_real") else {
         return;
     };
-    let scenario = lab_scenario("lab-zookeeper-server-paused");
+    let scenario = support::lab_scenario("lab-zookeeper-server-paused");
     let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert!(
@@ -222,7 +217,7 @@ async fn a_restarted_zookeeper_resumes_every_session_in_a_new_epoch_for_real() {
         return;
     };
     let _turn = TURNS.lock().await;
-    let scenario = lab_scenario("lab-zookeeper-server-restart");
+    let scenario = support::lab_scenario("lab-zookeeper-server-restart");
     let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
     assert_eq!(code, 0, "{:#}", report["expect"]);
     assert!(
