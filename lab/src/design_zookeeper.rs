@@ -5,8 +5,9 @@
 //! # Scaling the settings
 //!
 //! `[election.zookeeper]`'s durations — `session_timeout`, `tick_time`,
-//! and the client's two constants `reconnect_spin` (`hostProvider.next(1000)`)
-//! and `max_send_ping_interval` (`MAX_SEND_PING_INTERVAL`), which the node's
+//! and the client's three constants `reconnect_spin` (`hostProvider.next(1000)`),
+//! `reconnect_sleep` (the bound of `startConnect`'s random sleep) and
+//! `max_send_ping_interval` (`MAX_SEND_PING_INTERVAL`), which the node's
 //! model reads on the node's real clock as the simulation reads them on its
 //! virtual one — are scaled by the time scale to whole milliseconds (ZooKeeper speaks
 //! milliseconds: `ConnectRequest.timeOut` and `tickTime` are `int`s of
@@ -50,8 +51,9 @@
 //!   (`lab/src/node_zookeeper.rs`, "The token"). The kernel closes the dead
 //!   JVM's sockets at once, and the simulator's clients hear the same at the
 //!   same instant (`LockServer::went_down`); a connect refused meanwhile is
-//!   tried again after `reconnect_spin` (1 s, scaled), as `ClientCnxn` does
-//!   (the model's client).
+//!   tried again after `reconnect_spin` and a random sleep below
+//!   `reconnect_sleep` (1 s each, scaled), as `ClientCnxn` does (the model's
+//!   client).
 //!   The start takes a JVM's start and a leader election of real time
 //!   (0.6–0.7 s measured) after the planned end, which the plan cannot
 //!   shorten; and the simulator holds a SYN to the down server until it is
@@ -78,6 +80,13 @@ pub fn scale_settings(s: &ZooKeeperSettings, scale: TimeScale) -> ZooKeeperSetti
         session_timeout: whole_millis(s.session_timeout, scale),
         tick_time: whole_millis(s.tick_time, scale),
         reconnect_spin: whole_millis(s.reconnect_spin, scale),
+        // A bound of random draws: zero (no sleep) stays zero, and no floor
+        // applies (`client_timings` leaves it out).
+        reconnect_sleep: if s.reconnect_sleep.is_zero() {
+            Duration::ZERO
+        } else {
+            whole_millis(s.reconnect_sleep, scale)
+        },
         max_send_ping_interval: whole_millis(s.max_send_ping_interval, scale),
         ..s.clone()
     }
@@ -175,10 +184,17 @@ mod tests {
         // The client's constants scale with the rest: the node's model reads
         // them on its real clock.
         assert_eq!(scaled.reconnect_spin, Duration::from_millis(100));
+        assert_eq!(scaled.reconnect_sleep, Duration::from_millis(100));
         assert_eq!(scaled.max_send_ping_interval, Duration::from_secs(1));
         let tiny = TimeScale::new(0.0001).expect("valid");
         let scaled = scale_settings(&ZooKeeperSettings::default(), tiny);
         assert_eq!(scaled.tick_time, Duration::from_millis(1));
         assert_eq!(scaled.session_timeout, Duration::from_millis(6));
+        // No sleep stays no sleep.
+        let none = ZooKeeperSettings {
+            reconnect_sleep: Duration::ZERO,
+            ..ZooKeeperSettings::default()
+        };
+        assert_eq!(scale_settings(&none, scale).reconnect_sleep, Duration::ZERO);
     }
 }

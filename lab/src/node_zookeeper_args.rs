@@ -37,7 +37,7 @@ pub struct ZooKeeperArgs {
     /// elector; every `--zk-*` flag but `--zk-no-client-expiry` is then
     /// required.
     #[arg(long, requires_all = [
-        "zk_session_timeout", "zk_tick_time", "zk_reconnect_spin",
+        "zk_session_timeout", "zk_tick_time", "zk_reconnect_spin", "zk_reconnect_sleep",
         "zk_max_send_ping_interval", "zk_error_policy",
         "zk_simulated_expiration_percent", "zk_latch_path", "zk_zxid_base",
     ])]
@@ -51,6 +51,9 @@ pub struct ZooKeeperArgs {
     /// `hostProvider.next(1000)`'s pause (`reconnect_spin`).
     #[arg(long, value_parser = duration)]
     zk_reconnect_spin: Option<Duration>,
+    /// The bound of `startConnect`'s random sleep (`reconnect_sleep`).
+    #[arg(long, value_parser = duration)]
+    zk_reconnect_sleep: Option<Duration>,
     /// `MAX_SEND_PING_INTERVAL` (`max_send_ping_interval`).
     #[arg(long, value_parser = duration)]
     zk_max_send_ping_interval: Option<Duration>,
@@ -96,6 +99,7 @@ pub(in crate::node) fn settings(args: &ZooKeeperArgs) -> Result<Option<ZooKeeper
         client_session_expiry: !args.zk_no_client_expiry,
         tick_time: need("zk-tick-time", args.zk_tick_time)?,
         reconnect_spin: need("zk-reconnect-spin", args.zk_reconnect_spin)?,
+        reconnect_sleep: need("zk-reconnect-sleep", args.zk_reconnect_sleep)?,
         max_send_ping_interval: need("zk-max-send-ping-interval", args.zk_max_send_ping_interval)?,
     };
     <ZooKeeper as Protocol>::validate(&settings).map_err(|e| bad(format!("--zookeeper: {e}")))?;
@@ -124,6 +128,8 @@ pub fn to_args(node: &ZooKeeperNode, human: impl Fn(Duration) -> String) -> Vec<
         human(s.tick_time),
         "--zk-reconnect-spin".into(),
         human(s.reconnect_spin),
+        "--zk-reconnect-sleep".into(),
+        human(s.reconnect_sleep),
         "--zk-max-send-ping-interval".into(),
         human(s.max_send_ping_interval),
         "--zk-error-policy".into(),
@@ -158,6 +164,8 @@ mod tests {
                 "300ms",
                 "--zk-reconnect-spin",
                 "100ms",
+                "--zk-reconnect-sleep",
+                "100ms",
                 "--zk-max-send-ping-interval",
                 "1s",
                 "--zk-error-policy",
@@ -185,6 +193,10 @@ mod tests {
         assert_eq!(node.zxid_base, 4_294_967_300);
         assert_eq!(
             node.settings.reconnect_spin,
+            std::time::Duration::from_millis(100)
+        );
+        assert_eq!(
+            node.settings.reconnect_sleep,
             std::time::Duration::from_millis(100)
         );
         assert_eq!(

@@ -188,7 +188,8 @@ fn a_zookeeper_table_writes_back_to_itself() {
     let text = "name = \"zk\"\nduration = \"1m\"\n[election]\nprotocol = \"zookeeper\"\n\
                 [election.zookeeper]\nsession_timeout = \"30s\"\nerror_policy = \"session\"\n\
                 simulated_session_expiration_percent = 80\nclient_session_expiry = false\n\
-                tick_time = \"2s\"\nreconnect_spin = \"500ms\"\nmax_send_ping_interval = \"5s\"\n\
+                tick_time = \"2s\"\nreconnect_spin = \"500ms\"\nreconnect_sleep = \"250ms\"\n\
+                max_send_ping_interval = \"5s\"\n\
                 [downstream]\nfencing = true\n[[node]]\nid = \"a\"\n";
     let scenario = fenced_sim::file::parse(text, std::path::Path::new("zk.toml")).expect("valid");
     let ProtocolSpec::ZooKeeper(settings) = &scenario.election.protocol else {
@@ -201,6 +202,7 @@ fn a_zookeeper_table_writes_back_to_itself() {
     assert_eq!(settings.simulated_session_expiration_percent, 80);
     assert!(!settings.client_session_expiry);
     assert_eq!(settings.reconnect_spin, ms(500));
+    assert_eq!(settings.reconnect_sleep, ms(250));
     assert_eq!(settings.max_send_ping_interval, secs(5));
     let written = fenced_sim::to_toml::to_toml(&scenario);
     assert!(written.contains("error_policy = \"session\""), "{written}");

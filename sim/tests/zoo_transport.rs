@@ -98,8 +98,8 @@ fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_i
     // kept: the same token, no leader change. While it is down, each
     // client's connect is refused by the machine's kernel (a RST for the
     // SYN, `ConnectException`) and tried again after
-    // `hostProvider.next(1000)`: about once a second, not held until the
-    // server is back.
+    // `hostProvider.next(1000)` and `startConnect`'s random sleep below a
+    // second: every one to two seconds, not held until the server is back.
     let mut s = common::zoo("zookeeper");
     s.duration = secs(40);
     s.faults.push(FaultSpec::Restart {
@@ -115,12 +115,12 @@ fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_i
             .map(common::time_of)
             .collect();
         assert!(
-            refused.len() >= 4 && refused.iter().all(|t| (12.0..17.0).contains(t)),
+            refused.len() >= 3 && refused.iter().all(|t| (12.0..17.0).contains(t)),
             "{node}: {refused:?}"
         );
         for pair in refused.windows(2) {
-            let spin = pair[1] - pair[0];
-            assert!((1.0..1.02).contains(&spin), "{node}: {refused:?}");
+            let wait = pair[1] - pair[0];
+            assert!((1.0..2.02).contains(&wait), "{node}: {refused:?}");
         }
     }
     let terms: Vec<(&str, u64, u64, &str)> = report
@@ -136,8 +136,8 @@ fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_i
     );
     assert_eq!(terms[1].0, "node-a", "{terms:?}");
     assert!(
-        (17_000..18_050).contains(&terms[1].1),
-        "back only after the restart, within a spin: {terms:?}"
+        (17_000..19_050).contains(&terms[1].1),
+        "back only after the restart, within a spin and a sleep: {terms:?}"
     );
     assert_eq!(report.terms[0].token, report.terms[1].token);
     assert_eq!(report.leader_changes, 0);

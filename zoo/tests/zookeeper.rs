@@ -506,3 +506,94 @@ fn a_dying_server_closes_every_socket_at_once_and_its_restart_finds_none() {
         );
     }
 }
+
+/// `ClientCnxn`'s two waits before a reconnect: `hostProvider.next(1000)`'s
+/// spin always, and `startConnect`'s random sleep below 1 s once the handle
+/// has connected a socket (`isFirstConnect`, cleared by `primeConnection`).
+/// A first connect refused waits the spin alone; a connected handle whose
+/// socket closes waits the spin and a draw that stays below the bound and
+/// differs from seed to seed.
+#[test]
+fn a_reconnect_waits_the_spin_and_once_connected_a_random_sleep_too() {
+    use fenced_zoo::zookeeper::{SessionId, ZooKeeperClient};
+    use fenced_zoo::{ClientOutput, Instant, LockClient};
+    let ms = |m: u64| Instant::from_nanos(m * 1_000_000);
+    let server = 0;
+    let connects = |c: &mut ZooKeeperClient| -> Vec<u64> {
+        std::iter::from_fn(|| c.poll_output())
+            .filter_map(|o| match o {
+                ClientOutput::Send {
+                    request: ZooKeeperRequest::Connect { connection, .. },
+                    ..
+                } => Some(connection),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut waits = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let mut c = ZooKeeperClient::new(ZooKeeperSettings::default(), ClientId(0), seed);
+        c.start(ms(0));
+        let first = connects(&mut c);
+        assert_eq!(first.len(), 1, "{first:?}");
+        c.handle_response(
+            server,
+            ZooKeeperResponse::Closed {
+                connection: first[0],
+            },
+            ms(3),
+        );
+        assert_eq!(
+            c.next_timeout(),
+            Some(ms(1_003)),
+            "never connected: the spin alone"
+        );
+        c.handle_timeout(ms(1_003));
+        let second = connects(&mut c);
+        assert_eq!(second.len(), 1, "{second:?}");
+        let connected = ZooKeeperResponse::Connected {
+            connection: second[0],
+            session: SessionId(1),
+            timeout: Duration::from_secs(60),
+        };
+        c.handle_response(server, connected, ms(1_005));
+        while c.poll_output().is_some() {}
+        let closed = ZooKeeperResponse::Closed {
+            connection: second[0],
+        };
+        c.handle_response(server, closed, ms(2_000));
+        let wait = c.next_timeout().expect("a reconnect") - ms(2_000);
+        assert!(
+            (Duration::from_secs(1)..Duration::from_secs(2)).contains(&wait),
+            "seed {seed}: {wait:?}"
+        );
+        waits.insert(wait);
+        // The server no longer knows the session: Curator's new handle
+        // connects at once and, never connected itself, waits the spin
+        // alone after a refused connect.
+        let back = ms(2_000) + wait;
+        c.handle_timeout(back);
+        let third = connects(&mut c);
+        assert_eq!(third.len(), 1, "{third:?}");
+        let expired = ZooKeeperResponse::Connected {
+            connection: third[0],
+            session: SessionId(1),
+            timeout: Duration::ZERO,
+        };
+        c.handle_response(server, expired, back);
+        assert_eq!(
+            c.next_timeout(),
+            Some(back),
+            "a new handle connects at once"
+        );
+        c.handle_timeout(back);
+        let fourth = connects(&mut c);
+        assert_eq!(fourth.len(), 1, "{fourth:?}");
+        let refused = ZooKeeperResponse::Closed {
+            connection: fourth[0],
+        };
+        c.handle_response(server, refused, back);
+        assert_eq!(c.next_timeout(), Some(back + Duration::from_secs(1)));
+    }
+    assert!(waits.len() >= 15, "the sleep is drawn: {waits:?}");
+}

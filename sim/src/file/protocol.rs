@@ -168,6 +168,7 @@ const ZOOKEEPER: &[Key<ZooKeeperSettings>] = keys!(ZooKeeperSettings {
     client_session_expiry: flag,
     tick_time: duration,
     reconnect_spin: duration,
+    reconnect_sleep: duration,
     max_send_ping_interval: duration,
 });
 

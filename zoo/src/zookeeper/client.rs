@@ -69,6 +69,11 @@ pub struct ZooKeeperClient {
     last_heard: Instant,
     /// Curator has posted `CONNECTED` once.
     connected_once: bool,
+    /// The handle has connected a socket (`ClientCnxn`'s `!isFirstConnect`,
+    /// which `primeConnection` clears; a session's `Connected` here): every
+    /// later connect of the handle first sleeps a random while
+    /// ([`ZooKeeperSettings::reconnect_sleep`]). A new handle starts over.
+    primed: bool,
     /// Curator's `SUSPENDED` began (`startOfSuspendedEpoch`), on the
     /// monotonic clock the client times by.
     suspended_since: Option<Instant>,
@@ -119,6 +124,7 @@ impl ZooKeeperClient {
             timeout,
             last_heard: Instant::from_nanos(0),
             connected_once: false,
+            primed: false,
             suspended_since: None,
             wall_steps: 0,
             suspended_wall_steps: 0,
@@ -385,8 +391,17 @@ impl ZooKeeperClient {
     /// suspended and not lost"), so a new handle's failed attempts post
     /// nothing and start no simulated-expiration countdown.
     fn disconnected(&mut self, now: Instant) {
+        // `hostProvider.next(1000)`'s spin, then `startConnect`'s random
+        // sleep once the handle has connected before.
+        let sleep = if self.primed {
+            let bound =
+                u64::try_from(self.settings.reconnect_sleep.as_millis()).unwrap_or(u64::MAX);
+            Duration::from_millis(crate::util::below(&mut self.rng, bound))
+        } else {
+            Duration::ZERO
+        };
         self.link = Link::Down {
-            at: now + self.settings.reconnect_spin,
+            at: now + self.settings.reconnect_spin + sleep,
         };
         self.forget_socket();
         if self.suspended_since.is_none() && self.state != Some(ConnectionState::Lost) {
@@ -403,6 +418,7 @@ impl ZooKeeperClient {
     /// Curator posts `LOST` and makes a new handle, which connects at once.
     fn expired(&mut self, now: Instant) {
         self.forget_socket();
+        self.primed = false;
         self.session = None;
         self.timeout = self.settings.session_timeout;
         self.suspended_since = None;
@@ -449,6 +465,7 @@ impl ZooKeeperClient {
         self.session = Some(session);
         self.timeout = timeout;
         self.last_heard = now;
+        self.primed = true;
         self.link = Link::Up {
             connection,
             last_send: now,
@@ -571,9 +588,8 @@ impl LockClient<ZooKeeper> for ZooKeeperClient {
             // The socket closed (or the connect was refused) before its
             // `ConnectResponse`: `ClientCnxn.SendThread.run` catches the
             // exception, cleans up and connects again after
-            // `hostProvider.next(1000)` (and `startConnect`'s random sleep
-            // of up to a second, not modelled), not after the connect
-            // timeout.
+            // `hostProvider.next(1000)` and `startConnect`'s random sleep
+            // (`disconnected`), not after the connect timeout.
             (
                 Link::Connecting { connection, .. },
                 ZooKeeperResponse::Closed { connection: closed },

@@ -40,6 +40,13 @@
 //!   `readTimeout / 2 - 1 s` (or at a wake-up with `idleSend` > 10 s,
 //!   `MAX_SEND_PING_INTERVAL`); `connectTimeout` = session timeout / hosts;
 //!   `hostProvider.next(1000)`: 1 s before each reconnect to the one host;
+//!   `startConnect`'s `Thread.sleep(ThreadLocalRandom.current().nextLong(1000))`
+//!   before every connect of a handle but its first (`isFirstConnect`,
+//!   cleared by `primeConnection` once a socket of the handle connected):
+//!   a further uniformly random 0–999 ms, drawn from the client's seeded
+//!   RNG in whole milliseconds (the model takes a session's `Connected` for
+//!   `primeConnection`; a new handle — Curator's after `LOST` — starts
+//!   first again);
 //!   ZOOKEEPER-4508 (in 3.9.3+): nothing heard for `expirationTimeout` = 4/3
 //!   of the timeout → the client itself declares the session `Expired`;
 //!   `onConnected`: a negotiated timeout of 0 (the server no longer knows the
@@ -146,7 +153,8 @@
 //!   getIdleSend()`) and ZOOKEEPER-4508's client-side expiry
 //!   (`expirationTimeout - getIdleRecv()`), all in `ClientCnxn.SendThread.run`;
 //!   the 1 s before a reconnect is `StaticHostProvider.next`'s
-//!   `Thread.sleep(spinDelay)` (a duration).
+//!   `Thread.sleep(spinDelay)` and the random pause `startConnect`'s
+//!   `Thread.sleep` (durations).
 //! * **Curator's simulated expiration, wall.**
 //!   `ConnectionStateManager.setCurrentConnectionState` sets
 //!   `startOfSuspendedEpoch = System.currentTimeMillis()` on `SUSPENDED`,
@@ -317,6 +325,12 @@ pub struct ZooKeeperSettings {
     /// (1 s). A constant upstream; a setting here so that a driver on a
     /// scaled clock (`fenced-lab --time-scale`) scales it with the rest.
     pub reconnect_spin: Duration,
+    /// `ClientCnxn.SendThread.startConnect`'s
+    /// `Thread.sleep(ThreadLocalRandom.current().nextLong(1000))`: before
+    /// each connect of a handle but its first, a pause drawn uniformly in
+    /// whole milliseconds below this (1 s; zero: none). A constant
+    /// upstream; a setting for the same reason.
+    pub reconnect_sleep: Duration,
     /// `ClientCnxn.MAX_SEND_PING_INTERVAL`: a wake-up with more idle send
     /// time than this pings (10 s). A constant upstream; a setting for the
     /// same reason.
@@ -332,6 +346,7 @@ impl Default for ZooKeeperSettings {
             client_session_expiry: true,
             tick_time: Duration::from_secs(3),
             reconnect_spin: Duration::from_secs(1),
+            reconnect_sleep: Duration::from_secs(1),
             max_send_ping_interval: Duration::from_secs(10),
         }
     }
