@@ -108,6 +108,7 @@ fn every_shipped_scenario_is_planned_or_refused_as_listed() {
     let planned = [
         "asymmetric-cut",
         "connection-lock-gc-pause",
+        "connection-lock-server-restart",
         "asymmetric-cut-eager-rejoin",
         "crash-restart",
         "downstream-restart-durable",

@@ -107,6 +107,73 @@ async fn a_killed_holders_lock_is_freed_at_once_for_real_and_the_simulation_agre
     }
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn a_restarted_postgres_splits_brain_under_the_connection_lock_for_real_and_the_simulation_agrees(
+) {
+    // The shipped story, at 0.1: PostgreSQL restarts for 0.1 s at 1.05 s
+    // (the proxies reset every connection, which ends every session and
+    // frees the lock, and refuse new ones). A follower's next try finds
+    // its socket reset, it reconnects half a second later and takes the
+    // free lock; node-a, the holder, learns only at its next health query,
+    // at 2 s, and writes until then: two writers, split-brain on the plain
+    // table — for real, and in the simulation beside it, which before the
+    // lock's connections were TCP (lost queries, waited out for 92 s)
+    // showed node-a retaking its own lock with no overlap.
+    let Some(url) = support::database_url("connection_lock_server_restart_for_real") else {
+        return;
+    };
+    let scenario = support::scenario("connection-lock-server-restart");
+    let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert!(
+        support::applied(&report, "reset"),
+        "{:#}",
+        report["applied"]
+    );
+    assert_eq!(report["split_brain"], true, "{report:#}");
+    let owners = owners(&report);
+    assert_eq!(owners.len(), 2, "{owners:?}");
+    assert_eq!(owners[0], "node-a#1", "{owners:?}");
+    assert_ne!(
+        owners[1], "node-a#1",
+        "a follower takes the freed lock: {owners:?}"
+    );
+    let comparison = &report["comparison"];
+    assert_eq!(comparison["agrees"], true, "{comparison:#}");
+    assert_same(comparison, &["split_brain", "term_count", "max_token"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_restarted_postgres_refuses_connects_until_it_is_back_for_real_and_the_simulation_agrees()
+{
+    // PostgreSQL down from 1.2 s to 2.4 s (0.1 of the scenario's 12 s to
+    // 24 s): node-a learns at its health query at 2 s, node-b and node-c at
+    // their tries; every connect meanwhile is refused at once and tried
+    // again 0.5 s later, so node-a's retry (2.5 s) comes first after the
+    // server is back and it leads again: two terms of node-a, no failover,
+    // in both runs. The model that lost the queries sent to the down
+    // server waited out query_timeout (92 s scaled): one term.
+    let Some(url) = support::database_url("connection_lock_server_down_for_real") else {
+        return;
+    };
+    let scenario = support::lab_scenario("lab-connection-lock-server-restart");
+    let (code, report) = support::run_json(&url, &scenario, "0.1", &[], &[]).await;
+    assert_eq!(code, 0, "{:#}", report["expect"]);
+    assert_eq!(report["violations_total"], 0);
+    assert_eq!(
+        owners(&report),
+        ["node-a#1", "node-a#1"],
+        "{:#}",
+        report["terms"]
+    );
+    let comparison = &report["comparison"];
+    assert_eq!(comparison["agrees"], true, "{comparison:#}");
+    assert_same(
+        comparison,
+        &["violations", "split_brain", "term_count", "max_token"],
+    );
+}
+
 /// Whether some session other than `client`'s holds advisory lock `key`
 /// (the test's own session takes it and gives it back when it is free).
 async fn held_elsewhere(client: &fenced::postgres::tokio_postgres::Client, key: i64) -> bool {

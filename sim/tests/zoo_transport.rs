@@ -1,6 +1,8 @@
-//! ZooKeeper's sockets in the simulator are TCP streams (`sim/src/zoo`):
-//! a new socket's `ConnectRequest` goes only after a handshake round trip
-//! in both directions, as `fenced-lab`'s proxy opens a real one.
+//! ZooKeeper's sockets and the connection lock's libpq connections are TCP
+//! streams in the simulator (`sim/src/zoo`): a new socket's first packet
+//! goes only after a handshake round trip in both directions, as
+//! `fenced-lab`'s proxy opens a real one; a dead server's kernel resets
+//! them, and refuses a connect while it is down.
 
 mod common;
 
@@ -87,6 +89,23 @@ fn a_paused_servers_kernel_answers_the_syn_so_the_connect_request_waits_in_its_s
     assert!((running - 0.050).abs() < 1e-9, "first create at {running}");
 }
 
+/// When `node`'s connects were refused, in seconds.
+fn refused_at(trace: &str, node: &str) -> Vec<f64> {
+    common::lines(trace, node, "connection refused")
+        .into_iter()
+        .map(common::time_of)
+        .collect()
+}
+
+/// Each term as `(node, start_ms, end_ms, end_reason)`.
+fn term_rows(report: &fenced_sim::Report) -> Vec<(&str, u64, u64, &str)> {
+    report
+        .terms
+        .iter()
+        .map(|t| (t.node.as_str(), t.start_ms, t.end_ms, t.end_reason.as_str()))
+        .collect()
+}
+
 #[test]
 fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_it_is_back() {
     // ZooKeeper restarted (durable) from 12 s to 17 s: its JVM dies at 12 s
@@ -110,10 +129,7 @@ fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_i
     });
     let (report, trace) = common::run_traced(&s, 7);
     for node in ["node-a", "node-b", "node-c"] {
-        let refused: Vec<f64> = common::lines(&trace, node, "connection refused")
-            .into_iter()
-            .map(common::time_of)
-            .collect();
+        let refused = refused_at(&trace, node);
         assert!(
             refused.len() >= 3 && refused.iter().all(|t| (12.0..17.0).contains(t)),
             "{node}: {refused:?}"
@@ -123,11 +139,7 @@ fn a_killed_zookeepers_kernel_closes_its_clients_sockets_when_it_dies_not_when_i
             assert!((1.0..2.02).contains(&wait), "{node}: {refused:?}");
         }
     }
-    let terms: Vec<(&str, u64, u64, &str)> = report
-        .terms
-        .iter()
-        .map(|t| (t.node.as_str(), t.start_ms, t.end_ms, t.end_reason.as_str()))
-        .collect();
+    let terms = term_rows(&report);
     assert_eq!(terms.len(), 2, "{terms:?}");
     assert_eq!(
         (terms[0].0, terms[0].2, terms[0].3),
@@ -180,4 +192,52 @@ fn a_token_taken_in_a_burst_of_concurrent_writes_carries_the_span_another_order_
     // The fenced protocol's tokens count grants alone: never a span.
     let report = run_seed(&trio("fenced-stalled", secs(60)), 1);
     assert_eq!(report.max_token_race, None);
+}
+
+#[test]
+fn a_dead_postgres_resets_the_lock_s_connections_and_refuses_connects_until_it_is_back() {
+    // PostgreSQL restarted (durable) from 12 s to 24 s under the connection
+    // lock. Its death resets every connection, so each client learns at its
+    // next use of it, not `query_timeout` (924.6 s) later as when the model
+    // lost the queries sent to the down server: node-a, the holder, at its
+    // next health query (every `check_interval`, 10 s), node-b and node-c at
+    // their next try (every `retry_interval`, 5 s). Every connect while it
+    // is down is refused at once and tried again `retry_interval` later;
+    // back, the first connect opens a session and its try takes the lock
+    // (the old one died with its session).
+    let mut s = common::zoo("connection-lock");
+    s.duration = secs(60);
+    s.faults.push(FaultSpec::Restart {
+        host: "postgres".into(),
+        at: secs(12),
+        duration: secs(12),
+        durable: Some(true),
+    });
+    let (report, trace) = common::run_traced(&s, 7);
+    let mut refusals = 0;
+    for node in ["node-a", "node-b", "node-c"] {
+        let refused = refused_at(&trace, node);
+        assert!(
+            refused.iter().all(|t| (12.0..24.0).contains(t)),
+            "{node}: {refused:?}"
+        );
+        for pair in refused.windows(2) {
+            let wait = pair[1] - pair[0];
+            assert!((5.0..5.1).contains(&wait), "{node}: {refused:?}");
+        }
+        refusals += refused.len();
+    }
+    assert!(refusals >= 2, "connects during the downtime are refused");
+    let terms = term_rows(&report);
+    assert_eq!(terms.len(), 2, "{terms:?}");
+    assert_eq!((terms[0].0, terms[0].3), ("node-a", "connection broken"));
+    assert!(
+        (12_000..22_100).contains(&terms[0].2),
+        "the holder learns at its first health query after the kill: {terms:?}"
+    );
+    assert!(
+        (24_000..29_100).contains(&terms[1].1),
+        "a lock again within a retry interval of the server's return: {terms:?}"
+    );
+    assert_eq!(report.violations_total, 0);
 }

@@ -145,19 +145,42 @@ fn advisory_locks_stack_per_session() {
             ..
         })
     ));
-    server.handle_request(c, PgRequest::TryLock { session, id: 2 }, now);
-    server.handle_request(c, PgRequest::TryLock { session, id: 2 }, now);
-    server.handle_request(c, PgRequest::Unlock { session, id: 3 }, now);
+    // The same request twice (a duplicate): the lock is held twice.
+    let try_lock = PgRequest::TryLock {
+        conn: 1,
+        session,
+        id: 2,
+    };
+    for _ in 0..2 {
+        server.handle_request(c, try_lock.clone(), now);
+    }
+    server.handle_request(
+        c,
+        PgRequest::Unlock {
+            conn: 1,
+            session,
+            id: 3,
+        },
+        now,
+    );
     assert_eq!(server.holder(), Some((session, c)));
-    server.handle_request(c, PgRequest::Terminate { session }, now);
+    server.handle_request(c, PgRequest::Terminate { conn: 1, session }, now);
     assert_eq!(server.holder(), None);
     // A request on the ended session is reset.
     while server.poll_output().is_some() {}
-    server.handle_request(c, PgRequest::Ping { session, id: 4 }, now);
+    server.handle_request(
+        c,
+        PgRequest::Ping {
+            conn: 1,
+            session,
+            id: 4,
+        },
+        now,
+    );
     assert!(matches!(
         server.poll_output(),
         Some(ServerOutput::Reply {
-            response: PgResponse::ConnectionReset { id: 4 },
+            response: PgResponse::ConnectionReset { conn: 1, id: 4 },
             ..
         })
     ));
@@ -219,6 +242,7 @@ fn answering_a_keepalive_probe_makes_the_client_do_nothing_else() {
     client.start(t0);
     // Deliver everything at once until the client holds the lock.
     let mut session = None;
+    let mut conn = None;
     for _ in 0..20 {
         while let Some(out) = client.poll_output() {
             if let ClientOutput::Send { request, .. } = out {
@@ -227,19 +251,20 @@ fn answering_a_keepalive_probe_makes_the_client_do_nothing_else() {
         }
         while let Some(out) = server.poll_output() {
             if let ServerOutput::Reply { response, .. } = out {
-                if let PgResponse::Connected { session: s, .. } = &response {
+                if let PgResponse::Connected { id, session: s } = &response {
                     session = Some(*s);
+                    conn = Some(*id);
                 }
                 client.handle_response(0, response, t0);
             }
         }
     }
-    let session = session.expect("connected");
+    let (session, conn) = (session.expect("connected"), conn.expect("connected"));
     assert!(client.leadership(t0).is_some(), "holds the lock");
     // Hours later, while the process is stalled, a probe arrives: only the
     // kernel's ack goes out.
     let later = fenced_zoo::Instant::from_secs(7_300);
-    client.handle_response(0, PgResponse::KeepaliveProbe { session }, later);
+    client.handle_response(0, PgResponse::KeepaliveProbe { conn, session }, later);
     let mut sent = Vec::new();
     while let Some(out) = client.poll_output() {
         if let ClientOutput::Send { request, .. } = out {
@@ -250,4 +275,147 @@ fn answering_a_keepalive_probe_makes_the_client_do_nothing_else() {
         matches!(sent.as_slice(), [PgRequest::KeepaliveAck { .. }]),
         "{sent:?}"
     );
+}
+
+/// What `client` sends now, drained (its other outputs are returned apart).
+fn sent_by(
+    client: &mut <ConnectionLock as Protocol>::Client,
+) -> (
+    Vec<PgRequest>,
+    Vec<fenced_zoo::ClientOutput<ConnectionLock>>,
+) {
+    use fenced_zoo::{ClientOutput, LockClient};
+    let (mut sent, mut other) = (Vec::new(), Vec::new());
+    while let Some(out) = client.poll_output() {
+        match out {
+            ClientOutput::Send { request, .. } => sent.push(request),
+            out => other.push(out),
+        }
+    }
+    (sent, other)
+}
+
+/// The replies `server` gives, drained, as `(to, response)`.
+fn replies_of(server: &mut <ConnectionLock as Protocol>::Server) -> Vec<(ClientId, PgResponse)> {
+    let mut replies = Vec::new();
+    while let Some(out) = server.poll_output() {
+        if let ServerOutput::Reply { to, response } = out {
+            replies.push((to, response));
+        }
+    }
+    replies
+}
+
+/// A PostgreSQL that dies resets every connection its backends had open
+/// (the machine's kernel closes a dead process's sockets), and a connect
+/// while it is down is refused: a client learns either **at once** when a
+/// query waits on the socket, else at its next use of it, sends nothing on
+/// the dead socket, and tries again after its retry interval — as
+/// `fenced-lab`'s proxies make a real restart do (they reset the
+/// connections and refuse new ones), where the model used to lose the
+/// queries and wait out `query_timeout` (924.6 s).
+#[test]
+fn a_dead_servers_kernel_resets_every_connection_and_a_connect_while_it_is_down_is_refused() {
+    use fenced_zoo::{ClientOutput, LockClient};
+    let settings = PgSettings::default();
+    let retry = settings.retry_interval;
+    let check = settings.check_interval;
+    let mut server = ConnectionLock::new_server(&settings, 0);
+    let (a, b) = (ClientId(1), ClientId(2));
+    let mut client_a = ConnectionLock::new_client(&settings, a, "a", 1);
+    let mut client_b = ConnectionLock::new_client(&settings, b, "b", 2);
+    let t0 = Instant::from_secs(1);
+    // A connects and takes the lock; then B connects, and its first
+    // pg_try_advisory_lock is left in flight.
+    client_a.start(t0);
+    for _ in 0..3 {
+        for request in sent_by(&mut client_a).0 {
+            server.handle_request(a, request, t0);
+        }
+        for (_, response) in replies_of(&mut server) {
+            client_a.handle_response(0, response, t0);
+        }
+    }
+    assert!(client_a.leadership(t0).is_some(), "A holds the lock");
+    client_b.start(t0);
+    let connect = sent_by(&mut client_b).0;
+    assert!(matches!(connect.as_slice(), [PgRequest::Connect { .. }]));
+    server.handle_request(b, connect[0].clone(), t0);
+    for (_, response) in replies_of(&mut server) {
+        client_b.handle_response(0, response, t0);
+    }
+    let in_flight = sent_by(&mut client_b).0;
+    assert!(matches!(in_flight.as_slice(), [PgRequest::TryLock { .. }]));
+
+    // The server dies 2 s later: each session's client hears Closed on its
+    // own connection; the lock's holder changes only when it is back.
+    let died = Instant::from_secs(3);
+    server.went_down();
+    let resets = replies_of(&mut server);
+    assert_eq!(resets.len(), 2, "{resets:?}");
+    assert!(resets
+        .iter()
+        .all(|(_, r)| matches!(r, PgResponse::Closed { .. })));
+    let reset_of = |who: ClientId| {
+        resets
+            .iter()
+            .find(|(to, _)| *to == who)
+            .map(|(_, r)| r.clone())
+            .expect("a reset for each session")
+    };
+    // B's query waits on its socket: it fails at once, nothing is sent on
+    // the dead socket, and B tries again one retry interval later.
+    client_b.handle_response(0, reset_of(b), died);
+    assert_eq!(sent_by(&mut client_b).0, Vec::new());
+    assert_eq!(client_b.next_timeout(), Some(died + retry));
+    // A is idle between health queries: it learns at its next one, which
+    // fails with nothing sent, and leadership ends then, not before.
+    client_a.handle_response(0, reset_of(a), died);
+    assert_eq!(sent_by(&mut client_a).0, Vec::new());
+    assert!(client_a.leadership(died).is_some());
+    let next_check = client_a.next_timeout().expect("a health query is due");
+    assert_eq!(next_check, t0 + check);
+    client_a.handle_timeout(next_check);
+    let (sent, other) = sent_by(&mut client_a);
+    assert_eq!(sent, Vec::new(), "nothing goes out on a reset socket");
+    assert!(matches!(
+        other.as_slice(),
+        [ClientOutput::LostLeadership {
+            reason: "connection broken"
+        }]
+    ));
+    assert_eq!(client_a.next_timeout(), Some(next_check + retry));
+
+    // B reconnects while the server is down: its kernel's SYN is refused,
+    // and it tries again after its retry interval.
+    let again = died + retry;
+    client_b.handle_timeout(again);
+    let reconnect = sent_by(&mut client_b).0;
+    let [PgRequest::Connect { id }] = reconnect.as_slice() else {
+        panic!("a reconnect: {reconnect:?}");
+    };
+    let refused = ConnectionLock::refused(*id).expect("the design numbers its connections");
+    assert_eq!(ConnectionLock::request_connection(&reconnect[0]), Some(*id));
+    assert!(ConnectionLock::opens_connection(&reconnect[0]));
+    client_b.handle_response(0, refused, again);
+    assert_eq!(sent_by(&mut client_b).0, Vec::new());
+    assert_eq!(client_b.next_timeout(), Some(again + retry));
+
+    // Back (the lock died with its session): B's next connect opens a
+    // session, and its try takes the lock.
+    let back = again + retry;
+    server.restart(back, true);
+    assert_eq!(server.holder(), None);
+    replies_of(&mut server);
+    client_b.handle_timeout(back);
+    for _ in 0..3 {
+        for request in sent_by(&mut client_b).0 {
+            server.handle_request(b, request, back);
+        }
+        for (_, response) in replies_of(&mut server) {
+            client_b.handle_response(0, response, back);
+        }
+    }
+    assert!(client_b.leadership(back).is_some(), "B holds the lock");
+    assert_eq!(server.holder().map(|(_, who)| who), Some(b));
 }

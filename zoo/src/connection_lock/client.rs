@@ -21,13 +21,18 @@ enum State {
     Disconnected {
         at: Instant,
     },
-    /// A connection attempt in flight.
+    /// A connection attempt in flight; `id` numbers the connection.
     Connecting {
         id: u64,
         deadline: Instant,
     },
     /// An open connection.
     Open {
+        /// The connection's number (its `Connect`'s id).
+        conn: u64,
+        /// Whether the server's kernel has reset it ([`PgResponse::Closed`]):
+        /// its next use fails at once, with nothing sent.
+        closed: bool,
         session: SessionId,
         /// Whether this session holds the lock (as far as the client knows).
         holding: bool,
@@ -85,11 +90,16 @@ impl PgClient {
     }
 
     /// The connection failed in use: leadership (if any) ends, the socket is
-    /// closed (`Terminate`, which ends the session if it ever arrives), and a
-    /// reconnect is scheduled.
+    /// closed (`Terminate`, which ends the session if it ever arrives; none
+    /// on a connection the server's kernel already reset), and a reconnect
+    /// is scheduled.
     fn broken(&mut self, now: Instant) {
         if let State::Open {
-            session, holding, ..
+            conn,
+            closed,
+            session,
+            holding,
+            ..
         } = self.state
         {
             if holding {
@@ -97,16 +107,22 @@ impl PgClient {
                     reason: "connection broken",
                 });
             }
-            self.send(PgRequest::Terminate { session });
+            if !closed {
+                self.send(PgRequest::Terminate { conn, session });
+            }
         }
         self.state = State::Disconnected {
             at: now + self.settings.retry_interval,
         };
     }
 
-    /// Sends the query due on an open connection.
+    /// Sends the query due on an open connection; on one the server's
+    /// kernel reset, the query fails at once (libpq's send or read finds
+    /// the socket closed) and the connection is broken.
     fn query_if_due(&mut self, now: Instant) {
         let State::Open {
+            conn,
+            closed,
             session,
             holding,
             query: None,
@@ -118,13 +134,19 @@ impl PgClient {
         if now < next_query_at {
             return;
         }
+        if closed {
+            self.broken(now);
+            return;
+        }
         let id = self.outbox.next_request_id();
         let (kind, request) = if holding {
-            (Query::Ping, PgRequest::Ping { session, id })
+            (Query::Ping, PgRequest::Ping { conn, session, id })
         } else {
-            (Query::TryLock, PgRequest::TryLock { session, id })
+            (Query::TryLock, PgRequest::TryLock { conn, session, id })
         };
         self.state = State::Open {
+            conn,
+            closed,
             session,
             holding,
             query: Some((kind, id, now + self.settings.query_timeout)),
@@ -149,22 +171,47 @@ impl LockClient<ConnectionLock> for PgClient {
                 if got == id =>
             {
                 self.state = State::Open {
+                    conn: id,
+                    closed: false,
                     session,
                     holding: false,
                     query: None,
                     next_query_at: now,
                 };
             }
-            (State::Open { session, .. }, PgResponse::KeepaliveProbe { session: probed })
-                if probed == session =>
-            {
+            (State::Connecting { id, .. }, PgResponse::Closed { conn }) if conn == id => {
+                // Refused: `PQconnectdb` fails at once.
+                self.broken(now);
+            }
+            (
+                State::Open { conn, session, .. },
+                PgResponse::KeepaliveProbe {
+                    conn: probed,
+                    session: of,
+                },
+            ) if probed == conn && of == session => {
                 // The kernel answers the probe; the process does nothing
                 // else (it may be paused): no query is due because of it.
-                self.send(PgRequest::KeepaliveAck { session });
+                self.send(PgRequest::KeepaliveAck { conn, session });
                 return;
             }
             (
                 State::Open {
+                    conn, query: None, ..
+                },
+                PgResponse::Closed { conn: reset },
+            ) if reset == conn => {
+                // Nothing waits on the socket: the client learns it was
+                // reset when it next uses it.
+                if let State::Open { closed, .. } = &mut self.state {
+                    *closed = true;
+                }
+                return;
+            }
+            (
+                State::Open {
+                    conn,
+                    closed,
                     session,
                     holding,
                     query: Some((kind, id, _)),
@@ -173,9 +220,23 @@ impl LockClient<ConnectionLock> for PgClient {
                 answer,
             ) => {
                 let answered = match answer {
-                    PgResponse::Locked { id: got, ok } if got == id => Some(Some(ok)),
-                    PgResponse::Pong { id: got } if got == id => Some(None),
-                    PgResponse::ConnectionReset { id: got } if got == id => {
+                    PgResponse::Locked { id: got, ok, .. } if got == id => Some(Some(ok)),
+                    PgResponse::Pong { id: got, .. } if got == id => Some(None),
+                    PgResponse::ConnectionReset { id: got, .. } if got == id => {
+                        self.broken(now);
+                        return;
+                    }
+                    // The query waiting on a socket the server's kernel
+                    // reset fails at once.
+                    PgResponse::Closed { conn: reset } if reset == conn => {
+                        self.state = State::Open {
+                            conn,
+                            closed: true,
+                            session,
+                            holding,
+                            query: None,
+                            next_query_at: now,
+                        };
                         self.broken(now);
                         return;
                     }
@@ -195,6 +256,8 @@ impl LockClient<ConnectionLock> for PgClient {
                     self.settings.retry_interval
                 };
                 self.state = State::Open {
+                    conn,
+                    closed,
                     session,
                     holding: now_holding,
                     query: None,
@@ -248,16 +311,24 @@ impl LockClient<ConnectionLock> for PgClient {
     fn stop(&mut self, now: Instant) {
         let _ = self.outbox.observe(now);
         if let State::Open {
-            session, holding, ..
+            conn,
+            closed,
+            session,
+            holding,
+            ..
         } = self.state
         {
             if holding {
                 self.outbox
                     .push(ClientOutput::LostLeadership { reason: "stopped" });
-                let id = self.outbox.next_request_id();
-                self.send(PgRequest::Unlock { session, id });
             }
-            self.send(PgRequest::Terminate { session });
+            if !closed {
+                if holding {
+                    let id = self.outbox.next_request_id();
+                    self.send(PgRequest::Unlock { conn, session, id });
+                }
+                self.send(PgRequest::Terminate { conn, session });
+            }
         }
         self.state = State::Idle;
     }
@@ -272,8 +343,14 @@ impl LockClient<ConnectionLock> for PgClient {
     /// if the server opens one, holds no lock.
     fn kernel_closed(&mut self, now: Instant) {
         let _ = self.outbox.observe(now);
-        if let State::Open { session, .. } = self.state {
-            self.send(PgRequest::Terminate { session });
+        if let State::Open {
+            conn,
+            closed: false,
+            session,
+            ..
+        } = self.state
+        {
+            self.send(PgRequest::Terminate { conn, session });
         }
         self.state = State::Idle;
     }

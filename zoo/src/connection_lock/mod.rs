@@ -36,6 +36,24 @@
 //!   127 s; libpq's `connect_timeout` is 0 = wait forever). A client that
 //!   gives up on a connection closes it (`PQfinish` sends `Terminate`), which
 //!   ends the session if it reaches the server.
+//! * **Each connection is a TCP connection**, numbered by the id of its
+//!   `Connect` ([`Protocol::request_connection`]), so a driver carries it
+//!   as TCP does and as `fenced-lab`'s proxy does for real: in order, a
+//!   lost segment retransmitted rather than lost (a query sent into a 40 s
+//!   partition is answered after it, not given up 924.6 s later), held while
+//!   its link is down, and opened by a handshake. When the server process
+//!   dies, its machine's kernel resets every connection it had open
+//!   ([`LockServer::went_down`](crate::LockServer::went_down): the client
+//!   hears [`PgResponse::Closed`]); a libpq client finds out when it next
+//!   uses the socket — at once if a query is waiting on it, else at its next
+//!   query, which fails with nothing sent. A connect while the server is
+//!   down is refused by its kernel ([`Protocol::refused`]: `PQconnectdb`
+//!   fails at once, "Connection refused") and the loop tries again after
+//!   `retry_interval`. Measured in `fenced-lab` (a restart of `postgres`:
+//!   its proxies reset the connections and refuse new ones). The
+//!   consequence, shipped as `scenarios/connection-lock-server-restart`: a
+//!   holder that learns of the restart only at its next health query leads
+//!   on while a follower, whose try came first, has taken the freed lock.
 //!
 //! # The application loop (the model's own, documented choice)
 //!
@@ -69,11 +87,14 @@
 //! machine that vanishes gets (a partition, or an isolation before the
 //! crash).
 //!
-//! # Known failure mode
+//! # Known failure modes
 //!
 //! No token, and the server frees a vanished or partitioned holder's lock
 //! only on its keepalive verdict (2 h 11 min by default), while a paused or
 //! partitioned holder keeps acting as leader until its next query fails.
+//! A server restart frees the lock at once, but the holder learns of it
+//! only at its next query (up to `check_interval` later): another client
+//! can take the lock first, and both lead meanwhile.
 
 mod client;
 mod server;
@@ -141,40 +162,52 @@ pub struct SessionId(pub u64);
 /// A client's message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PgRequest {
-    /// Open a connection (startup packet).
+    /// Open a connection (startup packet): the first packet of a new TCP
+    /// connection, which follows its handshake.
     Connect {
-        /// Matches the answer.
+        /// Matches the answer, and numbers the connection: every later
+        /// message on it, either way, names it as `conn`.
         id: u64,
     },
     /// `SELECT pg_try_advisory_lock(key)`.
     TryLock {
-        /// The connection.
+        /// The TCP connection it travels on (its `Connect`'s `id`).
+        conn: u64,
+        /// The session the server gave that connection.
         session: SessionId,
         /// Matches the answer.
         id: u64,
     },
     /// `SELECT 1`: using the connection.
     Ping {
-        /// The connection.
+        /// The TCP connection it travels on (its `Connect`'s `id`).
+        conn: u64,
+        /// The session the server gave that connection.
         session: SessionId,
         /// Matches the answer.
         id: u64,
     },
     /// `SELECT pg_advisory_unlock(key)`.
     Unlock {
-        /// The connection.
+        /// The TCP connection it travels on (its `Connect`'s `id`).
+        conn: u64,
+        /// The session the server gave that connection.
         session: SessionId,
         /// Matches the answer.
         id: u64,
     },
     /// `Terminate`: close the connection; the session ends.
     Terminate {
-        /// The connection.
+        /// The TCP connection it travels on (its `Connect`'s `id`).
+        conn: u64,
+        /// The session the server gave that connection.
         session: SessionId,
     },
     /// The client kernel's ACK of a keepalive probe.
     KeepaliveAck {
-        /// The connection.
+        /// The TCP connection it travels on (its `Connect`'s `id`).
+        conn: u64,
+        /// The session the server gave that connection.
         session: SessionId,
     },
 }
@@ -191,6 +224,8 @@ pub enum PgResponse {
     },
     /// `pg_try_advisory_lock`'s result.
     Locked {
+        /// The connection it travels on.
+        conn: u64,
         /// The request.
         id: u64,
         /// `true` if the session now holds the lock.
@@ -198,11 +233,15 @@ pub enum PgResponse {
     },
     /// `SELECT 1` answered.
     Pong {
+        /// The connection it travels on.
+        conn: u64,
         /// The request.
         id: u64,
     },
     /// `pg_advisory_unlock`'s result.
     Unlocked {
+        /// The connection it travels on.
+        conn: u64,
         /// The request.
         id: u64,
         /// `false` if the session did not hold it (PostgreSQL warns).
@@ -211,13 +250,26 @@ pub enum PgResponse {
     /// The connection is unknown to the server (it restarted, or ended the
     /// session): the client's socket is reset.
     ConnectionReset {
+        /// The connection it travels on.
+        conn: u64,
         /// The request.
         id: u64,
     },
     /// A TCP keepalive probe on `session`'s connection.
     KeepaliveProbe {
-        /// The connection.
+        /// The connection probed.
+        conn: u64,
+        /// Its session.
         session: SessionId,
+    },
+    /// The connection was closed under the client by the server machine's
+    /// kernel: the server process died (every connection it had open is
+    /// reset at once), or, for a connection being opened, nothing listened
+    /// on the port (the SYN was refused). A libpq client learns it when it
+    /// next uses the connection — at once if a query is waiting on it.
+    Closed {
+        /// The connection.
+        conn: u64,
     },
 }
 
@@ -276,6 +328,47 @@ impl Protocol for ConnectionLock {
     /// its session and so its lock.
     fn answered_by_kernel(response: &PgResponse) -> bool {
         matches!(response, PgResponse::KeepaliveProbe { .. })
+    }
+
+    /// Each libpq connection is a TCP connection of its own, numbered by
+    /// its `Connect`'s id: a driver carries it as a stream (in order, held
+    /// while its link is down, as the kernel retransmits, and opened by a
+    /// handshake), as `fenced-lab`'s proxy carries it for real.
+    fn request_connection(request: &PgRequest) -> Option<u64> {
+        Some(match *request {
+            PgRequest::Connect { id } => id,
+            PgRequest::TryLock { conn, .. }
+            | PgRequest::Ping { conn, .. }
+            | PgRequest::Unlock { conn, .. }
+            | PgRequest::Terminate { conn, .. }
+            | PgRequest::KeepaliveAck { conn, .. } => conn,
+        })
+    }
+
+    /// The startup packet opens the connection (`PQconnectdb`: connect, then
+    /// the startup message).
+    fn opens_connection(request: &PgRequest) -> bool {
+        matches!(request, PgRequest::Connect { .. })
+    }
+
+    fn response_connection(response: &PgResponse) -> Option<u64> {
+        Some(match *response {
+            PgResponse::Connected { id, .. } => id,
+            PgResponse::Locked { conn, .. }
+            | PgResponse::Pong { conn, .. }
+            | PgResponse::Unlocked { conn, .. }
+            | PgResponse::ConnectionReset { conn, .. }
+            | PgResponse::KeepaliveProbe { conn, .. }
+            | PgResponse::Closed { conn } => conn,
+        })
+    }
+
+    /// A connect to a server that is down is refused by its machine's
+    /// kernel: libpq's `PQconnectdb` returns `CONNECTION_BAD` ("Connection
+    /// refused") at once, and the application loop tries again after its
+    /// retry interval, as after any broken connection.
+    fn refused(connection: u64) -> Option<PgResponse> {
+        Some(PgResponse::Closed { conn: connection })
     }
 
     fn new_server(settings: &PgSettings, _index: ServerIndex) -> PgServer {

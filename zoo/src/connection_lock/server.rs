@@ -12,6 +12,8 @@ use crate::{ClientId, Instant, LockServer, ServerOutput};
 #[derive(Clone, Copy, Debug)]
 struct Session {
     client: ClientId,
+    /// The client's number for the TCP connection the session lives on.
+    conn: u64,
     /// The last time anything arrived on the connection (server clock).
     last_heard: Instant,
     /// Keepalive probes sent since then.
@@ -93,7 +95,7 @@ impl LockServer<ConnectionLock> for PgServer {
     fn handle_request(&mut self, from: ClientId, request: PgRequest, now: Instant) {
         let now = self.latest_now.observe(now);
         self.handle_timeout(now);
-        let (session_id, id) = match request {
+        let (conn, session_id, id) = match request {
             PgRequest::Connect { id } => {
                 self.last_session += 1;
                 let session = SessionId(self.last_session);
@@ -101,6 +103,7 @@ impl LockServer<ConnectionLock> for PgServer {
                     session,
                     Session {
                         client: from,
+                        conn: id,
                         last_heard: now,
                         probes_sent: 0,
                     },
@@ -108,24 +111,24 @@ impl LockServer<ConnectionLock> for PgServer {
                 self.reply(from, PgResponse::Connected { id, session });
                 return;
             }
-            PgRequest::Terminate { session } => {
+            PgRequest::Terminate { session, .. } => {
                 self.end_session(session);
                 return;
             }
-            PgRequest::KeepaliveAck { session } => {
+            PgRequest::KeepaliveAck { session, .. } => {
                 if let Some(state) = self.sessions.get_mut(&session) {
                     state.last_heard = now;
                     state.probes_sent = 0;
                 }
                 return;
             }
-            PgRequest::TryLock { session, id }
-            | PgRequest::Ping { session, id }
-            | PgRequest::Unlock { session, id } => (session, id),
+            PgRequest::TryLock { conn, session, id }
+            | PgRequest::Ping { conn, session, id }
+            | PgRequest::Unlock { conn, session, id } => (conn, session, id),
         };
         let Some(state) = self.sessions.get_mut(&session_id) else {
             // An unknown connection: the kernel resets it.
-            self.reply(from, PgResponse::ConnectionReset { id });
+            self.reply(from, PgResponse::ConnectionReset { conn, id });
             return;
         };
         state.last_heard = now;
@@ -150,9 +153,9 @@ impl LockServer<ConnectionLock> for PgServer {
                     }
                     Some(_) => false,
                 };
-                PgResponse::Locked { id, ok }
+                PgResponse::Locked { conn, id, ok }
             }
-            PgRequest::Ping { .. } => PgResponse::Pong { id },
+            PgRequest::Ping { .. } => PgResponse::Pong { conn, id },
             PgRequest::Unlock { .. } => {
                 let ok = match self.lock.as_mut() {
                     Some(held) if held.session == session_id => {
@@ -168,7 +171,7 @@ impl LockServer<ConnectionLock> for PgServer {
                     }
                     _ => false,
                 };
-                PgResponse::Unlocked { id, ok }
+                PgResponse::Unlocked { conn, id, ok }
             }
             _ => unreachable!("connection requests returned above"),
         };
@@ -197,6 +200,24 @@ impl LockServer<ConnectionLock> for PgServer {
 
     fn poll_output(&mut self) -> Option<ServerOutput<ConnectionLock>> {
         self.outputs.pop_front()
+    }
+
+    /// The postmaster and its backends die, and the machine's kernel resets
+    /// every connection they had open: each session's client hears
+    /// [`PgResponse::Closed`] at once (a libpq client learns it at its next
+    /// use of the connection). The sessions, and the lock, end when the
+    /// server is back ([`restart`](LockServer::restart)): while it is down
+    /// nobody can ask, and the holder the run records changes then, as for
+    /// every design.
+    fn went_down(&mut self) {
+        let closed: Vec<(ClientId, u64)> = self
+            .sessions
+            .values()
+            .map(|session| (session.client, session.conn))
+            .collect();
+        for (client, conn) in closed {
+            self.reply(client, PgResponse::Closed { conn });
+        }
     }
 
     /// A PostgreSQL restart ends every session, durable or not: advisory
@@ -228,8 +249,8 @@ impl PgServer {
             } else {
                 let state = self.sessions.get_mut(&id).expect("listed above");
                 state.probes_sent += 1;
-                let client = state.client;
-                self.reply(client, PgResponse::KeepaliveProbe { session: id });
+                let (client, conn) = (state.client, state.conn);
+                self.reply(client, PgResponse::KeepaliveProbe { conn, session: id });
             }
         }
         any
