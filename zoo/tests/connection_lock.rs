@@ -306,6 +306,29 @@ fn replies_of(server: &mut <ConnectionLock as Protocol>::Server) -> Vec<(ClientI
     replies
 }
 
+/// Delivers at `at` everything `client` (process `who`) and `server` send
+/// each other, until neither has anything more to say.
+fn exchange(
+    client: &mut <ConnectionLock as Protocol>::Client,
+    who: ClientId,
+    server: &mut <ConnectionLock as Protocol>::Server,
+    at: Instant,
+) {
+    use fenced_zoo::LockClient;
+    loop {
+        let requests = sent_by(client).0;
+        if requests.is_empty() {
+            return;
+        }
+        for request in requests {
+            server.handle_request(who, request, at);
+        }
+        for (_, response) in replies_of(server) {
+            client.handle_response(0, response, at);
+        }
+    }
+}
+
 /// A PostgreSQL that dies resets every connection its backends had open
 /// (the machine's kernel closes a dead process's sockets), and a connect
 /// while it is down is refused: a client learns either **at once** when a
@@ -328,14 +351,7 @@ fn a_dead_servers_kernel_resets_every_connection_and_a_connect_while_it_is_down_
     // A connects and takes the lock; then B connects, and its first
     // pg_try_advisory_lock is left in flight.
     client_a.start(t0);
-    for _ in 0..3 {
-        for request in sent_by(&mut client_a).0 {
-            server.handle_request(a, request, t0);
-        }
-        for (_, response) in replies_of(&mut server) {
-            client_a.handle_response(0, response, t0);
-        }
-    }
+    exchange(&mut client_a, a, &mut server, t0);
     assert!(client_a.leadership(t0).is_some(), "A holds the lock");
     client_b.start(t0);
     let connect = sent_by(&mut client_b).0;
@@ -408,14 +424,7 @@ fn a_dead_servers_kernel_resets_every_connection_and_a_connect_while_it_is_down_
     assert_eq!(server.holder(), None);
     replies_of(&mut server);
     client_b.handle_timeout(back);
-    for _ in 0..3 {
-        for request in sent_by(&mut client_b).0 {
-            server.handle_request(b, request, back);
-        }
-        for (_, response) in replies_of(&mut server) {
-            client_b.handle_response(0, response, back);
-        }
-    }
+    exchange(&mut client_b, b, &mut server, back);
     assert!(client_b.leadership(back).is_some(), "B holds the lock");
     assert_eq!(server.holder().map(|(_, who)| who), Some(b));
 }

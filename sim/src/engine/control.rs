@@ -159,22 +159,21 @@ impl<H: Hosts, O: Observer> Engine<H, O> {
 
     /// Every link of `endpoint` goes down (`start`) or one isolation ends.
     pub(crate) fn isolate(&mut self, endpoint: u16, start: bool) {
-        self.isolate_by(endpoint, start, false);
+        self.net.isolate(endpoint, start);
+        self.isolation_changed(endpoint, start);
     }
 
     /// Server `endpoint` goes down (`start`) or is back: an isolation, as
     /// [`isolate`](Self::isolate), whose kernel refuses new connections
     /// meanwhile ([`Network::refuses`](super::network::Network::refuses)).
     pub(crate) fn server_down(&mut self, endpoint: u16, start: bool) {
-        self.isolate_by(endpoint, start, true);
+        self.net.server_down(endpoint, start);
+        self.isolation_changed(endpoint, start);
     }
 
-    fn isolate_by(&mut self, endpoint: u16, start: bool, down: bool) {
-        if down {
-            self.net.server_down(endpoint, start);
-        } else {
-            self.net.isolate(endpoint, start);
-        }
+    /// What follows any change of `endpoint`'s isolation: it is observed,
+    /// and a link that came back releases what it held.
+    fn isolation_changed(&mut self, endpoint: u16, start: bool) {
         let host = self.lives.endpoint_ref(endpoint);
         self.observers
             .observe(self.now, &Observation::Isolated { host, start });

@@ -363,14 +363,19 @@ impl<P: ZooProtocol> Hosts for ZooHosts<P> {
     type Timer = ZooTimer;
 
     /// A worker's first open segment to the downstream, and a design
-    /// client's SYN (ZooKeeper's), are refused while their server is down.
+    /// client's SYN (ZooKeeper's, the connection lock's), are refused while
+    /// their server is down — the SYN only if the design says what its
+    /// client hears of a refusal (`Protocol::refused`): one that does not
+    /// has its SYN held, as before refusals, rather than refused unheard.
     fn refusal(msg: &ZooMessage<P>) -> Option<ZooTimer> {
         match msg {
             ZooMessage::Downstream(write) => {
                 crate::hosts::workers::worker_refusal(write).map(ZooTimer::Work)
             }
             ZooMessage::Syn { index, request, .. } => {
-                P::request_connection(request).map(|connection| ZooTimer::Refused {
+                let connection = P::request_connection(request)?;
+                P::refused(connection)?;
+                Some(ZooTimer::Refused {
                     index: *index,
                     connection,
                 })
