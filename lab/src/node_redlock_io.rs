@@ -117,7 +117,7 @@ pub(super) struct Instances {
 
 impl Instances {
     /// One call to instance `index`: whether it said yes. A timeout or an
-    /// error drops the connection (redis-client's behaviour) and is a no.
+    /// error drops the connection (redis-client's `close`) and is a no.
     ///
     /// Each operation is bounded by `redis_timeout` on its own — opening
     /// the connection, each command — as redis-client bounds them
@@ -127,17 +127,14 @@ impl Instances {
     /// the model bounds its request. After an instance's restart its
     /// script cache is empty: `NOSCRIPT`, then `SCRIPT LOAD` and `EVALSHA`
     /// once more (redlock-rb's `recover_from_script_flush`), each bounded.
-    /// A connection found broken (the instance restarted: its socket was
-    /// closed under the client) is opened again once: the model has no
-    /// connection errors — a restarted instance answers the next call.
+    /// A connection found broken (the instance died: its kernel reset the
+    /// socket under the client) fails the call once, with no retry:
+    /// redis-client's default `reconnect_attempts: false`
+    /// (`lib/redis_client/config.rb`; `ensure_connected` closes the socket
+    /// and raises), as the model's client does; the next call connects
+    /// anew. Measured with redlock-rb itself (`zoo/upstream/redlock-restart.rb`).
     pub(super) async fn call(&mut self, index: usize, call: Call, value: &str) -> bool {
-        let reused = self.connections[index].is_some();
-        let mut answer = self.call_once(index, call, value).await;
-        if reused && matches!(&answer, Err(Failure::Error(error)) if is_broken(error)) {
-            self.connections[index] = None;
-            answer = self.call_once(index, call, value).await;
-        }
-        match answer {
+        match self.call_once(index, call, value).await {
             Ok(yes) => yes,
             Err(failure) => {
                 // The node's log (standard error): why an instance said no.
@@ -264,12 +261,6 @@ impl std::fmt::Display for Failure {
             Failure::Error(error) => write!(f, "{error}"),
         }
     }
-}
-
-/// Whether `error` says the connection itself is gone (closed, reset,
-/// dropped), not that the instance answered with an error.
-fn is_broken(error: &redis::RedisError) -> bool {
-    error.is_io_error() || error.is_connection_dropped() || error.is_unrecoverable_error()
 }
 
 /// The bound on each instance's warm-up connection (real time, not

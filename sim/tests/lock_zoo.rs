@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{assert_exit, fenced_sim, ms, pause_a, run_seed, run_traced, secs, stderr, trio};
 use fenced_sim::explore::generate;
-use fenced_sim::{FaultSpec, ProtocolSpec, RunOptions, Scenario, Simulation};
+use fenced_sim::{Anchor, AnchorEvent, FaultSpec, ProtocolSpec, RunOptions, Scenario, Simulation};
 
 /// The zoo's protocols (every one but the fenced protocol).
 fn zoo() -> Vec<ProtocolSpec> {
@@ -67,13 +67,18 @@ fn same_seed_same_trace_and_different_seeds_differ() {
 /// Negative control: the checker is not vacuous for the zoo. A GC pause
 /// past each design's expiry, unfenced, must show as two believed leaders
 /// and a split-brain write — for every protocol that fails over at all
-/// (the connection-bound lock does not: its holder keeps the lock).
+/// (the connection-bound lock does not: its holder keeps the lock). The
+/// pause is anchored on node-a's unit of work, so a write is in flight
+/// whatever each design's first lock costs (Redlock's opens a connection
+/// to each of five instances in turn: about 75 ms).
 #[test]
 fn a_long_pause_unfenced_is_caught_as_split_brain_wherever_the_lock_moves() {
     for protocol in zoo() {
         let mut s = trio_of(&protocol, secs(200));
         s.fencing = false;
-        s.faults.push(pause_a(secs(100)));
+        s.faults.push(
+            pause_a(secs(100)).anchored(Anchor::on(AnchorEvent::WorkStarted).of_node("node-a")),
+        );
         let report = run_seed(&s, 1);
         if protocol.name() == "connection-lock" {
             assert_eq!(

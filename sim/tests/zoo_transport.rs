@@ -241,3 +241,39 @@ fn a_dead_postgres_resets_the_lock_s_connections_and_refuses_connects_until_it_i
     );
     assert_eq!(report.violations_total, 0);
 }
+
+#[test]
+fn a_redlock_holder_cut_off_from_the_answers_cannot_unlock_so_its_keys_last_their_ttl() {
+    // Every instance's answers to node-a are lost from 12 s (a one-way cut
+    // from each of the five). Its connections are open, so its next extend
+    // reaches the instances and sets the keys for another TTL (10 s); the
+    // answers never come, each call times out and redis-client closes its
+    // connection; the failed extend's `unlock` needs new connections, whose
+    // handshakes the cut does not let complete, so no `unlock` reaches an
+    // instance. The successor locks only once the keys expire: a TTL after
+    // the extend, not a retry after the unlock (the model whose commands
+    // stood alone let the unlock delete the keys at once: 1.04 s).
+    let mut s = common::zoo("redlock");
+    s.duration = secs(60);
+    for instance in 1..=5 {
+        s.faults.push(FaultSpec::Cut {
+            from: format!("redis-{instance}"),
+            to: "node-a".into(),
+            at: secs(12),
+            duration: secs(40),
+        });
+    }
+    let report = run_seed(&s, 3);
+    let terms = term_rows(&report);
+    assert_eq!(terms.len(), 2, "{terms:?}");
+    assert_eq!((terms[0].0, terms[0].3), ("node-a", "extend failed"));
+    let extend_failed = terms[0].2;
+    assert!((12_000..17_400).contains(&extend_failed), "{terms:?}");
+    // The extend that failed had set the keys at about its start, 0.5 s or
+    // less before it failed (five calls of at most `redis_timeout`).
+    assert!(
+        terms[1].1 >= extend_failed - 500 + 10_000,
+        "the successor waits out the TTL: {terms:?}"
+    );
+    assert_eq!(report.violations_total, 0);
+}

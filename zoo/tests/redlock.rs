@@ -5,8 +5,12 @@ mod common;
 use std::time::Duration;
 
 use common::{millis, secs, Clock, Event, Sim};
-use fenced_zoo::redlock::{RedisRequest, Redlock, RedlockSettings};
-use fenced_zoo::{LockServer, Protocol, SettingsError};
+use fenced_zoo::redlock::{
+    LockReturn, RedisInstance, RedisRequest, RedisResponse, Redlock, RedlockClient, RedlockSettings,
+};
+use fenced_zoo::{
+    ClientId, ClientOutput, Instant, LockClient, LockServer, Protocol, ServerOutput, SettingsError,
+};
 
 fn sim() -> Sim<Redlock> {
     Sim::new(RedlockSettings::default())
@@ -61,13 +65,14 @@ fn validity_arithmetic_is_exact() {
     let mut sim = sim();
     sim.latency = Duration::from_millis(5);
     let a = sim.add_client(1, Clock::default());
-    // Five sequential round trips of 10 ms: the round ends at 50 ms.
-    sim.run_until(millis(50));
-    assert_eq!(sim.became_leader_at(a), Some(millis(50)));
-    let validity_ms = 10_000 - 50 - (10_000 / 100 + 2);
+    // Five instances in turn, each a new connection's prelude and then the
+    // lock script, two round trips of 10 ms: the round ends at 100 ms.
+    sim.run_until(millis(100));
+    assert_eq!(sim.became_leader_at(a), Some(millis(100)));
+    let validity_ms = 10_000 - 100 - (10_000 / 100 + 2);
     assert_eq!(
         sim.client(a).valid_until(),
-        Some(fenced_zoo::Instant::from_millis(50 + validity_ms))
+        Some(fenced_zoo::Instant::from_millis(100 + validity_ms))
     );
 }
 
@@ -187,23 +192,173 @@ fn validity_elapses_on_the_client_clock() {
     assert!(fenced_zoo::LockClient::leadership(sim.client(a), sim.client_now(a)).is_none());
 }
 
-/// A reply later than `redis_timeout` is never read: with a 120 ms round trip
-/// no instance ever counts, and the client never leads.
+/// A round trip longer than `redis_timeout` (120 ms against 100 ms): no
+/// connection's prelude is ever answered in time, so no script ever runs,
+/// and the client never leads; each timed-out connection is closed.
 #[test]
-fn late_replies_are_ignored() {
+fn a_round_trip_longer_than_the_timeout_never_connects() {
     let mut sim = sim();
     sim.latency = Duration::from_millis(60);
     let a = sim.add_client(1, Clock::default());
     sim.run_for(Duration::from_secs(5));
     assert!(sim.became_leader_at(a).is_none());
-    // The instances did set the keys each time (and then expired or unlocked them).
-    assert!(sim.log.iter().any(|(_, event)| matches!(
+    let sent = |kind: fn(&RedisRequest) -> bool| sim.requests.iter().filter(|r| kind(&r.3)).count();
+    assert!(sent(|r| matches!(r, RedisRequest::Hello { .. })) > 20);
+    assert_eq!(
+        sent(|r| matches!(r, RedisRequest::Close { .. })),
+        sent(|r| matches!(r, RedisRequest::Hello { .. }))
+    );
+    assert_eq!(sent(|r| matches!(r, RedisRequest::Lock { .. })), 0);
+    assert!(!sim.log.iter().any(|(_, event)| matches!(
         event,
         Event::Holder {
             holder: Some(_),
             ..
         }
     )));
+}
+
+/// A reply later than `redis_timeout` is never read: the call timed out,
+/// its connection was closed (the `Close` follows the command), and the
+/// reply that comes after is ignored — the instance did set the key.
+#[test]
+fn late_replies_are_ignored() {
+    let settings = RedlockSettings {
+        instances: 1,
+        ..RedlockSettings::default()
+    };
+    let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
+    let mut server = Redlock::new_server(&settings, 0);
+    let start = Instant::from_secs(1);
+    client.start(start);
+    let hello = sent_request(&mut client);
+    assert!(matches!(hello, RedisRequest::Hello { .. }));
+    server.handle_request(ClientId(1), hello, start);
+    let ready = reply(&mut server);
+    client.handle_response(0, ready, start + Duration::from_millis(2));
+    let lock = sent_request(&mut client);
+    assert!(matches!(lock, RedisRequest::Lock { .. }));
+    let deadline = client.next_timeout().expect("the call is bounded");
+    assert_eq!(deadline, start + Duration::from_millis(102));
+    client.handle_timeout(deadline);
+    let close = sent_request(&mut client);
+    assert_eq!(close, RedisRequest::Close { conn: lock.conn() });
+    // The command arrives late, then the FIN: the key is set, the
+    // connection closed; the answer reaches a client that stopped reading.
+    server.handle_request(ClientId(1), lock, deadline);
+    let late = reply(&mut server);
+    server.handle_request(ClientId(1), close.clone(), deadline);
+    assert!(matches!(late, RedisResponse::Lock { ok: true, .. }));
+    assert!(server.key_at(deadline).is_some());
+    client.handle_response(0, late, deadline + Duration::from_millis(1));
+    assert!(client.leadership(deadline).is_none());
+    // The unlock sweep after the failed try connects anew.
+    let next = sent_request(&mut client);
+    assert!(matches!(next, RedisRequest::Hello { conn } if conn != close.conn()));
+}
+
+/// An instance whose process dies resets the client's connection: a call
+/// waiting on it fails at once, a connection reset while idle fails the
+/// next call at once (redis-client's default `reconnect_attempts: false`:
+/// no retry), and the call after that connects anew. A connect while the
+/// instance is down is refused: the engine hands the client `Closed`.
+#[test]
+fn a_dead_instance_resets_the_connection_and_the_next_call_fails_once() {
+    let settings = RedlockSettings {
+        instances: 1,
+        ..RedlockSettings::default()
+    };
+    let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
+    let mut server = Redlock::new_server(&settings, 0);
+    let mut now = Instant::from_secs(1);
+    client.start(now);
+    // Connect and lock: leader.
+    for _ in 0..2 {
+        let request = sent_request(&mut client);
+        server.handle_request(ClientId(1), request, now);
+        let answer = reply(&mut server);
+        client.handle_response(0, answer, now);
+    }
+    while server.poll_output().is_some() {}
+    while client.poll_output().is_some() {}
+    assert!(client.leadership(now).is_some());
+    assert!(matches!(
+        client.last_lock(),
+        Some(LockReturn::Locked { .. })
+    ));
+    // The connection is the first number the client drew.
+    let conn = 1;
+    // The instance dies while the client is idle: the kernel's reset.
+    server.went_down();
+    let reset = reply(&mut server);
+    assert_eq!(reset, RedisResponse::Closed { conn });
+    client.handle_response(0, reset, now);
+    assert!(
+        client.poll_output().is_none(),
+        "hearing of the reset sends nothing"
+    );
+    // The extend: the call on the reset socket fails at once, with no
+    // timeout waited and nothing sent for it; the failed extend unlocks
+    // on a new connection.
+    now = client.next_timeout().expect("the extend is due");
+    client.handle_timeout(now);
+    let unlock_hello = sent_request(&mut client);
+    assert!(matches!(unlock_hello, RedisRequest::Hello { conn: c } if c > conn));
+    assert!(
+        client.leadership(now).is_some(),
+        "validity left: it still leads"
+    );
+    // That connect is refused (the instance is still down).
+    client.handle_response(
+        0,
+        RedisResponse::Closed {
+            conn: unlock_hello.conn(),
+        },
+        now,
+    );
+    assert!(
+        client.leadership(now).is_none(),
+        "the extend failed: it stepped down"
+    );
+    // The next `lock` connects anew once the instance is back.
+    now = client.next_timeout().expect("lock is called again");
+    client.handle_timeout(now);
+    server.restart(now, true);
+    let hello = sent_request(&mut client);
+    assert!(matches!(hello, RedisRequest::Hello { .. }));
+    // A command on a connection from before the restart is reset, not run.
+    server.handle_request(
+        ClientId(2),
+        RedisRequest::Unlock {
+            conn: 9,
+            id: 9,
+            value: 1,
+        },
+        now,
+    );
+    assert_eq!(reply(&mut server), RedisResponse::Closed { conn: 9 });
+}
+
+/// The request the client sends next (skipping no other output kind).
+fn sent_request(client: &mut RedlockClient) -> RedisRequest {
+    loop {
+        match client.poll_output() {
+            Some(ClientOutput::Send { request, .. }) => return request,
+            Some(_) => continue,
+            None => panic!("the client sent nothing"),
+        }
+    }
+}
+
+/// The instance's next reply.
+fn reply(server: &mut RedisInstance) -> RedisResponse {
+    loop {
+        match server.poll_output() {
+            Some(ServerOutput::Reply { response, .. }) => return response,
+            Some(_) => continue,
+            None => panic!("the instance answered nothing"),
+        }
+    }
 }
 
 /// Stop: leadership ends at once and the value is unlocked everywhere.

@@ -267,8 +267,9 @@ fn locks() {
 }
 
 /// `'returns lock information'`: `{ validity:, resource:, value: }`, the
-/// validity being `ttl - time_elapsed - drift(ttl)`: one round trip of 2 ms,
-/// drift `(1000 * 0.01).to_i + 2` = 12 ms.
+/// validity being `ttl - time_elapsed - drift(ttl)`: two round trips of 2 ms
+/// (a new connection's prelude, then the script), drift `(1000 *
+/// 0.01).to_i + 2` = 12 ms.
 #[test]
 fn returns_lock_information() {
     let mut sim = sim(manager(1, TTL_MS));
@@ -276,7 +277,7 @@ fn returns_lock_information() {
     let LockReturn::Locked { value, validity_ms } = returned else {
         panic!("lock information: {returned:?}");
     };
-    assert_eq!(validity_ms, TTL_MS - 2 - 12);
+    assert_eq!(validity_ms, TTL_MS - 4 - 12);
     assert_eq!(
         sim.server(0).key_at(sim.server_now(0)).map(|(v, _)| v),
         Some(value)
@@ -404,10 +405,12 @@ fn cannot_extend_somebody_elses_lock() {
     let mut servers = instances(1);
     let now = Instant::from_secs(1);
     let another = 42;
+    servers[0].handle_request(ClientId(1), RedisRequest::Hello { conn: 1 }, now);
     servers[0].handle_request(
         ClientId(1),
         RedisRequest::Lock {
-            id: 1,
+            conn: 1,
+            id: 2,
             value: another,
             ttl_ms: TTL_MS,
             allow_new: true,

@@ -43,7 +43,11 @@ struct Round {
     started_at: Instant,
     /// The instance being asked.
     instance: u16,
-    /// Its request's id and when it times out.
+    /// The connection the call waits on, and whether it waits for the
+    /// connection's prelude (`Hello`) rather than the command's answer.
+    conn: u64,
+    connecting: bool,
+    /// Its command's id and when the step waited for times out.
     request_id: u64,
     deadline: Instant,
     /// How many instances said yes so far.
@@ -51,6 +55,24 @@ struct Round {
     /// How many instances failed to answer (redis-client's timeout errors,
     /// which `lock_instances` rescues into `errors` and counts as not locked).
     errors: u16,
+}
+
+/// The client's TCP connection to one instance: redlock-rb keeps one
+/// `RedisClient` per instance, and redis-client one socket, opened by the
+/// first call that needs it (`ensure_connected`, `raw_connection`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Socket {
+    /// None: the next call connects first.
+    Closed,
+    /// Connecting: the prelude (`Hello`) of connection `.0` is out.
+    Opening(u64),
+    /// Open and ready.
+    Open(u64),
+    /// Reset under the client by the instance's kernel (it died) while no
+    /// call waited on it: redis-client's `connected?` is `!@io.closed?`,
+    /// true of a socket the peer reset, so the next call writes on it,
+    /// reads EOF and fails at once.
+    Reset,
 }
 
 /// What the client does between rounds.
@@ -115,8 +137,11 @@ pub struct RedlockClient {
     /// Whether the application was told `BecameLeader` and not yet
     /// `LostLeadership`.
     told_leader: bool,
-    /// Outputs not yet polled, the clock guard and the request ids.
+    /// Outputs not yet polled, the clock guard and the request ids (which
+    /// number the connections too).
     outbox: Outbox<ClientOutput<Redlock>>,
+    /// The connection to each instance, by instance index.
+    sockets: Vec<Socket>,
     rng: Box<fenced::SeededRng>,
     /// `try_lock_instances`' `last_error` during a `lock` call: the error
     /// count of the last try that raised.
@@ -128,6 +153,7 @@ pub struct RedlockClient {
 impl RedlockClient {
     /// An idle client.
     pub fn new(settings: RedlockSettings, id: ClientId, seed: u64) -> Self {
+        let sockets = vec![Socket::Closed; usize::from(settings.instances)];
         RedlockClient {
             settings,
             id,
@@ -136,6 +162,7 @@ impl RedlockClient {
             held: None,
             told_leader: false,
             outbox: Outbox::new(),
+            sockets,
             rng: Box::new(fenced::SeededRng::seed_from_u64(seed)),
             last_error: None,
             last_lock: None,
@@ -181,6 +208,8 @@ impl RedlockClient {
             value,
             started_at: now,
             instance: 0,
+            conn: 0,
+            connecting: false,
             request_id: 0,
             deadline: now,
             locked: 0,
@@ -189,28 +218,76 @@ impl RedlockClient {
         self.send_current(now);
     }
 
-    /// Sends the current round's request to its current instance.
+    /// Makes the current round's call to its current instance: on the open
+    /// connection, or after opening one (redis-client connects inside the
+    /// call that needs it), or — on a connection the instance's kernel
+    /// reset — failing at once.
     fn send_current(&mut self, now: Instant) {
+        let Some(round) = self.round else {
+            return;
+        };
+        let index = usize::from(round.instance);
+        match self.sockets[index] {
+            Socket::Open(conn) => self.send_command(conn, now),
+            Socket::Opening(conn) => self.await_prelude(conn, now),
+            Socket::Closed => {
+                let conn = self.outbox.next_request_id();
+                self.sockets[index] = Socket::Opening(conn);
+                self.await_prelude(conn, now);
+                self.outbox.push(ClientOutput::Send {
+                    to: round.instance,
+                    request: RedisRequest::Hello { conn },
+                });
+            }
+            Socket::Reset => {
+                // The write goes out on a reset socket and the read meets
+                // EOF: `ConnectionError`, which `ensure_connected` answers
+                // by closing the socket and, with redis-client's default
+                // `reconnect_attempts: false`, raising — no retry; the next
+                // call connects anew. `lock_instances` counts the error.
+                self.sockets[index] = Socket::Closed;
+                self.advance(false, true, now);
+            }
+        }
+    }
+
+    /// The round waits for connection `conn`'s prelude, within one
+    /// `redis_timeout` for the handshake and the prelude together.
+    fn await_prelude(&mut self, conn: u64, now: Instant) {
+        if let Some(round) = self.round.as_mut() {
+            round.conn = conn;
+            round.connecting = true;
+            round.deadline = now + self.settings.redis_timeout;
+        }
+    }
+
+    /// Sends the current round's command on the open connection `conn`.
+    fn send_command(&mut self, conn: u64, now: Instant) {
         let id = self.outbox.next_request_id();
         let Some(round) = self.round.as_mut() else {
             return;
         };
+        round.conn = conn;
+        round.connecting = false;
         round.request_id = id;
         round.deadline = now + self.settings.redis_timeout;
         let request = match round.kind {
             RoundKind::Acquire { .. } => RedisRequest::Lock {
+                conn,
                 id,
                 value: round.value,
                 ttl_ms: ttl_ms(self.settings.ttl),
                 allow_new: true,
             },
             RoundKind::Extend => RedisRequest::Lock {
+                conn,
                 id,
                 value: round.value,
                 ttl_ms: ttl_ms(self.settings.ttl),
                 allow_new: !self.settings.extend_only_if_locked,
             },
             RoundKind::Unlock { .. } => RedisRequest::Unlock {
+                conn,
                 id,
                 value: round.value,
             },
@@ -221,8 +298,15 @@ impl RedlockClient {
         });
     }
 
-    /// The current instance answered (`yes`) or timed out (`errored`): move
-    /// on.
+    /// Whether the round in progress waits on connection `conn` of
+    /// instance `from`.
+    fn waits_on(&self, from: ServerIndex, conn: u64) -> bool {
+        self.round
+            .is_some_and(|round| round.instance == from && round.conn == conn)
+    }
+
+    /// The current instance answered (`yes`), or the call failed
+    /// (`errored`: a timeout or a connection error): move on.
     fn advance(&mut self, yes: bool, errored: bool, now: Instant) {
         let Some(round) = self.round.as_mut() else {
             return;
@@ -365,19 +449,58 @@ impl LockClient<Redlock> for RedlockClient {
 
     fn handle_response(&mut self, from: ServerIndex, response: RedisResponse, now: Instant) {
         let now = self.outbox.observe(now);
-        let Some(round) = self.round else {
+        let Some(socket) = self.sockets.get(usize::from(from)).copied() else {
             return;
         };
-        let (id, yes) = match response {
-            RedisResponse::Lock { id, ok } => (id, ok),
-            RedisResponse::Unlock { id, deleted } => (id, deleted),
-        };
-        // A reply to anything but the call in progress belongs to a
-        // connection redis-client has already dropped: never read.
-        if id != round.request_id || from != round.instance {
-            return;
+        let index = usize::from(from);
+        match response {
+            RedisResponse::Hello { conn } => {
+                // A prelude of a connection given up is never read.
+                if socket != Socket::Opening(conn) {
+                    return;
+                }
+                self.sockets[index] = Socket::Open(conn);
+                if self.waits_on(from, conn) {
+                    self.send_command(conn, now);
+                }
+            }
+            RedisResponse::Closed { conn } => {
+                let open = match socket {
+                    Socket::Opening(c) if c == conn => false,
+                    Socket::Open(c) if c == conn => true,
+                    _ => return,
+                };
+                if self.waits_on(from, conn) {
+                    // The call waiting on the socket reads EOF (or the
+                    // connect is refused): a `ConnectionError` at once.
+                    self.sockets[index] = Socket::Closed;
+                    self.advance(false, true, now);
+                } else if open {
+                    self.sockets[index] = Socket::Reset;
+                } else {
+                    self.sockets[index] = Socket::Closed;
+                }
+            }
+            RedisResponse::Lock { conn, id, ok: yes }
+            | RedisResponse::Unlock {
+                conn,
+                id,
+                deleted: yes,
+            } => {
+                // A reply to anything but the call in progress belongs to a
+                // connection redis-client has already dropped: never read.
+                let current = self.round.is_some_and(|round| {
+                    round.instance == from
+                        && round.conn == conn
+                        && !round.connecting
+                        && round.request_id == id
+                });
+                if !current {
+                    return;
+                }
+                self.advance(yes, false, now);
+            }
         }
-        self.advance(yes, false, now);
         self.handle_timeout(now);
     }
 
@@ -390,6 +513,14 @@ impl LockClient<Redlock> for RedlockClient {
         }
         if let Some(round) = self.round {
             if now >= round.deadline {
+                // redis-client's timeout is a `ConnectionError`: it closes
+                // the socket (the FIN follows what was sent on it), so a
+                // late reply is never read and the next call connects anew.
+                self.sockets[usize::from(round.instance)] = Socket::Closed;
+                self.outbox.push(ClientOutput::Send {
+                    to: round.instance,
+                    request: RedisRequest::Close { conn: round.conn },
+                });
                 self.advance(false, true, now);
             }
         }
@@ -451,6 +582,21 @@ impl LockClient<Redlock> for RedlockClient {
                 now,
             ),
             None => self.phase = Phase::Idle,
+        }
+    }
+
+    /// The process was killed: its kernel closes its connections, each
+    /// instance reading the FIN after what was sent before it.
+    fn kernel_closed(&mut self, now: Instant) {
+        let _ = self.outbox.observe(now);
+        for (index, socket) in (0..).zip(self.sockets.iter_mut()) {
+            if let Socket::Opening(conn) | Socket::Open(conn) = *socket {
+                self.outbox.push(ClientOutput::Send {
+                    to: index,
+                    request: RedisRequest::Close { conn },
+                });
+            }
+            *socket = Socket::Closed;
         }
     }
 

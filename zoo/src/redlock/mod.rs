@@ -34,8 +34,43 @@
 //!     false. This is the chosen renewal; redsync's `Extend` (PEXPIRE only if
 //!     the value matches) corresponds to `extend_only_if_locked: true`.
 //!   * The per-instance timeout is `redis_timeout` (0.1 s): a `RedisClient`
-//!     that times out drops its connection, so a late reply is never read —
-//!     the model matches replies by request id and ignores stale ones.
+//!     that times out closes its connection (redis-client's
+//!     `ensure_connected` rescues the `ReadTimeoutError`, a
+//!     `ConnectionError`, with `close`), so a late reply is never read and
+//!     the next call to that instance connects anew.
+//! * **Connections** (redis-rb/redis-client 0.30.0, 9298077, which
+//!   redlock-rb's `RedisInstance` builds with `RedisClient.config(url:,
+//!   timeout:)`): each instance's client keeps one TCP connection, opened
+//!   by the first call that needs it (`raw_connection`, `connect`) with the
+//!   prelude `HELLO 3` and two `CLIENT SETINFO`, pipelined — one round trip
+//!   ([`RedisRequest::Hello`], the connection's first packet, after the
+//!   handshake the simulator adds) — then the command. The model bounds the
+//!   handshake and the prelude together by one `redis_timeout` and the
+//!   command by another (redis-client bounds the connect, each read and
+//!   each write by `timeout` alike; at the scenarios' latencies the two
+//!   readings never differ). Requests and replies name their connection
+//!   ([`Protocol::request_connection`]), so a simulator carries each as TCP
+//!   does: in order, held while its link is down (a command sent into a
+//!   cut reaches the instance after it; a timed-out client's `Close`, its
+//!   FIN, follows it), and a new connection needs its handshake answered — under a one-way cut
+//!   from the instances none completes, so neither an extend nor the
+//!   failure path's `unlock` reaches them after the first timeout. When an
+//!   instance's process dies its kernel resets every connection
+//!   ([`LockServer::went_down`](crate::LockServer::went_down):
+//!   [`RedisResponse::Closed`]); a connect while it is down is refused
+//!   ([`Protocol::refused`]); a command on a connection from before its
+//!   restart meets a reset and never runs. The client learns of a reset
+//!   when it next uses the socket (`connected?` is `!@io.closed?`, true of
+//!   a socket the peer reset): that call reads EOF and fails at once, with
+//!   no retry — redis-client's default `reconnect_attempts: false`
+//!   (`Config#initialize`; `ensure_connected` closes and raises) — and
+//!   counts as an error in `lock_instances`; the next call connects anew.
+//!   Measured with redlock-rb and redis-client themselves against a real
+//!   Redis 7.0 (`zoo/upstream/redlock_restart.rb`): after a SIGKILL and a
+//!   start over the append-only file, the first extend raised
+//!   `LockAcquisitionError` (`ConnectionError: EOFError`) in 2.4 ms and the
+//!   second succeeded; while down, the reset socket failed with EOF and the
+//!   next connect was refused, each in under a millisecond.
 //! * redlock-rb's queries `get_remaining_ttl_for_resource`,
 //!   `get_remaining_ttl_for_lock`, `locked?` and `valid_lock?`
 //!   (`try_get_remaining_ttl` over `Scripts::PTTL_SCRIPT`) are the pure
@@ -63,21 +98,27 @@
 //! # Left out
 //!
 //! Redis replication/failover (each instance is a single node), the
-//! `NOSCRIPT` reload path, errors other than a timeout (an instance's only
-//! failure here is not answering within `redis_timeout`; the
-//! `LockAcquisitionError` a quorum of them raises is what
-//! [`RedlockClient::last_lock`] reports as [`LockReturn::Raised`], and the
-//! app loop calls `lock` again either way), `retry_delay` as a proc, the
+//! `NOSCRIPT` reload path (the first call to a fresh or restarted instance
+//! finds its script cache empty: `SCRIPT LOAD` of three scripts and the
+//! `EVALSHA` again, four round trips more), errors other than a timeout or
+//! a connection's (a `CommandError`; the `LockAcquisitionError` a quorum
+//! of errors raises is what [`RedlockClient::last_lock`] reports as
+//! [`LockReturn::Raised`], and the app loop calls `lock` again either
+//! way), `retry_delay` as a proc, the
 //! block forms `lock { }` / `lock!` (Ruby control flow around `lock` and
 //! `unlock`). Redis persistence is the
 //! `durable` flag of a restart (AOF with `fsync always`); the delayed-restart
 //! mitigation of the page is not modelled.
 //!
-//! # Known failure mode
+//! # Known failure modes
 //!
 //! No token: a client paused past its validity still writes. An instance that
 //! restarts without persistence forgets the key, and a second client can then
-//! hold a majority while the first still does.
+//! hold a majority while the first still does. One that restarts *with*
+//! persistence keeps the key, but resets its clients' connections: a holder
+//! that needs it for its majority fails its next extend on the reset socket,
+//! unlocks everywhere and steps down — safe, but a failover
+//! (`scenarios/redlock-restart-durable`).
 
 mod client;
 pub mod query;
@@ -154,11 +195,22 @@ pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A client's message to one Redis instance.
+/// A client's message to one Redis instance, on one of its TCP
+/// connections to it (`conn`, numbered by the client).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RedisRequest {
+    /// A new connection's prelude: redis-client's `connect` sends `HELLO 3`
+    /// and two `CLIENT SETINFO` pipelined (`Config#connection_prelude`) and
+    /// reads their answers before the call that connected it. The first
+    /// packet of a new TCP connection, which follows its handshake.
+    Hello {
+        /// The connection it opens.
+        conn: u64,
+    },
     /// `EVALSHA LOCK_SCRIPT 1 key value ttl allow_new_lock`.
     Lock {
+        /// The connection it travels on.
+        conn: u64,
         /// Matches the reply.
         id: u64,
         /// The client's random value (a UUID in redlock-rb).
@@ -170,18 +222,46 @@ pub enum RedisRequest {
     },
     /// `EVALSHA UNLOCK_SCRIPT 1 key value`: delete the key iff it holds `value`.
     Unlock {
+        /// The connection it travels on.
+        conn: u64,
         /// Matches the reply.
         id: u64,
         /// The value to compare.
         value: u128,
     },
+    /// The client closed the connection (redis-client's `close` after a
+    /// timeout, or its process's kernel after a kill): the FIN, which
+    /// reaches the instance after everything sent on `conn` before it.
+    Close {
+        /// The connection closed.
+        conn: u64,
+    },
 }
 
-/// An instance's reply.
+impl RedisRequest {
+    /// The connection the request travels on.
+    pub fn conn(&self) -> u64 {
+        match *self {
+            RedisRequest::Hello { conn }
+            | RedisRequest::Lock { conn, .. }
+            | RedisRequest::Unlock { conn, .. }
+            | RedisRequest::Close { conn } => conn,
+        }
+    }
+}
+
+/// An instance's reply, on the connection of the request it answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RedisResponse {
+    /// The prelude answered: the connection is ready.
+    Hello {
+        /// The connection.
+        conn: u64,
+    },
     /// The lock script's answer: `OK` (`true`) or nil.
     Lock {
+        /// The connection.
+        conn: u64,
         /// The request's id.
         id: u64,
         /// Whether the key now holds the value.
@@ -189,11 +269,35 @@ pub enum RedisResponse {
     },
     /// The unlock script's answer: whether a key was deleted.
     Unlock {
+        /// The connection.
+        conn: u64,
         /// The request's id.
         id: u64,
         /// 1 if deleted, 0 otherwise.
         deleted: bool,
     },
+    /// The connection was closed under the client by the instance
+    /// machine's kernel: the process died (every connection it had open is
+    /// reset), a command came on a connection from before its restart, or,
+    /// for a connection being opened, nothing listened on the port (the SYN
+    /// was refused). redis-client reads EOF or a reset: a `ConnectionError`
+    /// for the call waiting on the socket, or for the next call made on it.
+    Closed {
+        /// The connection.
+        conn: u64,
+    },
+}
+
+impl RedisResponse {
+    /// The connection the reply travels on.
+    pub fn conn(&self) -> u64 {
+        match *self {
+            RedisResponse::Hello { conn }
+            | RedisResponse::Lock { conn, .. }
+            | RedisResponse::Unlock { conn, .. }
+            | RedisResponse::Closed { conn } => conn,
+        }
+    }
 }
 
 impl Protocol for Redlock {
@@ -262,6 +366,31 @@ impl Protocol for Redlock {
             expiry_tick: None,
             lengths: vec![ttl, ttl.saturating_sub(drift), settings.extend_interval],
         }
+    }
+
+    /// Each `RedisClient` (one per instance in redlock-rb) keeps one TCP
+    /// connection, numbered by the client: a driver carries it as a stream
+    /// (in order, held while its link is down, as the kernel retransmits,
+    /// and opened by a handshake), as `fenced-lab`'s proxy carries it.
+    fn request_connection(request: &RedisRequest) -> Option<u64> {
+        Some(request.conn())
+    }
+
+    /// The prelude is a new connection's first packet.
+    fn opens_connection(request: &RedisRequest) -> bool {
+        matches!(request, RedisRequest::Hello { .. })
+    }
+
+    fn response_connection(response: &RedisResponse) -> Option<u64> {
+        Some(response.conn())
+    }
+
+    /// A connect to an instance that is down is refused by its machine's
+    /// kernel: redis-client raises `CannotConnectError` (a
+    /// `ConnectionError`) at once, which `lock_instances` counts as an
+    /// error, without waiting out `redis_timeout`.
+    fn refused(connection: u64) -> Option<RedisResponse> {
+        Some(RedisResponse::Closed { conn: connection })
     }
 
     fn new_server(_settings: &RedlockSettings, index: ServerIndex) -> RedisInstance {

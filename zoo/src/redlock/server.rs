@@ -1,6 +1,7 @@
-//! One Redis instance holding the lock key.
+//! One Redis instance holding the lock key, and the clients' TCP
+//! connections to it.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use super::{RedisRequest, RedisResponse, Redlock};
@@ -21,6 +22,11 @@ struct Entry {
 pub struct RedisInstance {
     index: ServerIndex,
     key: Option<Entry>,
+    /// The connections this process has open: `(client, conn)` from the
+    /// connection's `Hello` until the client closes it or the process dies.
+    /// At most a few per client (one in use, and any it gave up on whose
+    /// close is still on its way).
+    open: BTreeSet<(ClientId, u64)>,
     outputs: VecDeque<ServerOutput<Redlock>>,
 }
 
@@ -30,6 +36,7 @@ impl RedisInstance {
         RedisInstance {
             index,
             key: None,
+            open: BTreeSet::new(),
             outputs: VecDeque::new(),
         }
     }
@@ -87,12 +94,30 @@ fn expired(entry: &Entry, now: Instant) -> bool {
 impl LockServer<Redlock> for RedisInstance {
     fn handle_request(&mut self, from: ClientId, request: RedisRequest, now: Instant) {
         self.expire(now);
+        let conn = request.conn();
         let response = match request {
+            RedisRequest::Hello { conn } => {
+                // The prelude on a connection just accepted.
+                self.open.insert((from, conn));
+                RedisResponse::Hello { conn }
+            }
+            RedisRequest::Close { conn } => {
+                // The client's FIN, after everything it sent on `conn`.
+                self.open.remove(&(from, conn));
+                return;
+            }
+            _ if !self.open.contains(&(from, conn)) => {
+                // No socket of this process: the connection was opened
+                // before it restarted. Its kernel answers with a reset;
+                // the command never runs.
+                RedisResponse::Closed { conn }
+            }
             RedisRequest::Lock {
                 id,
                 value,
                 ttl_ms,
                 allow_new,
+                ..
             } => {
                 // LOCK_SCRIPT: (absent and allowed) or already ours -> SET PX.
                 let ok = match self.key {
@@ -107,15 +132,15 @@ impl LockServer<Redlock> for RedisInstance {
                         expires_at: now + Duration::from_millis(ttl_ms),
                     }));
                 }
-                RedisResponse::Lock { id, ok }
+                RedisResponse::Lock { conn, id, ok }
             }
-            RedisRequest::Unlock { id, value } => {
+            RedisRequest::Unlock { id, value, .. } => {
                 // UNLOCK_SCRIPT: compare-and-delete; another's key is untouched.
                 let deleted = self.key.is_some_and(|entry| entry.value == value);
                 if deleted {
                     self.set_key(None);
                 }
-                RedisResponse::Unlock { id, deleted }
+                RedisResponse::Unlock { conn, id, deleted }
             }
         };
         self.outputs
@@ -136,11 +161,25 @@ impl LockServer<Redlock> for RedisInstance {
         self.outputs.pop_front()
     }
 
+    /// The process died: its machine's kernel resets every connection it
+    /// had open, and each client hears [`RedisResponse::Closed`] (redis-client
+    /// reads EOF on the socket: a `ConnectionError` for the call waiting on
+    /// it, or for the next call made on it).
+    fn went_down(&mut self) {
+        for (client, conn) in std::mem::take(&mut self.open) {
+            self.outputs.push_back(ServerOutput::Reply {
+                to: client,
+                response: RedisResponse::Closed { conn },
+            });
+        }
+    }
+
     /// Without persistence the key is gone. With it (AOF, `fsync always`) the
     /// key survives with its absolute expiry, which Redis keeps as a Unix
     /// time: an instance whose clock jumped forward across the restart expires
-    /// it early.
+    /// it early. Either way the new process has no connections.
     fn restart(&mut self, now: Instant, durable: bool) {
+        self.open.clear();
         if !durable {
             self.set_key(None);
         }
