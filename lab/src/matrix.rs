@@ -24,17 +24,16 @@
 //!
 //! # The fault, anchored
 //!
-//! The simulated matrix starts each fault at a fixed instant chosen to land
-//! inside node-a's 200 ms unit of work *on the simulator's schedule*
-//! ([`fenced_sim::compare::fault_start`]). A real run's units start a few
-//! milliseconds elsewhere (process start-up, timer jitter), so the same
-//! instant would fall between units and the stalled holder would have no
-//! write in flight: a first real matrix disagreed on exactly that. So each
-//! cell's faults are **anchored** ([`anchored`]): they begin 50 ms into
-//! node-a's first unit of work at or after that instant, in the real run
-//! and in the simulation beside it alike (the same file), which is what
-//! the fixed instant meant. Stuck is judged from the instant each run's
-//! fault really began (its report's `anchors`).
+//! Each built-in cell's faults are anchored on node-a's unit of work
+//! ([`fenced_sim::compare::fault_placement`]): they begin `50 ms + j ms`
+//! into node-a's first unit at or after `12 s + k s`, in the real run and in
+//! the simulation beside it alike (the same file, as `compare` builds it).
+//! A fixed instant would land inside a unit only on one schedule: a real
+//! run's units start a few milliseconds elsewhere (process start-up, timer
+//! jitter), and a first real matrix disagreed on exactly that, when the
+//! matrix still anchored the simulator's fixed instants itself. Stuck is
+//! judged from the instant each run's fault really began (its report's
+//! `anchors`, [`fenced_sim::compare::as_fired`]).
 //!
 //! A cell the lab cannot make real is **refused**, with the planner's
 //! reason (client-go and DynamoDB have no server here; a fault the lab
@@ -57,10 +56,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::Args;
-use fenced_sim::compare::{builtin, cut_off, expiry_with, failover_stuck, servers, Neutral};
-use fenced_sim::{
-    Anchor, AnchorEvent, FaultSpec, ProtocolSpec, Report, RunOptions, Scenario, Simulation,
+use fenced_sim::compare::{
+    as_fired, builtin, cut_off, expiry_with, failover_stuck, servers, Neutral,
 };
+use fenced_sim::{ProtocolSpec, Report, RunOptions, Scenario, Simulation};
 use serde_json::{json, Value};
 
 use crate::compare::Comparison;
@@ -352,58 +351,6 @@ pub async fn run(args: &MatrixArgs) -> Result<Matrix, RunError> {
     })
 }
 
-/// How long into node-a's unit of work an anchored fault begins: inside
-/// the built-in scenarios' 200 ms unit, as [`fenced_sim::compare::fault_start`]'s
-/// `50 ms + j ms` is.
-pub const INTO_THE_UNIT: Duration = Duration::from_millis(50);
-
-/// `s` with each fault anchored: it begins [`INTO_THE_UNIT`] after node-a's
-/// first `work-started` at or after the fault's own `at` (see the module
-/// docs). A fault that never begins (node-a never works again) is no
-/// unmet expectation: the matrix measures, it does not judge.
-pub fn anchored(mut s: Scenario) -> Scenario {
-    let when = Anchor {
-        delay: INTO_THE_UNIT,
-        ..Anchor::on(AnchorEvent::WorkStarted).of_node("node-a")
-    };
-    s.faults = std::mem::take(&mut s.faults)
-        .into_iter()
-        .map(|fault| FaultSpec::Anchored {
-            when: when.clone(),
-            fault: Box::new(fault),
-        })
-        .collect();
-    s.expect.anchors_begin = Some(false);
-    s
-}
-
-/// `s` with each anchored fault put where `report` says it began (dropped
-/// if it never did), so that [`cut_off`] reads the run's real instants.
-fn as_fired(s: &Scenario, report: &Report) -> Scenario {
-    let mut fired = s.clone();
-    fired.faults = s
-        .faults
-        .iter()
-        .enumerate()
-        .filter_map(|(index, fault)| match fault {
-            FaultSpec::Anchored { fault, .. } => {
-                let began = report
-                    .anchors
-                    .iter()
-                    .find(|a| a.fault == index)?
-                    .began_at_ms?;
-                let mut fault = (**fault).clone();
-                if let Some(at) = fault.at_mut() {
-                    *at = Duration::try_from_secs_f64(began / 1000.0).unwrap_or(Duration::ZERO);
-                }
-                Some(fault)
-            }
-            other => Some(other.clone()),
-        })
-        .collect();
-    fired
-}
-
 /// Whether `s`'s run was stuck, by the simulated matrix's rule.
 fn stuck_in(s: &Scenario, report: &Report) -> Option<bool> {
     let s = &as_fired(s, report);
@@ -438,14 +385,14 @@ async fn cell(
         agreed: 0,
         disagreements: Vec::new(),
     };
-    let first = anchored(row.build(protocol, args.fenced, args.seed));
+    let first = row.build(protocol, args.fenced, args.seed);
     let real_length = first.duration.mul_f64(args.time_scale);
     if real_length > args.max_run {
         cell.status = Status::TooLong(real_length);
     }
     for i in 0..args.runs {
         let seed = args.seed.wrapping_add(u64::from(i));
-        let scenario = anchored(row.build(protocol, args.fenced, seed));
+        let scenario = row.build(protocol, args.fenced, seed);
         if cell.status != Status::Ran {
             let report = simulate(&scenario, seed)?;
             cell.simulated.add(&report, stuck_in(&scenario, &report));

@@ -305,3 +305,45 @@ fn the_chart_is_an_svg_with_a_cell_per_scenario_and_design() {
     assert!(redlock.is_some_and(|r| r > 0.5), "{redlock:?}");
     assert!(svg.contains("$ fenced-sim compare --only stalled-leader,leader-crash --seeds 2"));
 }
+
+/// Every built-in fault is anchored on node-a's unit of work, so it begins
+/// `50 ms + j ms` into a unit — a write in flight — for every design,
+/// however long its first lock takes (Redlock's opens a connection to each
+/// of five instances in turn, about 75 ms, which a fault fixed at 50–149 ms
+/// past a whole second missed in a third of the seeds).
+#[test]
+fn every_built_in_fault_begins_inside_node_as_unit_of_work_for_every_design() {
+    use fenced_sim::compare::fault_placement;
+    use fenced_sim::{RunOptions, Simulation};
+    let row = builtin()
+        .into_iter()
+        .find(|n| n.name == "stalled-leader")
+        .expect("a row");
+    for protocol in all_protocols() {
+        for seed in 0..6 {
+            let placement = fault_placement(seed);
+            let s = row.build(&protocol, false, seed);
+            let report = Simulation::run_scenario(&s, RunOptions::with_seed(Some(seed)))
+                .expect("runs")
+                .report;
+            let [anchor] = report.anchors.as_slice() else {
+                panic!("{protocol} seed {seed}: {:?}", report.anchors);
+            };
+            let (fired, began) = (
+                anchor.fired_at_ms.expect("node-a worked"),
+                anchor.began_at_ms.expect("it began"),
+            );
+            assert!(
+                fired >= placement.after.as_secs_f64() * 1000.0,
+                "{protocol} seed {seed}: {anchor:?}"
+            );
+            let into = began - fired;
+            let want = placement.into_unit.as_secs_f64() * 1000.0;
+            assert!(
+                (into - want).abs() < 0.01,
+                "{protocol} seed {seed}: {anchor:?}"
+            );
+            assert!((50.0..150.0).contains(&into), "{protocol}: {anchor:?}");
+        }
+    }
+}

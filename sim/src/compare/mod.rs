@@ -38,7 +38,9 @@
 //! * **stuck rate**: a failover is *due* in a seed when a fault took the
 //!   node leading at its start away from the lock service for longer than
 //!   E — a pause or isolation, a crash, a partition from every server, or
-//!   one-way cuts to or from every server ([`cut_off`]); the seed is
+//!   one-way cuts to or from every server ([`cut_off`], read from the run:
+//!   an anchored fault starts where the report says it began,
+//!   [`as_fired`]); the seed is
 //!   *stuck* when no other process (another node, or a new incarnation)
 //!   began a term between the fault's start and its end. The rate is stuck
 //!   seeds over due seeds, and is absent where none was due.
@@ -69,8 +71,8 @@ pub use self::error::{CellProblem, CompareError};
 pub use self::output::CSV_HEADER;
 pub use self::runs::{Plan, Subject};
 pub use self::scenarios::{
-    adapt, builtin, cut_off, expiry, expiry_source, expiry_with, fault_start, servers, CutOff,
-    Length, Neutral, Shape, MAX_RUN,
+    adapt, as_fired, builtin, cut_off, expiry, expiry_source, expiry_with, fault_placement,
+    fault_start, servers, CutOff, FaultPlacement, Length, Neutral, Shape, MAX_RUN,
 };
 pub use self::stats::{failover_stuck, Cell};
 

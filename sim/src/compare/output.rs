@@ -18,8 +18,10 @@ type CellText = dyn Fn(&Cell) -> String;
 pub(super) const SETUP: &str =
     "Three nodes: node-a starts first and leads, node-b and node-c start \
 at 1 s. The leader starts a unit of work every second and sends its write 200 ms later. Each fault \
-starts while a write is in flight, 12–31 s into the run (the second is drawn from the seed, the \
-same for every design). A run lasts through its fault, one expiry and a minute, at most 8h. \
+begins 50–149 ms into node-a's first unit of work at or after 12–31 s (anchored on the unit, so a \
+write is in flight whatever the design's first lock costs; the second and the delay are drawn from \
+the seed, the same for every design). A run lasts through its fault, one expiry and a minute, at \
+most 8h. \
 client-go runs with run_again = true (the application loops, as a Deployment restarts it).";
 
 /// `rate` as a percentage: `0`, `<1%`, `20%`, `100%`.

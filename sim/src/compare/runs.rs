@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::scenarios::{adapt, cut_off, expiry_with, servers, CutOff, Neutral};
+use super::scenarios::{adapt, as_fired, cut_off, expiry_with, servers, CutOff, Neutral};
 use super::stats::{cell, CellLabel, CellTotals, SeedStats};
 use super::{CellProblem, Column, CompareError, Matrix, Row};
 use crate::batch::Seeds;
@@ -79,9 +79,11 @@ impl Job<'_> {
     /// Runs seed `seed` of this cell and measures it.
     fn run(&self, fenced: bool, seed: u64) -> Result<SeedStats, CompareError> {
         let scenario = self.row.scenario(self.protocol, fenced, seed);
-        let cut: Option<CutOff> = cut_off(&scenario, &servers(self.protocol), self.expiry);
         let finished = Simulation::run_scenario(&scenario, RunOptions::with_seed(Some(seed)))
             .map_err(|e| cell_error(self.row, self.protocol, CellProblem::Invalid(e)))?;
+        // Anchored faults (the built-in rows') begin where the run says.
+        let fired = as_fired(&scenario, &finished.report);
+        let cut: Option<CutOff> = cut_off(&fired, &servers(self.protocol), self.expiry);
         if let Some(halt) = finished.report.halted {
             return Err(cell_error(
                 self.row,

@@ -6,19 +6,24 @@
 //! once and leads (`node-b`, `node-c` start at 1 s), as in the shipped
 //! incident scenarios. The leader starts a unit of work every second; each
 //! takes 200 ms between its leadership check and its write. A scheduled
-//! fault starts at `12 s + k s + 50 ms + j ms`, with `k` in `0..20` and `j`
-//! in `0..100` drawn from the seed (the same for every design and scenario
-//! of a seed): always while the leader's unit is in flight — its write
-//! prepared, not yet sent, the case the incident scenarios show — and at a
-//! seed-drawn phase of the design's renewals.
+//! fault is **anchored** on node-a's unit of work ([`fault_placement`]): it
+//! begins `50 ms + j ms` into node-a's first unit at or after `12 s + k s`,
+//! with `k` in `0..20` and `j` in `0..100` drawn from the seed (the same for
+//! every design and scenario of a seed) — always while the leader's unit is
+//! in flight, its write prepared and not yet sent, the case the incident
+//! scenarios show, whatever the design's first lock costs (its units tick
+//! from its term's start), and at a seed-drawn phase of its renewals. The
+//! run's report says when each fault began ([`as_fired`]).
 
 use std::time::Duration;
 
 use rand_core::Rng;
 
+use crate::report::Report;
 use crate::rng::SeedDeriver;
 use crate::scenario::{
-    ClockOffset, FaultSpec, NodeSpec, ProtocolSpec, Scenario, DOWNSTREAM, LEASE_STORE,
+    Anchor, AnchorEvent, ClockOffset, FaultSpec, NodeSpec, ProtocolSpec, Scenario, DOWNSTREAM,
+    LEASE_STORE,
 };
 
 /// The earliest start of a built-in scenario's fault.
@@ -268,13 +273,72 @@ pub fn builtin() -> Vec<Neutral> {
     ]
 }
 
-/// When the fault of seed `seed` starts: `12 s + k s + 50 ms + j ms`, `k`
-/// in `0..20`, `j` in `0..100` — inside the leader's unit of work.
-pub fn fault_start(seed: u64) -> Duration {
+/// Where the fault of seed `seed` begins: `into_unit` after node-a's first
+/// `work-started` at or after `after` (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultPlacement {
+    /// `12 s + k s`, `k` in `0..20`.
+    pub after: Duration,
+    /// `50 ms + j ms`, `j` in `0..100`: inside the unit's 200 ms.
+    pub into_unit: Duration,
+}
+
+impl FaultPlacement {
+    /// The anchor a built-in scenario's faults wait for.
+    pub fn anchor(&self) -> Anchor {
+        Anchor {
+            delay: self.into_unit,
+            ..Anchor::on(AnchorEvent::WorkStarted).of_node("node-a")
+        }
+    }
+}
+
+/// The placement of seed `seed`'s fault: `k` and `j` drawn from the seed.
+pub fn fault_placement(seed: u64) -> FaultPlacement {
     let mut rng = SeedDeriver::new(seed, "compare-fault-start").rng();
     let k = rng.next_u64() % 20;
     let j = rng.next_u64() % 100;
-    FAULT_FROM + Duration::from_secs(k) + Duration::from_millis(50 + j)
+    FaultPlacement {
+        after: FAULT_FROM + Duration::from_secs(k),
+        into_unit: Duration::from_millis(50 + j),
+    }
+}
+
+/// `12 s + k s + 50 ms + j ms`: the instant [`fault_placement`]'s fault
+/// began at, before the faults were anchored, on the schedule of a design
+/// whose units tick on whole seconds; a scheduled fault now begins that far
+/// into node-a's unit instead (its report's `anchors` say when).
+pub fn fault_start(seed: u64) -> Duration {
+    let placement = fault_placement(seed);
+    placement.after + placement.into_unit
+}
+
+/// `s` with each anchored fault put where `report` says it began (dropped
+/// if it never did: node-a did not work again), so that [`cut_off`] reads
+/// the instants of the run. Other faults are kept as written.
+pub fn as_fired(s: &Scenario, report: &Report) -> Scenario {
+    let mut fired = s.clone();
+    fired.faults = s
+        .faults
+        .iter()
+        .enumerate()
+        .filter_map(|(index, fault)| match fault {
+            FaultSpec::Anchored { fault, .. } => {
+                let began = report
+                    .anchors
+                    .iter()
+                    .find(|a| a.fault == index)?
+                    .began_at_ms?;
+                let mut fault = (**fault).clone();
+                if let Some(at) = fault.at_mut() {
+                    *at = Duration::try_from_secs_f64(began / 1000.0).unwrap_or(Duration::ZERO);
+                }
+                Some(fault)
+            }
+            other => Some(other.clone()),
+        })
+        .collect();
+    fired
 }
 
 /// The protocol a column runs, as every run of it is configured:
@@ -355,7 +419,8 @@ impl Neutral {
         for n in &mut others {
             n.start_at = Duration::from_secs(1);
         }
-        let at = fault_start(seed);
+        let placement = fault_placement(seed);
+        let at = placement.after;
         let duration = self.fault_length(e);
         let servers = servers(protocol);
         match self.shape {
@@ -428,6 +493,14 @@ impl Neutral {
         }
         s.nodes.push(a);
         s.nodes.extend(others);
+        let when = placement.anchor();
+        s.faults = std::mem::take(&mut s.faults)
+            .into_iter()
+            .map(|fault| fault.anchored(when.clone()))
+            .collect();
+        // A fault that never begins (node-a never works again) is no unmet
+        // expectation: a comparison measures, it does not judge.
+        s.expect.anchors_begin = Some(false);
         s
     }
 }
