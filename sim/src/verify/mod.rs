@@ -60,9 +60,11 @@
 //! without it (`sim/tests/verify_dedup.rs`). With a deviation, a loss, a copy or a
 //! reorder allowed, an extension may change a message sent *before* the
 //! state compared, and nothing is pruned. There is no symmetry reduction:
-//! no two nodes are interchangeable in this engine (it orders events due
-//! together by when they were scheduled, so the node that started first
-//! acts first). [`Verification::distinct_behaviours`] counts the distinct
+//! a state names its nodes in a dozen ways (slots, endpoints, owner strings
+//! in the library's machines, the checker's per-slot rows), fingerprinted as
+//! `Debug` text, so no swap of two nodes applies to it short of a renaming in
+//! each of those types (README, "No symmetry reduction").
+//! [`Verification::distinct_behaviours`] counts the distinct
 //! trace hashes among the runs. The order of events due at the same
 //! instant is the engine's `(time, sequence)` order and is explored only
 //! within `reorders`; under a script no message is lost or duplicated at
