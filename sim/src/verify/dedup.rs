@@ -15,8 +15,8 @@ pub(super) const DEDUPLICATION: &str =
      network, clocks, RNG positions, the checker) right after its last fault began equals an \
      earlier schedule's there, with the same fault choices still open, is run but not extended \
      (every extension would repeat one of the earlier schedule's from that state on); no \
-     symmetry reduction (no two nodes are interchangeable: the engine orders simultaneous events \
-     by when they were scheduled); same-instant events of different hosts are not reordered \
+     symmetry reduction (a state names its nodes in ways no swap of two nodes can rename: \
+     README, \"No symmetry reduction\"); same-instant events of different hosts are not reordered \
      (partial-order reduction)";
 
 /// What a search that cannot deduplicate says instead.
