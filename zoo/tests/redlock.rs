@@ -273,12 +273,7 @@ fn a_dead_instance_resets_the_connection_and_the_next_call_fails_once() {
     let mut now = Instant::from_secs(1);
     client.start(now);
     // Connect and lock: leader.
-    for _ in 0..2 {
-        let request = sent_request(&mut client);
-        server.handle_request(ClientId(1), request, now);
-        let answer = reply(&mut server);
-        client.handle_response(0, answer, now);
-    }
+    let conn = exchange(&mut client, &mut server, now);
     while server.poll_output().is_some() {}
     while client.poll_output().is_some() {}
     assert!(client.leadership(now).is_some());
@@ -286,8 +281,6 @@ fn a_dead_instance_resets_the_connection_and_the_next_call_fails_once() {
         client.last_lock(),
         Some(LockReturn::Locked { .. })
     ));
-    // The connection is the first number the client drew.
-    let conn = 1;
     // The instance dies while the client is idle: the kernel's reset.
     server.went_down();
     let reset = reply(&mut server);
@@ -337,6 +330,59 @@ fn a_dead_instance_resets_the_connection_and_the_next_call_fails_once() {
         now,
     );
     assert_eq!(reply(&mut server), RedisResponse::Closed { conn: 9 });
+}
+
+/// Connects `client` to its one instance and makes its first call there:
+/// the prelude and the lock script, each answered at `now`. Returns the
+/// connection.
+fn exchange(client: &mut RedlockClient, server: &mut RedisInstance, now: Instant) -> u64 {
+    let hello = sent_request(client);
+    let RedisRequest::Hello { conn } = hello else {
+        panic!("a new connection's prelude first, not {hello:?}");
+    };
+    server.handle_request(ClientId(1), hello, now);
+    client.handle_response(0, reply(server), now);
+    let lock = sent_request(client);
+    assert!(
+        matches!(lock, RedisRequest::Lock { conn: c, .. } if c == conn),
+        "{lock:?}"
+    );
+    server.handle_request(ClientId(1), lock, now);
+    client.handle_response(0, reply(server), now);
+    conn
+}
+
+/// A killed client's kernel closes its connection: the instance drops it,
+/// and a command arriving on it after the FIN is reset, never run.
+#[test]
+fn a_killed_clients_kernel_closes_its_connections() {
+    let settings = RedlockSettings {
+        instances: 1,
+        ..RedlockSettings::default()
+    };
+    let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
+    let mut server = Redlock::new_server(&settings, 0);
+    let now = Instant::from_secs(1);
+    client.start(now);
+    let conn = exchange(&mut client, &mut server, now);
+    while server.poll_output().is_some() {}
+    while client.poll_output().is_some() {}
+    client.kernel_closed(now);
+    let fin = sent_request(&mut client);
+    assert_eq!(fin, RedisRequest::Close { conn });
+    assert!(client.poll_output().is_none(), "one connection, one FIN");
+    server.handle_request(ClientId(1), fin, now);
+    assert!(server.poll_output().is_none(), "a FIN is not answered");
+    server.handle_request(
+        ClientId(1),
+        RedisRequest::Unlock {
+            conn,
+            id: 99,
+            value: 1,
+        },
+        now,
+    );
+    assert_eq!(reply(&mut server), RedisResponse::Closed { conn });
 }
 
 /// The request the client sends next (skipping no other output kind).

@@ -284,7 +284,7 @@ pub fn zoo(name: &str) -> Scenario {
     let mut s = trio(name, secs(150));
     s.election.protocol = fenced_sim::ProtocolSpec::by_name(name).expect("a design");
     // Designs without a token write to a plain table.
-    s.fencing = !matches!(name, "dynamodb" | "connection-lock" | "redlock");
+    s.fencing = s.election.protocol.has_token();
     s
 }
 

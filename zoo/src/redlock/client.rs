@@ -41,12 +41,10 @@ struct Round {
     value: u128,
     /// `timed`'s start, local clock.
     started_at: Instant,
-    /// The instance being asked.
+    /// The instance being asked; the call waits on its socket
+    /// (`sockets[instance]`: the prelude while `Opening`, the command's
+    /// answer while `Open`).
     instance: u16,
-    /// The connection the call waits on, and whether it waits for the
-    /// connection's prelude (`Hello`) rather than the command's answer.
-    conn: u64,
-    connecting: bool,
     /// Its command's id and when the step waited for times out.
     request_id: u64,
     deadline: Instant,
@@ -208,8 +206,6 @@ impl RedlockClient {
             value,
             started_at: now,
             instance: 0,
-            conn: 0,
-            connecting: false,
             request_id: 0,
             deadline: now,
             locked: 0,
@@ -229,11 +225,12 @@ impl RedlockClient {
         let index = usize::from(round.instance);
         match self.sockets[index] {
             Socket::Open(conn) => self.send_command(conn, now),
-            Socket::Opening(conn) => self.await_prelude(conn, now),
+            // A prelude still out (its round abandoned by `stop`).
+            Socket::Opening(_) => self.await_prelude(now),
             Socket::Closed => {
                 let conn = self.outbox.next_request_id();
                 self.sockets[index] = Socket::Opening(conn);
-                self.await_prelude(conn, now);
+                self.await_prelude(now);
                 self.outbox.push(ClientOutput::Send {
                     to: round.instance,
                     request: RedisRequest::Hello { conn },
@@ -251,12 +248,10 @@ impl RedlockClient {
         }
     }
 
-    /// The round waits for connection `conn`'s prelude, within one
+    /// The round waits for its socket's prelude, within one
     /// `redis_timeout` for the handshake and the prelude together.
-    fn await_prelude(&mut self, conn: u64, now: Instant) {
+    fn await_prelude(&mut self, now: Instant) {
         if let Some(round) = self.round.as_mut() {
-            round.conn = conn;
-            round.connecting = true;
             round.deadline = now + self.settings.redis_timeout;
         }
     }
@@ -267,8 +262,6 @@ impl RedlockClient {
         let Some(round) = self.round.as_mut() else {
             return;
         };
-        round.conn = conn;
-        round.connecting = false;
         round.request_id = id;
         round.deadline = now + self.settings.redis_timeout;
         let request = match round.kind {
@@ -298,11 +291,9 @@ impl RedlockClient {
         });
     }
 
-    /// Whether the round in progress waits on connection `conn` of
-    /// instance `from`.
-    fn waits_on(&self, from: ServerIndex, conn: u64) -> bool {
-        self.round
-            .is_some_and(|round| round.instance == from && round.conn == conn)
+    /// Whether the round in progress waits on instance `from`'s socket.
+    fn waits_on(&self, from: ServerIndex) -> bool {
+        self.round.is_some_and(|round| round.instance == from)
     }
 
     /// The current instance answered (`yes`), or the call failed
@@ -460,7 +451,7 @@ impl LockClient<Redlock> for RedlockClient {
                     return;
                 }
                 self.sockets[index] = Socket::Open(conn);
-                if self.waits_on(from, conn) {
+                if self.waits_on(from) {
                     self.send_command(conn, now);
                 }
             }
@@ -470,7 +461,7 @@ impl LockClient<Redlock> for RedlockClient {
                     Socket::Open(c) if c == conn => true,
                     _ => return,
                 };
-                if self.waits_on(from, conn) {
+                if self.waits_on(from) {
                     // The call waiting on the socket reads EOF (or the
                     // connect is refused): a `ConnectionError` at once.
                     self.sockets[index] = Socket::Closed;
@@ -489,12 +480,10 @@ impl LockClient<Redlock> for RedlockClient {
             } => {
                 // A reply to anything but the call in progress belongs to a
                 // connection redis-client has already dropped: never read.
-                let current = self.round.is_some_and(|round| {
-                    round.instance == from
-                        && round.conn == conn
-                        && !round.connecting
-                        && round.request_id == id
-                });
+                let current = socket == Socket::Open(conn)
+                    && self
+                        .round
+                        .is_some_and(|round| round.instance == from && round.request_id == id);
                 if !current {
                     return;
                 }
@@ -516,11 +505,14 @@ impl LockClient<Redlock> for RedlockClient {
                 // redis-client's timeout is a `ConnectionError`: it closes
                 // the socket (the FIN follows what was sent on it), so a
                 // late reply is never read and the next call connects anew.
-                self.sockets[usize::from(round.instance)] = Socket::Closed;
-                self.outbox.push(ClientOutput::Send {
-                    to: round.instance,
-                    request: RedisRequest::Close { conn: round.conn },
-                });
+                let index = usize::from(round.instance);
+                if let Socket::Opening(conn) | Socket::Open(conn) = self.sockets[index] {
+                    self.outbox.push(ClientOutput::Send {
+                        to: round.instance,
+                        request: RedisRequest::Close { conn },
+                    });
+                }
+                self.sockets[index] = Socket::Closed;
                 self.advance(false, true, now);
             }
         }
