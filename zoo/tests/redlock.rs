@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use common::{millis, secs, Clock, Event, Sim};
 use fenced_zoo::redlock::{
-    LockReturn, RedisInstance, RedisRequest, RedisResponse, Redlock, RedlockClient, RedlockSettings,
+    LockReturn, RedisInstance, RedisRequest, RedisResponse, RedisScript, Redlock, RedlockClient,
+    RedlockSettings,
 };
 use fenced_zoo::{
     ClientId, ClientOutput, Instant, LockClient, LockServer, Protocol, ServerOutput, SettingsError,
@@ -42,17 +43,24 @@ fn two_of_five_fails_and_unlocks_everywhere() {
     }
     sim.run_for(Duration::from_millis(2_000));
     assert!(sim.became_leader_at(a).is_none());
-    let unlocks_to_0 = sim
-        .requests
-        .iter()
-        .filter(|(_, _, to, request)| *to == 0 && matches!(request, RedisRequest::Unlock { .. }))
-        .count();
-    let locks_to_0 = sim
-        .requests
-        .iter()
-        .filter(|(_, _, to, request)| *to == 0 && matches!(request, RedisRequest::Lock { .. }))
-        .count();
-    assert_eq!(unlocks_to_0, locks_to_0, "every failed round unlocks");
+    // Every value tried on instance 0 is unlocked there (the first try's
+    // lock script goes out twice: `NOSCRIPT`, then again after the reload).
+    let values_to_0 = |unlock: bool| {
+        sim.requests
+            .iter()
+            .filter_map(|(_, _, to, request)| match request {
+                RedisRequest::Lock { value, .. } if *to == 0 && !unlock => Some(*value),
+                RedisRequest::Unlock { value, .. } if *to == 0 && unlock => Some(*value),
+                _ => None,
+            })
+            .collect::<std::collections::BTreeSet<u128>>()
+    };
+    assert!(values_to_0(false).len() > 1);
+    assert_eq!(
+        values_to_0(true),
+        values_to_0(false),
+        "every failed round unlocks"
+    );
     for index in 0..2 {
         assert_eq!(sim.server(index).key_at(sim.server_now(index)), None);
     }
@@ -65,14 +73,15 @@ fn validity_arithmetic_is_exact() {
     let mut sim = sim();
     sim.latency = Duration::from_millis(5);
     let a = sim.add_client(1, Clock::default());
-    // Five instances in turn, each a new connection's prelude and then the
-    // lock script, two round trips of 10 ms: the round ends at 100 ms.
-    sim.run_until(millis(100));
-    assert_eq!(sim.became_leader_at(a), Some(millis(100)));
-    let validity_ms = 10_000 - 100 - (10_000 / 100 + 2);
+    // Five fresh instances in turn, each a new connection's prelude, the
+    // lock script (`NOSCRIPT`), three `SCRIPT LOAD`s and the lock script
+    // again: six round trips of 10 ms, so the round ends at 300 ms.
+    sim.run_until(millis(300));
+    assert_eq!(sim.became_leader_at(a), Some(millis(300)));
+    let validity_ms = 10_000 - 300 - (10_000 / 100 + 2);
     assert_eq!(
         sim.client(a).valid_until(),
-        Some(fenced_zoo::Instant::from_millis(100 + validity_ms))
+        Some(fenced_zoo::Instant::from_millis(300 + validity_ms))
     );
 }
 
@@ -134,7 +143,10 @@ fn expiry_runs_on_each_instances_own_clock() {
             _ => None,
         })
         .expect("instance 0 expired the key");
-    assert!(expired_at > millis(3_330) && expired_at < millis(3_340));
+    // Set 11 ms in (1 ms each way: the prelude, the lock script's
+    // `NOSCRIPT`, three `SCRIPT LOAD`s, the lock script again), gone
+    // 10 s / 3 of real time later.
+    assert!(expired_at > millis(3_343) && expired_at < millis(3_346));
     assert_eq!(sim.leader_ids(), vec![a]);
 }
 
@@ -230,6 +242,7 @@ fn late_replies_are_ignored() {
     let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
     let mut server = Redlock::new_server(&settings, 0);
     let start = Instant::from_secs(1);
+    load_scripts(&mut server, start);
     client.start(start);
     let hello = sent_request(&mut client);
     assert!(matches!(hello, RedisRequest::Hello { .. }));
@@ -333,8 +346,9 @@ fn a_dead_instance_resets_the_connection_and_the_next_call_fails_once() {
 }
 
 /// Connects `client` to its one instance and makes its first call there:
-/// the prelude and the lock script, each answered at `now`. Returns the
-/// connection.
+/// the prelude, then the lock script — on a fresh instance `NOSCRIPT`, the
+/// three `SCRIPT LOAD`s and the lock script again — each answered at
+/// `now`. Returns the connection.
 fn exchange(client: &mut RedlockClient, server: &mut RedisInstance, now: Instant) -> u64 {
     let hello = sent_request(client);
     let RedisRequest::Hello { conn } = hello else {
@@ -342,14 +356,165 @@ fn exchange(client: &mut RedlockClient, server: &mut RedisInstance, now: Instant
     };
     server.handle_request(ClientId(1), hello, now);
     client.handle_response(0, reply(server), now);
-    let lock = sent_request(client);
-    assert!(
-        matches!(lock, RedisRequest::Lock { conn: c, .. } if c == conn),
-        "{lock:?}"
+    loop {
+        let request = sent_request(client);
+        assert_eq!(request.conn(), conn, "{request:?}");
+        server.handle_request(ClientId(1), request, now);
+        let answer = reply(server);
+        let done = matches!(answer, RedisResponse::Lock { .. });
+        client.handle_response(0, answer, now);
+        if done {
+            return conn;
+        }
+    }
+}
+
+/// Loads redlock-rb's three scripts into `server`'s cache, as another
+/// client's `load_scripts` would have.
+fn load_scripts(server: &mut RedisInstance, now: Instant) {
+    server.handle_request(ClientId(99), RedisRequest::Hello { conn: 1 }, now);
+    for (id, script) in (1..).zip(RedisScript::LOAD_ORDER) {
+        server.handle_request(
+            ClientId(99),
+            RedisRequest::ScriptLoad {
+                conn: 1,
+                id,
+                script,
+            },
+            now,
+        );
+    }
+    while server.poll_output().is_some() {}
+}
+
+/// The first `EVALSHA` on a fresh instance meets `NOSCRIPT`: redlock-rb's
+/// `recover_from_script_flush` sends `load_scripts`' three `SCRIPT LOAD`s
+/// in turn (unlock, lock, pttl), each bounded by `redis_timeout`, then the
+/// `EVALSHA` again, on the same connection. The cache is the instance's:
+/// a second client's first call runs at once. A restart empties it (Redis
+/// 7 persists no scripts; measured: after a SIGKILL and an AOF start the
+/// key was back and `EVALSHA` answered `NOSCRIPT`), so the first call
+/// after it reloads again.
+#[test]
+fn the_first_call_to_a_fresh_or_restarted_instance_reloads_the_scripts() {
+    let settings = RedlockSettings {
+        instances: 1,
+        ..RedlockSettings::default()
+    };
+    let mut server = Redlock::new_server(&settings, 0);
+    let mut a = Redlock::new_client(&settings, ClientId(1), "a", 1);
+    let mut now = Instant::from_secs(1);
+    a.start(now);
+    let hello = sent_request(&mut a);
+    server.handle_request(ClientId(1), hello, now);
+    a.handle_response(0, reply(&mut server), now);
+    let mut sent = Vec::new();
+    loop {
+        assert_eq!(
+            a.next_timeout(),
+            Some(now + settings.redis_timeout),
+            "each step is bounded on its own"
+        );
+        let request = sent_request(&mut a);
+        now = now + Duration::from_millis(1);
+        server.handle_request(ClientId(1), request.clone(), now);
+        sent.push(request);
+        let answer = reply(&mut server);
+        let done = matches!(answer, RedisResponse::Lock { .. });
+        a.handle_response(0, answer, now);
+        if done {
+            break;
+        }
+    }
+    let scripts: Vec<_> = sent
+        .iter()
+        .filter_map(|request| match request {
+            RedisRequest::ScriptLoad { script, .. } => Some(*script),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scripts, RedisScript::LOAD_ORDER);
+    assert_eq!(
+        sent.len(),
+        5,
+        "EVALSHA, three SCRIPT LOADs, EVALSHA: {sent:?}"
     );
-    server.handle_request(ClientId(1), lock, now);
+    assert!(matches!(sent[0], RedisRequest::Lock { .. }));
+    assert!(matches!(sent[4], RedisRequest::Lock { .. }));
+    assert_eq!(sent[0].conn(), sent[4].conn());
+    assert!(a.leadership(now).is_some(), "the retried lock succeeded");
+
+    // A second client's first call finds the scripts cached.
+    assert!(matches!(
+        first_answer(&settings, &mut server, 2, now),
+        RedisResponse::Lock { ok: false, .. }
+    ));
+
+    // A durable restart keeps the key and empties the cache.
+    server.restart(now, true);
+    assert!(server.key_at(now).is_some());
+    assert!(matches!(
+        first_answer(&settings, &mut server, 3, now),
+        RedisResponse::NoScript { .. }
+    ));
+}
+
+/// A new client `id` connects to `server` and makes its first call: the
+/// instance's answer to the lock script.
+fn first_answer(
+    settings: &RedlockSettings,
+    server: &mut RedisInstance,
+    id: u32,
+    now: Instant,
+) -> RedisResponse {
+    let mut client = Redlock::new_client(settings, ClientId(id), "client", u64::from(id));
+    client.start(now);
+    let hello = sent_request(&mut client);
+    server.handle_request(ClientId(id), hello, now);
     client.handle_response(0, reply(server), now);
-    conn
+    let lock = sent_request(&mut client);
+    server.handle_request(ClientId(id), lock, now);
+    reply(server)
+}
+
+/// `recover_from_script_flush` retries once: a second `NOSCRIPT` is
+/// raised — a `CommandError`, which `lock_instances` counts as an error —
+/// and, unlike a timeout, leaves the connection open: the unlock sweep
+/// goes out on it.
+#[test]
+fn a_second_noscript_is_an_error_on_a_connection_kept_open() {
+    let settings = RedlockSettings {
+        instances: 1,
+        ..RedlockSettings::default()
+    };
+    let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
+    let now = Instant::from_secs(1);
+    client.start(now);
+    let RedisRequest::Hello { conn } = sent_request(&mut client) else {
+        panic!("a prelude first");
+    };
+    client.handle_response(0, RedisResponse::Hello { conn }, now);
+    let answer_noscript = |client: &mut RedlockClient| {
+        let RedisRequest::Lock { id, .. } = sent_request(client) else {
+            panic!("the lock script");
+        };
+        client.handle_response(0, RedisResponse::NoScript { conn, id }, now);
+    };
+    answer_noscript(&mut client);
+    for script in RedisScript::LOAD_ORDER {
+        let request = sent_request(&mut client);
+        let RedisRequest::ScriptLoad { id, script: s, .. } = request else {
+            panic!("a SCRIPT LOAD, not {request:?}");
+        };
+        assert_eq!(s, script);
+        client.handle_response(0, RedisResponse::ScriptLoaded { conn, id }, now);
+    }
+    answer_noscript(&mut client);
+    let unlock = sent_request(&mut client);
+    assert!(
+        matches!(unlock, RedisRequest::Unlock { conn: c, .. } if c == conn),
+        "the failed try unlocks on the same connection: {unlock:?}"
+    );
 }
 
 /// A killed client's kernel closes its connection: the instance drops it,

@@ -45,7 +45,8 @@ use std::time::Duration;
 use common::{millis, Clock, Sim};
 use fenced_zoo::redlock::query::{counts_as_locked, remaining_ttl, remaining_ttl_for_lock};
 use fenced_zoo::redlock::{
-    LockReturn, RedisInstance, RedisRequest, RedisResponse, Redlock, RedlockClient, RedlockSettings,
+    LockReturn, RedisInstance, RedisRequest, RedisResponse, RedisScript, Redlock, RedlockClient,
+    RedlockSettings,
 };
 use fenced_zoo::{
     ClientId, ClientOutput, ClockKind, Instant, LockClient, LockServer, Protocol, ServerOutput,
@@ -267,9 +268,10 @@ fn locks() {
 }
 
 /// `'returns lock information'`: `{ validity:, resource:, value: }`, the
-/// validity being `ttl - time_elapsed - drift(ttl)`: two round trips of 2 ms
-/// (a new connection's prelude, then the script), drift `(1000 *
-/// 0.01).to_i + 2` = 12 ms.
+/// validity being `ttl - time_elapsed - drift(ttl)`: six round trips of 2
+/// ms (a new connection's prelude; the script, `NOSCRIPT` on a fresh
+/// instance; `load_scripts`' three `SCRIPT LOAD`s; the script again), drift
+/// `(1000 * 0.01).to_i + 2` = 12 ms.
 #[test]
 fn returns_lock_information() {
     let mut sim = sim(manager(1, TTL_MS));
@@ -277,7 +279,7 @@ fn returns_lock_information() {
     let LockReturn::Locked { value, validity_ms } = returned else {
         panic!("lock information: {returned:?}");
     };
-    assert_eq!(validity_ms, TTL_MS - 4 - 12);
+    assert_eq!(validity_ms, TTL_MS - 12 - 12);
     assert_eq!(
         sim.server(0).key_at(sim.server_now(0)).map(|(v, _)| v),
         Some(value)
@@ -353,8 +355,9 @@ fn extending_resets_the_ttl() {
     let (client, first) = lock(&mut sim, 1);
     assert!(!lockable(&mut sim, 2));
     // The model's loop extends `extend_interval` (10 s) after the lock
-    // returned (at 2 ms); look just after the extend returned.
-    sim.run_until(millis(10_010));
+    // returned (at 12 ms: a fresh instance's `NOSCRIPT` and reload); look
+    // just after the extend returned.
+    sim.run_until(millis(10_020));
     assert!(
         sim.requests
             .iter()
@@ -406,6 +409,15 @@ fn cannot_extend_somebody_elses_lock() {
     let now = Instant::from_secs(1);
     let another = 42;
     servers[0].handle_request(ClientId(1), RedisRequest::Hello { conn: 1 }, now);
+    servers[0].handle_request(
+        ClientId(1),
+        RedisRequest::ScriptLoad {
+            conn: 1,
+            id: 1,
+            script: RedisScript::Lock,
+        },
+        now,
+    );
     servers[0].handle_request(
         ClientId(1),
         RedisRequest::Lock {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rand_core::Rng;
 
-use super::{ttl_ms, RedisRequest, RedisResponse, Redlock, RedlockSettings};
+use super::{ttl_ms, RedisRequest, RedisResponse, RedisScript, Redlock, RedlockSettings};
 use crate::outbox::Outbox;
 use crate::util::{below, earliest_of};
 use crate::{ClientId, ClientOutput, Instant, Leadership, LockClient, ServerIndex};
@@ -45,7 +45,10 @@ struct Round {
     /// (`sockets[instance]`: the prelude while `Opening`, the command's
     /// answer while `Open`).
     instance: u16,
-    /// Its command's id and when the step waited for times out.
+    /// Where the call to `instance` is (its command, or the script
+    /// reload a `NOSCRIPT` began).
+    step: Step,
+    /// The id of the request the step waits on, and when it times out.
     request_id: u64,
     deadline: Instant,
     /// How many instances said yes so far.
@@ -53,6 +56,19 @@ struct Round {
     /// How many instances failed to answer (redis-client's timeout errors,
     /// which `lock_instances` rescues into `errors` and counts as not locked).
     errors: u16,
+}
+
+/// Where a call to one instance is: redlock-rb's
+/// `recover_from_script_flush` around the call's `EVALSHA`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The `EVALSHA` (or the prelude before it): `retried` once a
+    /// `NOSCRIPT` made it reload the scripts (`retry_on_noscript = false`:
+    /// a second `NOSCRIPT` raises).
+    Command { retried: bool },
+    /// `load_scripts`: `SCRIPT LOAD` of `RedisScript::LOAD_ORDER[.0]` is
+    /// out; the three go in turn, then the `EVALSHA` again.
+    Load(u8),
 }
 
 /// The client's TCP connection to one instance: redlock-rb keeps one
@@ -206,6 +222,7 @@ impl RedlockClient {
             value,
             started_at: now,
             instance: 0,
+            step: Step::Command { retried: false },
             request_id: 0,
             deadline: now,
             locked: 0,
@@ -291,6 +308,36 @@ impl RedlockClient {
         });
     }
 
+    /// Sends `load_scripts`' `k`-th `SCRIPT LOAD` on `conn`, bounded by
+    /// `redis_timeout` as every command of redis-client is.
+    fn send_load(&mut self, conn: u64, k: u8, now: Instant) {
+        let id = self.outbox.next_request_id();
+        let Some(round) = self.round.as_mut() else {
+            return;
+        };
+        round.step = Step::Load(k);
+        round.request_id = id;
+        round.deadline = now + self.settings.redis_timeout;
+        self.outbox.push(ClientOutput::Send {
+            to: round.instance,
+            request: RedisRequest::ScriptLoad {
+                conn,
+                id,
+                script: RedisScript::LOAD_ORDER[usize::from(k)],
+            },
+        });
+    }
+
+    /// Whether `(conn, id)` answers the request the round waits on at
+    /// instance `from`: a reply to anything else belongs to a connection
+    /// redis-client has already dropped, never read.
+    fn is_current(&self, from: ServerIndex, conn: u64, id: u64) -> bool {
+        self.sockets.get(usize::from(from)) == Some(&Socket::Open(conn))
+            && self
+                .round
+                .is_some_and(|round| round.instance == from && round.request_id == id)
+    }
+
     /// Whether the round in progress waits on instance `from`'s socket.
     fn waits_on(&self, from: ServerIndex) -> bool {
         self.round.is_some_and(|round| round.instance == from)
@@ -309,6 +356,7 @@ impl RedlockClient {
             round.errors += 1;
         }
         round.instance += 1;
+        round.step = Step::Command { retried: false };
         if round.instance < self.settings.instances {
             self.send_current(now);
             return;
@@ -478,16 +526,40 @@ impl LockClient<Redlock> for RedlockClient {
                 id,
                 deleted: yes,
             } => {
-                // A reply to anything but the call in progress belongs to a
-                // connection redis-client has already dropped: never read.
-                let current = socket == Socket::Open(conn)
-                    && self
-                        .round
-                        .is_some_and(|round| round.instance == from && round.request_id == id);
-                if !current {
+                if !self.is_current(from, conn, id) {
                     return;
                 }
                 self.advance(yes, false, now);
+            }
+            RedisResponse::NoScript { conn, id } => {
+                if !self.is_current(from, conn, id) {
+                    return;
+                }
+                match self.round.map(|round| round.step) {
+                    // `recover_from_script_flush`: `load_scripts`, then
+                    // the call again, once.
+                    Some(Step::Command { retried: false }) => self.send_load(conn, 0, now),
+                    // A second `NOSCRIPT` is raised: a `CommandError`,
+                    // which `lock_instances` counts as an error (and
+                    // `unlock` swallows); the connection stays open.
+                    _ => self.advance(false, true, now),
+                }
+            }
+            RedisResponse::ScriptLoaded { conn, id } => {
+                if !self.is_current(from, conn, id) {
+                    return;
+                }
+                match self.round.map(|round| round.step) {
+                    Some(Step::Load(k)) if usize::from(k) + 1 < RedisScript::LOAD_ORDER.len() => {
+                        self.send_load(conn, k + 1, now)
+                    }
+                    _ => {
+                        if let Some(round) = self.round.as_mut() {
+                            round.step = Step::Command { retried: true };
+                        }
+                        self.send_command(conn, now);
+                    }
+                }
             }
         }
         self.handle_timeout(now);

@@ -71,6 +71,21 @@
 //!   `LockAcquisitionError` (`ConnectionError: EOFError`) in 2.4 ms and the
 //!   second succeeded; while down, the reset socket failed with EOF and the
 //!   next connect was refused, each in under a millisecond.
+//! * **The script cache** (`RedisInstance#recover_from_script_flush` and
+//!   `load_scripts`): every call is an `EVALSHA` of one of three Lua
+//!   scripts ([`RedisScript`]). An instance's cache starts empty and is
+//!   emptied by every restart — Redis 7 persists no scripts (measured with
+//!   Redis 7.0.15: after a SIGKILL and a start over the append-only file
+//!   the key was back and `EVALSHA` answered `NOSCRIPT`) — so the first
+//!   call to a fresh or restarted instance meets `NOSCRIPT`
+//!   ([`RedisResponse::NoScript`]; the command did not run), sends
+//!   `SCRIPT LOAD` of the unlock, lock and pttl scripts in turn
+//!   ([`RedisRequest::ScriptLoad`]) and the `EVALSHA` again: four round
+//!   trips more, each bounded by `redis_timeout`, on the same connection.
+//!   The cache is the instance's, so one client's reload serves the
+//!   others. It retries once (`retry_on_noscript = false`): a second
+//!   `NOSCRIPT` is raised, a `CommandError` that `lock_instances` counts
+//!   as an error and that, unlike a timeout, leaves the connection open.
 //! * redlock-rb's queries `get_remaining_ttl_for_resource`,
 //!   `get_remaining_ttl_for_lock`, `locked?` and `valid_lock?`
 //!   (`try_get_remaining_ttl` over `Scripts::PTTL_SCRIPT`) are the pure
@@ -97,16 +112,14 @@
 //!
 //! # Left out
 //!
-//! Redis replication/failover (each instance is a single node), the
-//! `NOSCRIPT` reload path (the first call to a fresh or restarted instance
-//! finds its script cache empty: `SCRIPT LOAD` of three scripts and the
-//! `EVALSHA` again, four round trips more), errors other than a timeout or
-//! a connection's (a `CommandError`; the `LockAcquisitionError` a quorum
-//! of errors raises is what [`RedlockClient::last_lock`] reports as
-//! [`LockReturn::Raised`], and the app loop calls `lock` again either
-//! way), `retry_delay` as a proc, the
-//! block forms `lock { }` / `lock!` (Ruby control flow around `lock` and
-//! `unlock`). Redis persistence is the
+//! Redis replication/failover (each instance is a single node), errors
+//! other than a timeout, a connection's or `NOSCRIPT` (other
+//! `CommandError`s; the `LockAcquisitionError` a quorum of errors raises
+//! is what [`RedlockClient::last_lock`] reports as [`LockReturn::Raised`],
+//! and the app loop calls `lock` again either way), `retry_delay` as a
+//! proc, the block forms `lock { }` / `lock!` (Ruby control flow around
+//! `lock` and `unlock`), `SCRIPT FLUSH` by another client. Redis
+//! persistence is the
 //! `durable` flag of a restart (AOF with `fsync always`); the delayed-restart
 //! mitigation of the page is not modelled.
 //!
@@ -195,6 +208,34 @@ pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// redlock-rb's three Lua scripts (`lib/redlock/scripts.rb`), as its
+/// `load_scripts` sends them: `UNLOCK_SCRIPT`, `LOCK_SCRIPT`,
+/// `PTTL_SCRIPT`, in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RedisScript {
+    /// `UNLOCK_SCRIPT`: compare-and-delete.
+    Unlock,
+    /// `LOCK_SCRIPT`: set with `PX` if absent (and allowed) or ours.
+    Lock,
+    /// `PTTL_SCRIPT`: `{ GET key, PTTL key }`.
+    Pttl,
+}
+
+impl RedisScript {
+    /// `load_scripts`' order.
+    pub const LOAD_ORDER: [RedisScript; 3] =
+        [RedisScript::Unlock, RedisScript::Lock, RedisScript::Pttl];
+
+    /// Its bit in an instance's script cache.
+    pub(crate) fn bit(self) -> u8 {
+        match self {
+            RedisScript::Unlock => 1,
+            RedisScript::Lock => 2,
+            RedisScript::Pttl => 4,
+        }
+    }
+}
+
 /// A client's message to one Redis instance, on one of its TCP
 /// connections to it (`conn`, numbered by the client).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -229,6 +270,16 @@ pub enum RedisRequest {
         /// The value to compare.
         value: u128,
     },
+    /// `SCRIPT LOAD script`: one of the three `load_scripts` sends, in
+    /// order, after an `EVALSHA` met `NOSCRIPT`.
+    ScriptLoad {
+        /// The connection it travels on.
+        conn: u64,
+        /// Matches the reply.
+        id: u64,
+        /// Which script.
+        script: RedisScript,
+    },
     /// The client closed the connection (redis-client's `close` after a
     /// timeout, or its process's kernel after a kill): the FIN, which
     /// reaches the instance after everything sent on `conn` before it.
@@ -245,6 +296,7 @@ impl RedisRequest {
             RedisRequest::Hello { conn }
             | RedisRequest::Lock { conn, .. }
             | RedisRequest::Unlock { conn, .. }
+            | RedisRequest::ScriptLoad { conn, .. }
             | RedisRequest::Close { conn } => conn,
         }
     }
@@ -276,6 +328,23 @@ pub enum RedisResponse {
         /// 1 if deleted, 0 otherwise.
         deleted: bool,
     },
+    /// `SCRIPT LOAD` answered (the script's SHA1): the script is in the
+    /// instance's cache.
+    ScriptLoaded {
+        /// The connection.
+        conn: u64,
+        /// The request's id.
+        id: u64,
+    },
+    /// `EVALSHA` of a script the instance's cache lacks: the error reply
+    /// `NOSCRIPT No matching script`, a `CommandError` in redis-client. The
+    /// command did not run.
+    NoScript {
+        /// The connection.
+        conn: u64,
+        /// The request's id.
+        id: u64,
+    },
     /// The connection was closed under the client by the instance
     /// machine's kernel: the process died (every connection it had open is
     /// reset), a command came on a connection from before its restart, or,
@@ -295,6 +364,8 @@ impl RedisResponse {
             RedisResponse::Hello { conn }
             | RedisResponse::Lock { conn, .. }
             | RedisResponse::Unlock { conn, .. }
+            | RedisResponse::ScriptLoaded { conn, .. }
+            | RedisResponse::NoScript { conn, .. }
             | RedisResponse::Closed { conn } => conn,
         }
     }

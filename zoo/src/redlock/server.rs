@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
-use super::{RedisRequest, RedisResponse, Redlock};
+use super::{RedisRequest, RedisResponse, RedisScript, Redlock};
 use crate::{ClientId, Instant, LockServer, ServerIndex, ServerOutput};
 
 /// The key as the instance stores it.
@@ -27,6 +27,13 @@ pub struct RedisInstance {
     /// At most a few per client (one in use, and any it gave up on whose
     /// close is still on its way).
     open: BTreeSet<(ClientId, u64)>,
+    /// The script cache: a bit per [`RedisScript`] loaded (`SCRIPT LOAD`)
+    /// since the process started. Redis 7 keeps it in memory only (scripts
+    /// are neither in the RDB nor the AOF since 7.0), so every start — the
+    /// first, and each restart, durable or not — begins empty, and the
+    /// first `EVALSHA` of each script meets `NOSCRIPT`. Shared by every
+    /// client: one client's `SCRIPT LOAD` serves the others.
+    scripts: u8,
     outputs: VecDeque<ServerOutput<Redlock>>,
 }
 
@@ -37,6 +44,7 @@ impl RedisInstance {
             index,
             key: None,
             open: BTreeSet::new(),
+            scripts: 0,
             outputs: VecDeque::new(),
         }
     }
@@ -71,6 +79,11 @@ impl RedisInstance {
         if self.key.is_some_and(|entry| expired(&entry, now)) {
             self.set_key(None);
         }
+    }
+
+    /// Whether `script` is in the script cache (`EVALSHA` runs it).
+    fn cached(&self, script: RedisScript) -> bool {
+        self.scripts & script.bit() != 0
     }
 
     fn set_key(&mut self, key: Option<Entry>) {
@@ -111,6 +124,16 @@ impl LockServer<Redlock> for RedisInstance {
                 // before it restarted. Its kernel answers with a reset;
                 // the command never runs.
                 RedisResponse::Closed { conn }
+            }
+            RedisRequest::ScriptLoad { id, script, .. } => {
+                self.scripts |= script.bit();
+                RedisResponse::ScriptLoaded { conn, id }
+            }
+            RedisRequest::Lock { id, .. } if !self.cached(RedisScript::Lock) => {
+                RedisResponse::NoScript { conn, id }
+            }
+            RedisRequest::Unlock { id, .. } if !self.cached(RedisScript::Unlock) => {
+                RedisResponse::NoScript { conn, id }
             }
             RedisRequest::Lock {
                 id,
@@ -177,9 +200,11 @@ impl LockServer<Redlock> for RedisInstance {
     /// Without persistence the key is gone. With it (AOF, `fsync always`) the
     /// key survives with its absolute expiry, which Redis keeps as a Unix
     /// time: an instance whose clock jumped forward across the restart expires
-    /// it early. Either way the new process has no connections.
+    /// it early. Either way the new process has no connections and an empty
+    /// script cache.
     fn restart(&mut self, now: Instant, durable: bool) {
         self.open.clear();
+        self.scripts = 0;
         if !durable {
             self.set_key(None);
         }
