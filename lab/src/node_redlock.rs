@@ -81,7 +81,7 @@ mod io;
 pub(in crate::node) use args::{settings, to_args};
 pub use args::{RedlockArgs, RedlockNode};
 pub(super) use io::TermSource;
-use io::{Call, Instances, LOCK_SCRIPT, UNLOCK_SCRIPT};
+use io::{Call, Instances, LOCK_SCRIPT, PTTL_SCRIPT, UNLOCK_SCRIPT};
 
 /// What the belief watch carries: the term and its validity's end.
 pub(super) type Belief = Option<(FencingToken, Instant)>;
@@ -250,6 +250,7 @@ pub(super) async fn run(
             clients,
             lock: Script::new(LOCK_SCRIPT),
             unlock: Script::new(UNLOCK_SCRIPT),
+            pttl: Script::new(PTTL_SCRIPT),
             key: format!("fenced-lab:{role}"),
             ttl_ms: u64::try_from(settings.ttl.as_millis()).unwrap_or(u64::MAX),
             redis_timeout: settings.redis_timeout,

@@ -29,6 +29,12 @@ else
 end
 "#;
 
+/// redlock-rb's `Scripts::PTTL_SCRIPT`: never called by the node, but
+/// `load_scripts` loads it with the other two.
+pub(super) const PTTL_SCRIPT: &str = r#"
+return { redis.call("get", KEYS[1]), redis.call("pttl", KEYS[1]) }
+"#;
+
 /// The term numbers' source: the run's sequence on the downstream's
 /// PostgreSQL, one connection kept open.
 pub(in crate::node) struct TermSource {
@@ -110,6 +116,7 @@ pub(super) struct Instances {
     pub(super) connections: Vec<Option<MultiplexedConnection>>,
     pub(super) lock: Script,
     pub(super) unlock: Script,
+    pub(super) pttl: Script,
     pub(super) key: String,
     pub(super) ttl_ms: u64,
     pub(super) redis_timeout: Duration,
@@ -124,9 +131,12 @@ impl Instances {
     /// (redlock-rb's `RedisClient.config(url:, timeout: redis_timeout)`
     /// sets its connect, read and write timeouts alike). In the steady state
     /// (connection open, script cached) a call is one `EVALSHA`, bounded as
-    /// the model bounds its request. After an instance's restart its
-    /// script cache is empty: `NOSCRIPT`, then `SCRIPT LOAD` and `EVALSHA`
-    /// once more (redlock-rb's `recover_from_script_flush`), each bounded.
+    /// the model bounds its request. On a fresh or restarted instance the
+    /// script cache is empty: `NOSCRIPT`, then `SCRIPT LOAD` of the unlock,
+    /// lock and pttl scripts in turn and the `EVALSHA` once more
+    /// (redlock-rb's `recover_from_script_flush` and `load_scripts`), each
+    /// bounded; a second `NOSCRIPT` is an error that keeps the connection
+    /// (a `CommandError`), as the model's client has it.
     /// A connection found broken (the instance died: its kernel reset the
     /// socket under the client) fails the call once, with no retry:
     /// redis-client's default `reconnect_attempts: false`
@@ -139,7 +149,9 @@ impl Instances {
             Err(failure) => {
                 // The node's log (standard error): why an instance said no.
                 eprintln!("redis instance {index}: {failure}");
-                self.connections[index] = None;
+                if !matches!(failure, Failure::Command(_)) {
+                    self.connections[index] = None;
+                }
                 false
             }
         }
@@ -181,16 +193,24 @@ impl Instances {
         let first: Result<Value, _> = timeout(bound, command.query_async(connection))
             .await
             .map_err(bounded("EVALSHA"))?;
+        let no_script = |error: &redis::RedisError| {
+            error.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+        };
         let answer = match first {
-            Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                timeout(bound, script.load_async(connection))
-                    .await
-                    .map_err(bounded("SCRIPT LOAD"))?
-                    .map_err(Failure::Error)?;
-                timeout(bound, command.query_async::<Value>(connection))
+            Err(error) if no_script(&error) => {
+                for loading in [&self.unlock, &self.lock, &self.pttl] {
+                    timeout(bound, loading.load_async(connection))
+                        .await
+                        .map_err(bounded("SCRIPT LOAD"))?
+                        .map_err(Failure::Error)?;
+                }
+                match timeout(bound, command.query_async::<Value>(connection))
                     .await
                     .map_err(bounded("EVALSHA"))?
-                    .map_err(Failure::Error)?
+                {
+                    Err(error) if no_script(&error) => return Err(Failure::Command(error)),
+                    other => other.map_err(Failure::Error)?,
+                }
             }
             other => other.map_err(Failure::Error)?,
         };
@@ -203,10 +223,12 @@ impl Instances {
     }
 
     /// Before the first `lock`: a connection to every instance at once,
-    /// its scripts loaded, each within [`WARM_UP`]; how many succeeded.
+    /// each within [`WARM_UP`]; how many succeeded. The scripts are not
+    /// loaded: the first call to each instance meets `NOSCRIPT` and reloads
+    /// them, as redlock-rb's does and the model's client does.
     ///
     /// A real process's first calls pay for its start (a debug build's
-    /// first connection, `SCRIPT LOAD`), which
+    /// first connection), which
     /// the time scale does not shrink: at 0.2 they outlast the 20 ms
     /// `redis_timeout` and the first tries would fail for the machine's
     /// reasons, not the design's. redlock-rb's own first call connects
@@ -218,18 +240,10 @@ impl Instances {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(None)
             .set_response_timeout(None);
-        let (lock, unlock) = (&self.lock, &self.unlock);
         let opening = self.clients.iter().map(|client| {
             let config = config.clone();
             async move {
-                let opened = async {
-                    let mut connection = client
-                        .get_multiplexed_async_connection_with_config(&config)
-                        .await?;
-                    lock.load_async(&mut connection).await?;
-                    unlock.load_async(&mut connection).await?;
-                    Ok::<_, redis::RedisError>(connection)
-                };
+                let opened = client.get_multiplexed_async_connection_with_config(&config);
                 timeout(WARM_UP, opened).await.ok().and_then(Result::ok)
             }
         });
@@ -252,13 +266,16 @@ enum Failure {
     TimedOut(&'static str),
     /// The instance or the connection failed.
     Error(redis::RedisError),
+    /// A second `NOSCRIPT` after the reload: redis-client's
+    /// `CommandError`, which leaves the connection open.
+    Command(redis::RedisError),
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::TimedOut(what) => write!(f, "{what}: no answer within redis_timeout"),
-            Failure::Error(error) => write!(f, "{error}"),
+            Failure::Error(error) | Failure::Command(error) => write!(f, "{error}"),
         }
     }
 }
