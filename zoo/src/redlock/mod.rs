@@ -76,7 +76,9 @@
 //!   scripts ([`RedisScript`]). An instance's cache starts empty and is
 //!   emptied by every restart — Redis 7 persists no scripts (measured with
 //!   Redis 7.0.15: after a SIGKILL and a start over the append-only file
-//!   the key was back and `EVALSHA` answered `NOSCRIPT`) — so the first
+//!   the key was back and `EVALSHA` answered `NOSCRIPT`; and redlock-rb
+//!   itself watched through `MONITOR`, `zoo/upstream/redlock_noscript.rb`) —
+//!   so the first
 //!   call to a fresh or restarted instance meets `NOSCRIPT`
 //!   ([`RedisResponse::NoScript`]; the command did not run), sends
 //!   `SCRIPT LOAD` of the unlock, lock and pttl scripts in turn
