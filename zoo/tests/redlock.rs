@@ -235,10 +235,7 @@ fn a_round_trip_longer_than_the_timeout_never_connects() {
 /// reply that comes after is ignored — the instance did set the key.
 #[test]
 fn late_replies_are_ignored() {
-    let settings = RedlockSettings {
-        instances: 1,
-        ..RedlockSettings::default()
-    };
+    let settings = one_instance();
     let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
     let mut server = Redlock::new_server(&settings, 0);
     let start = Instant::from_secs(1);
@@ -277,10 +274,7 @@ fn late_replies_are_ignored() {
 /// instance is down is refused: the engine hands the client `Closed`.
 #[test]
 fn a_dead_instance_resets_the_connection_and_the_next_call_fails_once() {
-    let settings = RedlockSettings {
-        instances: 1,
-        ..RedlockSettings::default()
-    };
+    let settings = one_instance();
     let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
     let mut server = Redlock::new_server(&settings, 0);
     let mut now = Instant::from_secs(1);
@@ -397,10 +391,7 @@ fn load_scripts(server: &mut RedisInstance, now: Instant) {
 /// after it reloads again.
 #[test]
 fn the_first_call_to_a_fresh_or_restarted_instance_reloads_the_scripts() {
-    let settings = RedlockSettings {
-        instances: 1,
-        ..RedlockSettings::default()
-    };
+    let settings = one_instance();
     let mut server = Redlock::new_server(&settings, 0);
     let mut a = Redlock::new_client(&settings, ClientId(1), "a", 1);
     let mut now = Instant::from_secs(1);
@@ -483,10 +474,7 @@ fn first_answer(
 /// goes out on it.
 #[test]
 fn a_second_noscript_is_an_error_on_a_connection_kept_open() {
-    let settings = RedlockSettings {
-        instances: 1,
-        ..RedlockSettings::default()
-    };
+    let settings = one_instance();
     let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
     let now = Instant::from_secs(1);
     client.start(now);
@@ -521,10 +509,7 @@ fn a_second_noscript_is_an_error_on_a_connection_kept_open() {
 /// and a command arriving on it after the FIN is reset, never run.
 #[test]
 fn a_killed_clients_kernel_closes_its_connections() {
-    let settings = RedlockSettings {
-        instances: 1,
-        ..RedlockSettings::default()
-    };
+    let settings = one_instance();
     let mut client = Redlock::new_client(&settings, ClientId(1), "a", 1);
     let mut server = Redlock::new_server(&settings, 0);
     let now = Instant::from_secs(1);
@@ -548,6 +533,14 @@ fn a_killed_clients_kernel_closes_its_connections() {
         now,
     );
     assert_eq!(reply(&mut server), RedisResponse::Closed { conn });
+}
+
+/// redlock-rb's defaults over a single instance: one call per round.
+fn one_instance() -> RedlockSettings {
+    RedlockSettings {
+        instances: 1,
+        ..RedlockSettings::default()
+    }
 }
 
 /// The request the client sends next (skipping no other output kind).

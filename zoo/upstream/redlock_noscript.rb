@@ -45,16 +45,11 @@
 
 require "redis-client"
 require "redlock"
+require_relative "redis_server"
 PORT = 7703
 DATA = ENV.fetch("REDLOCK_NOSCRIPT_DIR", "/tmp/redlock-noscript")
-def start_redis
-  pid = spawn("redis-server", "--port", PORT.to_s, "--dir", DATA, "--appendonly", "yes",
-              "--appendfsync", "always", "--save", "", out: File.join(DATA, "redis.log"), err: File.join(DATA, "redis.log"))
-  50.times { break if system("redis-cli -p #{PORT} ping >/dev/null 2>&1"); sleep 0.05 }
-  pid
-end
 # Every command the instance receives while the block runs, as MONITOR
-# prints it (the MONITOR connection's own lines left out).
+# prints it (MONITOR's own reply and command left out).
 def watched
   log = IO.popen(["redis-cli", "-p", PORT.to_s, "monitor"])
   sleep 0.2
@@ -62,26 +57,26 @@ def watched
   sleep 0.2
   Process.kill("TERM", log.pid)
   log.read.lines.map { |line| line.split("] ", 2).last.strip[0, 110] }
-     .reject { |line| line.start_with?("\"monitor\"") }
+     .reject { |line| line == "OK" || line.start_with?("\"monitor\"") }
 end
-def call(client, *args, **opts)
-  client.lock(*args, **opts).inspect
-rescue => e
-  "raised #{e.class}: #{e.message.lines[1..].join(' | ').strip}"
-end
-Dir.mkdir(DATA) unless Dir.exist?(DATA)
-pid = start_redis
+pid = start_redis(PORT, DATA)
 system("redis-cli -p #{PORT} script flush >/dev/null")
 a = Redlock::Client.new(["redis://127.0.0.1:#{PORT}"], redis_timeout: 0.1, retry_count: 0)
 b = Redlock::Client.new(["redis://127.0.0.1:#{PORT}"], redis_timeout: 0.1, retry_count: 0)
+# Prints `title`, the commands the instance received while the block ran,
+# and what each call of the block returned.
+def show(title)
+  results = []
+  commands = watched { yield results }
+  puts title, commands.map { |line| "  #{line}" }, results.map { |r| "  -> #{r}" }
+end
 info = nil
-puts "fresh instance, first lock:", watched { info = a.lock("res", 10_000) }.map { |l| "  #{l}" }
-puts "  -> #{info.inspect}"
-puts "second client, first lock:", watched { puts "  -> #{call(b, "res", 10_000)}" }.map { |l| "  #{l}" }
+show("fresh instance, first lock (client a):") { |r| r << (info = a.lock("res", 10_000)).inspect }
+show("second client b, first lock:") { |r| r << outcome { b.lock("res", 10_000) } }
 Process.kill("KILL", pid); Process.wait(pid)
-pid = start_redis
+pid = start_redis(PORT, DATA)
 puts "key after restart: #{`redis-cli -p #{PORT} get res`.strip.inspect}"
-puts "after the restart, two extends:", watched {
-  2.times { |i| puts "  extend #{i + 1} -> #{call(a, "res", 10_000, extend: info)}" }
-}.map { |l| "  #{l}" }
+show("after the restart, two extends by a:") do |r|
+  2.times { r << outcome { a.lock("res", 10_000, extend: info) } }
+end
 Process.kill("TERM", pid); Process.wait(pid)

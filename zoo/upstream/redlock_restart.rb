@@ -25,26 +25,20 @@
 
 require "redis-client"
 require "redlock"
+require_relative "redis_server"
 PORT = 7702
 DATA = ENV.fetch("REDLOCK_RESTART_DIR", "/tmp/redlock-restart")
-def start_redis
-  pid = spawn("redis-server", "--port", PORT.to_s, "--dir", DATA, "--appendonly", "yes",
-              "--appendfsync", "always", "--save", "", out: File.join(DATA, "redis.log"), err: File.join(DATA, "redis.log"))
-  50.times { break if system("redis-cli -p #{PORT} ping >/dev/null 2>&1"); sleep 0.05 }
-  pid
-end
-def report(what)
+def report(what, &call)
   t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  r = begin; yield.inspect; rescue => e; "raised #{e.class}: #{e.message.lines[1..].join(' | ').strip}"; end
+  r = outcome(&call)
   puts "#{what} (#{((Process.clock_gettime(Process::CLOCK_MONOTONIC) - t) * 1000).round(1)} ms): #{r}"
 end
-Dir.mkdir(DATA) unless Dir.exist?(DATA)
-pid = start_redis
+pid = start_redis(PORT, DATA)
 client = Redlock::Client.new(["redis://127.0.0.1:#{PORT}"], redis_timeout: 0.1, retry_count: 0)
 info = client.lock("res", 10_000)
 puts "lock: #{info.inspect}"
 Process.kill(ARGV[0] || "TERM", pid); Process.wait(pid)
-pid = start_redis
+pid = start_redis(PORT, DATA)
 puts "key after restart: #{`redis-cli -p #{PORT} get res`.strip.inspect}"
 report("extend after restart, 1st call") { client.lock("res", 10_000, extend: info) }
 report("extend after restart, 2nd call") { client.lock("res", 10_000, extend: info) }

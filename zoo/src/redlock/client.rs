@@ -549,16 +549,17 @@ impl LockClient<Redlock> for RedlockClient {
                 if !self.is_current(from, conn, id) {
                     return;
                 }
-                match self.round.map(|round| round.step) {
-                    Some(Step::Load(k)) if usize::from(k) + 1 < RedisScript::LOAD_ORDER.len() => {
-                        self.send_load(conn, k + 1, now)
+                let Some(Step::Load(k)) = self.round.map(|round| round.step) else {
+                    return;
+                };
+                if usize::from(k) + 1 < RedisScript::LOAD_ORDER.len() {
+                    self.send_load(conn, k + 1, now);
+                } else {
+                    // The three are loaded: the `EVALSHA` again, its last try.
+                    if let Some(round) = self.round.as_mut() {
+                        round.step = Step::Command { retried: true };
                     }
-                    _ => {
-                        if let Some(round) = self.round.as_mut() {
-                            round.step = Step::Command { retried: true };
-                        }
-                        self.send_command(conn, now);
-                    }
+                    self.send_command(conn, now);
                 }
             }
         }

@@ -213,7 +213,7 @@ pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
 /// redlock-rb's three Lua scripts (`lib/redlock/scripts.rb`), as its
 /// `load_scripts` sends them: `UNLOCK_SCRIPT`, `LOCK_SCRIPT`,
 /// `PTTL_SCRIPT`, in that order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RedisScript {
     /// `UNLOCK_SCRIPT`: compare-and-delete.
     Unlock,
