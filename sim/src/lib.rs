@@ -99,6 +99,7 @@ pub use scenario::{
     FaultAction, FaultPlan, FollowUp, HostId, HostNames, Partition, PlanStep, RecurringFault,
     Resolution, ResolveError, ResolvedAnchor, ResolvedFault, ServerId, StepCause, WallStep,
 };
+pub use simulation::symmetry;
 pub use simulation::{
     Finished, NotedInstants, Recording, RunOptions, Simulation, StateFingerprint,
 };

@@ -143,6 +143,7 @@ fn the_swarm_covers_more_of_the_space_with_more_seeds_and_never_more_than_it() {
         max_states: 100_000,
         jobs: 2,
         deduplicate: true,
+        symmetry: false,
     };
     let search = verify(&scenario, &RunOptions::default(), &bounds).expect("runs");
     assert_eq!(search.outcome, Outcome::Proven);

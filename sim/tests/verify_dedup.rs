@@ -36,6 +36,7 @@ fn bounds(faults: u32, kinds: Vec<FaultKind>, deduplicate: bool) -> Bounds {
         max_states: 1_000_000,
         jobs: 2,
         deduplicate,
+        symmetry: false,
     }
 }
 
@@ -50,11 +51,12 @@ fn run(
 ) -> Option<(u128, u128, Vec<String>)> {
     let valid = scripted(scenario, bounds, schedule).validated().ok()?;
     let mut sim = Simulation::new(&valid, RunOptions::default()).expect("the run starts");
-    sim.fingerprint_after_fault((scenario.faults.len() + watched) as u32);
+    sim.fingerprint_after_fault((scenario.faults.len() + watched) as u32, None);
     sim.run_to_end();
     let at_fault = sim
         .taken_fingerprint()
         .expect("the watched fault began")
+        .expect("without a symmetry nothing is renamed")
         .state;
     let violations = sim
         .report()

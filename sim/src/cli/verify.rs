@@ -99,6 +99,14 @@ pub(super) struct VerifyArgs {
     /// and the counterexample are the same either way).
     #[arg(long)]
     no_dedup: bool,
+    /// Compare states up to a renaming of interchangeable nodes (nodes
+    /// declared alike but for their ids and start instants): a state and
+    /// the same state with two such nodes' names swapped are one. Only
+    /// where states are deduplicated, for the fenced protocol, without
+    /// faults of the scenario's own or elector jitter; the output says
+    /// which nodes, or why none.
+    #[arg(long)]
+    symmetry: bool,
     /// Override the scenario's seed (its other random draws: jitter,
     /// recurring faults).
     #[arg(long)]
@@ -160,6 +168,7 @@ pub(super) fn verify_command(args: &VerifyArgs) -> CliOutcome {
         max_states: args.max_states,
         jobs: args.jobs,
         deduplicate: !args.no_dedup,
+        symmetry: args.symmetry,
     };
     let origin = args.scenario.display().to_string();
     let started = stopwatch();
@@ -308,6 +317,7 @@ fn write_human(
          horizon     {}\n  \
          not explored: {}\n  \
          dedup       {}\n\
+         {}\
          schedules   {} run ({} distinct behaviours, {} abstract states), {} refused by the scenario rules; {} transitions (events)\n\
          {}\
          depth       {}\n",
@@ -336,6 +346,11 @@ fn write_human(
         human(Duration::from_nanos(r.horizon_ns)),
         r.not_explored.join("; "),
         r.deduplication,
+        if r.symmetry.starts_with("none: not asked for") {
+            String::new()
+        } else {
+            format!("  symmetry    {}\n", r.symmetry)
+        },
         r.schedules_run,
         r.distinct_behaviours,
         r.abstract_states,

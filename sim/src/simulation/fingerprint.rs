@@ -30,6 +30,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::fmt;
 use std::hash::Hasher;
 
+use super::symmetry::{Symmetry, SymmetryError};
 use super::{Core, NotedInstants, SimHosts};
 
 /// What a run watches for: the scheduled fault after whose start the
@@ -38,7 +39,10 @@ use super::{Core, NotedInstants, SimHosts};
 #[derive(Debug)]
 pub(crate) struct Watch {
     fault: u32,
-    taken: Option<StateFingerprint>,
+    /// When set, the fingerprint is the state's canonical one under
+    /// renamings of interchangeable nodes (`symmetry`).
+    symmetry: Option<Symmetry>,
+    taken: Option<Result<StateFingerprint, SymmetryError>>,
 }
 
 /// A state's fingerprint, and the boundary instants noted up to it (a
@@ -52,6 +56,9 @@ pub struct StateFingerprint {
     pub at_ns: u64,
     /// The instants noted so far (when the run notes them).
     pub instants: Option<NotedInstants>,
+    /// With a symmetry: the renaming of nodes that gives the canonical
+    /// form (node `i` of the run is node `permutation[i]` there).
+    pub permutation: Option<Vec<u32>>,
 }
 
 /// A `fmt::Write` that hashes what is written instead of keeping it.
@@ -85,13 +92,21 @@ impl<H: SimHosts> Core<H> {
     /// From now on, take the state's fingerprint right after scheduled
     /// fault `fault` begins (see [`StateFingerprint`]); a fault that never begins
     /// (after the heal) takes none.
-    pub(crate) fn fingerprint_after_fault(&mut self, fault: u32) {
-        self.fingerprint = Some(Watch { fault, taken: None });
+    pub(crate) fn fingerprint_after_fault(&mut self, fault: u32, symmetry: Option<Symmetry>) {
+        self.fingerprint = Some(Watch {
+            fault,
+            symmetry,
+            taken: None,
+        });
     }
 
-    /// The fingerprint taken, if its fault began.
-    pub(crate) fn taken_fingerprint(&self) -> Option<&StateFingerprint> {
-        self.fingerprint.as_ref().and_then(|w| w.taken.as_ref())
+    /// The fingerprint taken, if its fault began (an error: the state
+    /// could not be renamed).
+    pub(crate) fn taken_fingerprint(&self) -> Option<Result<&StateFingerprint, &SymmetryError>> {
+        self.fingerprint
+            .as_ref()
+            .and_then(|w| w.taken.as_ref())
+            .map(Result::as_ref)
     }
 
     /// Takes the fingerprint if `began` is the fault watched for.
@@ -102,11 +117,23 @@ impl<H: SimHosts> Core<H> {
         if began != Some(watch.fault) || watch.taken.is_some() {
             return;
         }
-        let snapshot = StateFingerprint {
-            state: self.state_fingerprint(),
+        let state = match &watch.symmetry {
+            None => Ok((self.state_fingerprint(), None)),
+            Some(symmetry) => {
+                let mut text = String::new();
+                self.write_state(&mut text)
+                    .expect("writing a state's text cannot fail");
+                symmetry
+                    .canonical(&text)
+                    .map(|c| (c.state, Some(c.permutation)))
+            }
+        };
+        let snapshot = state.map(|(state, permutation)| StateFingerprint {
+            state,
             at_ns: self.engine.now.as_nanos(),
             instants: self.noted_instants(),
-        };
+            permutation,
+        });
         if let Some(watch) = self.fingerprint.as_mut() {
             watch.taken = Some(snapshot);
         }

@@ -16,6 +16,7 @@ mod faults;
 mod fingerprint;
 mod public;
 mod report;
+pub mod symmetry;
 
 pub use fingerprint::StateFingerprint;
 pub use public::{Finished, NotedInstants, Recording, Simulation};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use fenced_zoo::{client_go, connection_lock, dynamodb, etcd, redlock, zookeeper};
 
+use super::symmetry::{Symmetry, SymmetryError};
 use super::{Core, StateFingerprint};
 use crate::engine::limits::Halt;
 use crate::hosts::FencedHosts;
@@ -358,14 +359,14 @@ impl Simulation {
     /// scenario's scheduled fault `fault` (an index in its `faults`)
     /// begins: see [`StateFingerprint`]. What `fenced-sim verify` compares
     /// runs by; a fault that never begins (after the heal) takes none.
-    pub fn fingerprint_after_fault(&mut self, fault: u32) {
-        each_core!(&mut self.core, c => c.fingerprint_after_fault(fault))
+    pub fn fingerprint_after_fault(&mut self, fault: u32, symmetry: Option<Symmetry>) {
+        each_core!(&mut self.core, c => c.fingerprint_after_fault(fault, symmetry))
     }
 
     /// The fingerprint asked for by
     /// [`fingerprint_after_fault`](Self::fingerprint_after_fault), once
     /// taken.
-    pub fn taken_fingerprint(&self) -> Option<&StateFingerprint> {
+    pub fn taken_fingerprint(&self) -> Option<Result<&StateFingerprint, &SymmetryError>> {
         each_core!(&self.core, c => c.taken_fingerprint())
     }
 
@@ -374,6 +375,16 @@ impl Simulation {
     /// run the same from there on.
     pub fn state_fingerprint(&self) -> u128 {
         each_core!(&self.core, c => c.state_fingerprint())
+    }
+
+    /// The whole state now as the text [`state_fingerprint`](Self::state_fingerprint)
+    /// hashes (`Debug` representations, one part a line): what a
+    /// [`Symmetry`] renames.
+    pub fn state_text(&self) -> String {
+        let mut text = String::new();
+        each_core!(&self.core, c => c.write_state(&mut text))
+            .expect("writing a state's text cannot fail");
+        text
     }
 
     /// Runs every event before `until` (capped at the run's end); the clock

@@ -218,6 +218,7 @@ mod tests {
             max_states: 10,
             jobs: 1,
             deduplicate: true,
+            symmetry: false,
         }
     }
 

@@ -59,11 +59,9 @@
 //! counterexample and the abstract states visited are the same with or
 //! without it (`sim/tests/verify_dedup.rs`). With a deviation, a loss, a copy or a
 //! reorder allowed, an extension may change a message sent *before* the
-//! state compared, and nothing is pruned. There is no symmetry reduction:
-//! a state names its nodes in a dozen ways (slots, endpoints, owner strings
-//! in the library's machines, the checker's per-slot rows), fingerprinted as
-//! `Debug` text, so no swap of two nodes applies to it short of a renaming in
-//! each of those types (README, "No symmetry reduction").
+//! state compared, and nothing is pruned. `--symmetry` compares states up
+//! to renamings of interchangeable nodes (`simulation::symmetry`, which
+//! says what is checked and what is assumed).
 //! [`Verification::distinct_behaviours`] counts the distinct
 //! trace hashes among the runs. The order of events due at the same
 //! instant is the engine's `(time, sequence)` order and is explored only
@@ -86,8 +84,7 @@ mod dedup;
 mod schedule;
 pub mod swarm;
 
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
@@ -98,7 +95,7 @@ use crate::simulation::{NotedInstants, RunOptions, Simulation, StateFingerprint}
 use crate::units::human;
 
 pub use candidates::{boundary_lengths, FaultKind};
-use dedup::{deduplicating, state_key, DEDUPLICATION, NO_DEDUPLICATION};
+use dedup::{deduplicating, symmetry_of, Recorded, SeenStates, DEDUPLICATION, NO_DEDUPLICATION};
 pub use schedule::{scripted, Deviation, DrawFate, FaultChoice, Schedule};
 
 /// The bounds of one search: what [`verify`] enumerates.
@@ -145,6 +142,9 @@ pub struct Bounds {
     /// (no deviations, drops, duplicates nor reorders); the verdict and
     /// the counterexample are the same either way.
     pub deduplicate: bool,
+    /// Deduplicate states up to a renaming of interchangeable nodes
+    /// (`simulation::symmetry`), where the scenario allows one.
+    pub symmetry: bool,
 }
 
 /// Why a search could not start.
@@ -274,6 +274,8 @@ pub struct Verification {
     pub not_explored: Vec<&'static str>,
     /// What it deduplicates: nothing (see the module docs).
     pub deduplication: &'static str,
+    /// Which nodes states are compared up to renamings of, or why none.
+    pub symmetry: String,
     /// How it ended.
     pub outcome: Outcome,
     /// The counterexample as a standalone scenario, for a violation.
@@ -344,6 +346,7 @@ pub fn verify_observed(
     observe: &mut dyn FnMut(Progress),
 ) -> Result<Verification, VerifyError> {
     check_bounds(scenario, bounds)?;
+    let (_, symmetry) = symmetry_of(scenario, bounds)?;
     let window = scenario.heal_at.unwrap_or(scenario.duration);
     let mut result = Verification {
         scenario: scenario.name.clone(),
@@ -382,12 +385,12 @@ pub fn verify_observed(
         } else {
             NO_DEDUPLICATION
         },
+        symmetry,
         outcome: Outcome::Proven,
         counterexample: None,
     };
     let mut distinct = BTreeSet::new();
-    // Each state key seen, with the least last fault that reached it.
-    let mut seen_states: BTreeMap<u128, FaultChoice> = BTreeMap::new();
+    let mut seen_states = SeenStates::default();
     let mut level = vec![Schedule::default()];
     // Schedules of the current level left out for `max_states`.
     let mut left_out = 0u64;
@@ -435,23 +438,15 @@ pub fn verify_observed(
                     overflow: 0,
                 };
                 let mut extend = true;
-                if let Some((key, last)) = state_key(scenario, bounds, schedule, &run) {
+                if let Some(recorded) = seen_states.record(scenario, bounds, schedule, &run) {
                     result.states_fingerprinted += 1;
-                    match seen_states.entry(key) {
-                        Entry::Vacant(entry) => {
-                            result.states_distinct += 1;
-                            entry.insert(last);
-                        }
-                        // An earlier schedule reached this state with a
-                        // last fault no later in the canonical order: its
-                        // extensions include every one of this schedule's.
-                        Entry::Occupied(entry) if *entry.get() <= last => {
+                    match recorded {
+                        Recorded::New => result.states_distinct += 1,
+                        Recorded::Pruned => {
                             result.states_pruned += 1;
                             extend = false;
                         }
-                        Entry::Occupied(mut entry) => {
-                            entry.insert(last);
-                        }
+                        Recorded::Extended => {}
                     }
                 }
                 if extend {
@@ -626,7 +621,8 @@ fn run_schedule(
     let extended = (schedule.faults.len() as u32) < bounds.faults;
     if deduplicating(bounds) && extended && !schedule.faults.is_empty() {
         let last = scenario.faults.len() + schedule.faults.len() - 1;
-        sim.fingerprint_after_fault(last as u32);
+        let (symmetry, _) = symmetry_of(scenario, bounds)?;
+        sim.fingerprint_after_fault(last as u32, symmetry);
     }
     sim.run_to_end();
     if let Some(halt) = sim.halted() {
@@ -650,7 +646,10 @@ fn run_schedule(
         events: sim.events(),
         draws: sim.scripted_draws().unwrap_or(0),
         instants: sim.noted_instants().unwrap_or_default(),
-        fingerprint: sim.taken_fingerprint().cloned(),
+        fingerprint: match sim.taken_fingerprint() {
+            Some(Err(e)) => return Err(VerifyError::Bound("--symmetry", e.to_string())),
+            taken => taken.and_then(Result::ok).cloned(),
+        },
     }))
 }
 

@@ -307,6 +307,7 @@ pub fn one_pause_bounds(lengths: Vec<Duration>) -> fenced_sim::verify::Bounds {
         max_states: 1_000_000,
         jobs: 1,
         deduplicate: true,
+        symmetry: false,
     }
 }
 
