@@ -226,6 +226,9 @@ pub(super) fn symmetry_of(
     if !scenario.faults.is_empty() {
         return none("the scenario has faults of its own (a resolved schedule is not state)");
     }
+    if scenario.heal_at.is_some() {
+        return none("the heal resumes and restarts nodes in the order they are declared");
+    }
     if scenario.election.jitter != 0.0 {
         return none("electors draw jitter from generators seeded per node");
     }

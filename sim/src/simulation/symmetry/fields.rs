@@ -39,6 +39,11 @@ pub(crate) enum Layout {
     Nodes,
     /// Element `i` belongs to process slot `i`.
     Slots,
+    /// Element `i` belongs to process slot `i`, and the sequence is grown
+    /// only as far as the slots seen, with `None` in between (the
+    /// checker's tables): a missing element is `None`, so the renamed
+    /// sequence is padded with `None` and trailing `None`s dropped.
+    GrownSlots,
     /// Element `i` belongs to endpoint `i`.
     Endpoints,
 }
@@ -257,7 +262,7 @@ pub(crate) fn field_rule(owner: &str, field: &str) -> Option<Rule> {
             "fencing" | "lease_ttl" | "validity" | "write_interval" | "work_duration"
             | "latency_max" | "heal_at" | "end" | "liveness_ttl" | "renew_interval" | "jitter",
         ) => plain(),
-        ("Model", "slots") => indexed(Plain, Slots),
+        ("Model", "slots") => indexed(Plain, GrownSlots),
         ("Model", "nodes") => indexed(Plain, Nodes),
         ("Model", "store") => plain(),
         ("Store", "disturbance" | "pause_depth" | "clock" | "recovered_at") => plain(),
@@ -290,7 +295,7 @@ pub(crate) fn field_rule(owner: &str, field: &str) -> Option<Rule> {
         ("FenceView", "node_name") => scalar(NodeName),
         ("FenceView", "token" | "first_accept_at" | "last_accept_at") => plain(),
         // Per process slot, the index of its open term in `terms`.
-        ("Terms", "open") => indexed(Plain, Slots),
+        ("Terms", "open") => indexed(Plain, GrownSlots),
         (
             "Terms",
             "lease_ttl" | "started" | "believers" | "last_belief_change" | "overlap" | "leaderless"
@@ -299,7 +304,7 @@ pub(crate) fn field_rule(owner: &str, field: &str) -> Option<Rule> {
         ("BeliefTerm", "node") => scalar(NodeName),
         ("BeliefTerm", "owner") => scalar(Owner),
         ("BeliefTerm", "token" | "start" | "end" | "end_reason") => plain(),
-        ("Deadline", "slots") => indexed(Plain, Slots),
+        ("Deadline", "slots") => indexed(Plain, GrownSlots),
         ("Deadline", "validity" | "renewal") => plain(),
         ("Requests", "sent" | "anchor" | "renewal_due_since") => plain(),
         ("RenewalRule", "renew_interval" | "jitter" | "on_schedule" | "shortened") => plain(),

@@ -1,34 +1,55 @@
-//! Symmetry reduction: a state and the same state with identical nodes'
-//! names swapped are one state for `fenced-sim verify`'s deduplication.
+//! Symmetry reduction: a state and the same state with interchangeable
+//! nodes renamed are one state for `fenced-sim verify`'s deduplication.
 //!
 //! Pruning a schedule because its state equals an earlier one's *with
 //! nodes renamed* is sound when (1) every step of the simulation commutes
 //! with the renaming — nothing decides by a node's identity rather than by
-//! its state — and (2) the renaming is applied to the whole state. (2) is
-//! this module: the state text (`fingerprint`) is read back as a tree
-//! ([`tree`]) and every value that names a node — a node index, a process
-//! slot, an endpoint, a node id, an owner id, a sequence indexed by one —
-//! is rewritten by a table of fields ([`fields`]) that refuses any integer
-//! or string it does not classify, so a field added later fails a test
-//! instead of being guessed. The canonical form of a state is the least of
-//! its renamed forms' hashes over every permutation of the interchangeable
-//! nodes.
+//! its state — and (2) the renaming is applied to the whole state.
 //!
-//! (1) is what limits where it applies ([`Symmetry::of`]): nodes are
-//! interchangeable only when their declarations differ in nothing but the
-//! id and the start instant (no clock offset or drift of their own, no
-//! settings of their own), no fault of the scenario names them (the
-//! resolved schedule is not part of the state), the electors draw no
-//! jitter (each node's generator is seeded by its index), and the design
-//! is the fenced protocol (the zoo's states are not classified). What is
-//! left decides by state alone, with one exception found by reading the
-//! code and checked by the relabelling test (`sim/tests/verify_symmetry.rs`):
-//! `FleetRegistry` reports the nodes that expire at one instant in id
-//! order, which is a node's identity; the checker's membership model and
-//! the store host take those reports one by one, and the state after all
-//! of one instant's reports is the same in either order (a set of members
-//! removed, counts added), so only the trace's order of those lines
-//! depends on it, never a later state.
+//! (2) is this module: the state text (`fingerprint`) is read back as a
+//! tree (`tree.rs`) and every value that names a node — a node index, a
+//! process slot, an endpoint, a node id, an owner id, a sequence indexed by
+//! one — is rewritten by a table of fields (`fields.rs`) that refuses any
+//! integer or string it does not classify and any string it calls plain
+//! that holds a node's id, so a field added later fails a test instead of
+//! being guessed. Nodes and process slots are renamed independently: a
+//! slot is handed out when a node first starts, in the order nodes start
+//! (ties in the order declared), so the same situation with two nodes'
+//! roles exchanged holds their processes in the same slots if they started
+//! in the other order and in exchanged slots if they started in the same
+//! order. The canonical form of a state is the least hash of its renamed
+//! forms over every permutation of the interchangeable nodes times every
+//! permutation of their slots (a group: the least is the same for every
+//! state of one orbit). The checker's tables grown as far as the slots seen
+//! (`None` in between) are compared with trailing `None`s dropped.
+//!
+//! (1) is what limits where it applies (`verify::dedup::symmetry_of`, and
+//! here): nodes are interchangeable only when their declarations differ in
+//! nothing but the id and the start instant; no fault of the scenario's
+//! own and no heal (a resolved schedule is not state, and the heal resumes
+//! and restarts nodes in declaration order); no elector jitter (each node's
+//! generator is seeded by its index); the fenced protocol (the zoo's states
+//! are not classified); and a node that has not started yet is never
+//! renamed (its start is the scenario's action, taken in declaration order
+//! among nodes due together, not part of the state). Everything else the
+//! engine orders by sequence numbers, which are state. One read of a
+//! node's identity is left, read and argued harmless: `FleetRegistry`
+//! reports the nodes that expire at one instant in id order, but the
+//! store host drains one instant's reports in the same step
+//! (`hosts/lease_store.rs`, `drain_membership`) and the checker's handling
+//! of each (a count, a set insertion, a judgement against its model at the
+//! same local time) does not depend on their order: only the trace's lines
+//! and the order of violations found at that instant do.
+//!
+//! Both are checked on real runs, not assumed (`sim/tests/verify_symmetry.rs`):
+//! running a scenario with two nodes' declarations exchanged and every
+//! fault mirrored gives, at every instant looked at, exactly the renamed
+//! state of the original run (the relabelling test: 196 schedules, six
+//! instants each; it found the endpoint-indexed `isolated` array left in
+//! place); and pairs of runs whose states right after a fault have one
+//! canonical form keep one canonical form to the end with any next fault
+//! and its renamed twin added (the premise of pruning: 144 pairs of
+//! extensions; it found the not-started rule and the grown tables).
 
 mod fields;
 pub(crate) mod tree;
@@ -41,7 +62,7 @@ use fields::{field_rule, label_rule, tuple_rule, Class, Layout, Rule};
 use tree::Item;
 
 /// The nodes a search may rename into one another, found from the
-/// scenario ([`Symmetry::of`]).
+/// scenario ([`Symmetry::from_declarations`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Symmetry {
     /// Classes of interchangeable nodes (indices in scenario order), each
@@ -52,10 +73,11 @@ pub struct Symmetry {
     permutations: Vec<Vec<u32>>,
 }
 
-/// The most permutations a state is renamed by (a class of six nodes has
-/// 720): past it [`Symmetry::of`] refuses, so a state's canonical form
-/// has bounded cost.
-pub const MAX_PERMUTATIONS: usize = 720;
+/// The most renamings a state is rewritten by: the permutations of the
+/// interchangeable nodes times those of their process slots (a class of
+/// four nodes has 24 x 24 = 576). Past it [`Symmetry::from_declarations`]
+/// refuses, so a state's canonical form has bounded cost.
+pub const MAX_RENAMINGS: usize = 720;
 
 /// Why a state could not be renamed: the state text held a value the
 /// field table does not classify, or a renaming did not fit the state.
@@ -75,8 +97,8 @@ impl std::error::Error for SymmetryError {}
 pub struct Canonical {
     /// The least 128-bit hash over the renamed forms.
     pub state: u128,
-    /// The permutation that gives it: node `i` of the state is node
-    /// `permutation[i]` of the canonical form.
+    /// The permutation of nodes that gives it: node `i` of the state is
+    /// node `permutation[i]` of the canonical form.
     pub permutation: Vec<u32>,
 }
 
@@ -84,7 +106,7 @@ impl Symmetry {
     /// The symmetry of nodes `nodes` (each node's declaration with its id
     /// and start instant left out, in a form that compares), when the run
     /// allows one: `None` when no two nodes are interchangeable. `Err`
-    /// when the classes allow more than [`MAX_PERMUTATIONS`].
+    /// when the classes allow more than [`MAX_RENAMINGS`].
     pub fn from_declarations<T: PartialEq>(nodes: &[T]) -> Result<Option<Self>, SymmetryError> {
         let mut classes: Vec<Vec<u32>> = Vec::new();
         for (i, node) in nodes.iter().enumerate() {
@@ -104,9 +126,12 @@ impl Symmetry {
                 count = count.saturating_mul(k);
             }
         }
-        if count > MAX_PERMUTATIONS {
+        // Nodes and process slots are permuted independently.
+        let count = count.saturating_mul(count);
+        if count > MAX_RENAMINGS {
             return Err(SymmetryError(format!(
-                "{count} renamings of the interchangeable nodes, more than {MAX_PERMUTATIONS}"
+                "{count} renamings of the interchangeable nodes and their process slots, \
+                 more than {MAX_RENAMINGS}"
             )));
         }
         let identity: Vec<u32> = (0..nodes.len() as u32).collect();
@@ -144,9 +169,9 @@ impl Symmetry {
         let renamings = self
             .permutations
             .iter()
-            .flat_map(|p| [(p, Pids::Keep), (p, Pids::Follow)]);
-        for (p, pids) in renamings {
-            let Some(renamed) = rename(&items, &table, p, pids)? else {
+            .flat_map(|p| self.permutations.iter().map(move |q| (p, q)));
+        for (p, q) in renamings {
+            let Some(renamed) = rename(&items, &table, p, q)? else {
                 continue;
             };
             let state = hash128(&renamed);
@@ -162,8 +187,8 @@ impl Symmetry {
 }
 
 /// A state text with its nodes renamed by `permutation` (node `i`
-/// becomes node `permutation[i]`) and its process slots as `pids` says,
-/// rendered injectively (not as `Debug`
+/// becomes node `permutation[i]`) and its process slots moved by `slots`
+/// (node `i`'s slots become node `slots[i]`'s, in order), rendered injectively (not as `Debug`
 /// writes it): two states are one up to that renaming exactly when this
 /// text of one equals the identity's of the other. `None` when the
 /// renaming does not fit the state (two nodes it exchanges have had
@@ -172,18 +197,18 @@ impl Symmetry {
 pub fn renamed(
     text: &str,
     permutation: &[u32],
-    pids: Pids,
+    slots: &[u32],
 ) -> Result<Option<String>, SymmetryError> {
     let items = read(text)?;
     let table = NodeTable::read(&items)?;
-    if permutation.len() != table.names.len() {
+    if permutation.len() != table.names.len() || slots.len() != table.names.len() {
         return Err(SymmetryError(format!(
             "a renaming of {} nodes for a state of {}",
             permutation.len(),
             table.names.len()
         )));
     }
-    rename(&items, &table, permutation, pids)
+    rename(&items, &table, permutation, slots)
 }
 
 fn read(text: &str) -> Result<Vec<Item>, SymmetryError> {
@@ -199,9 +224,9 @@ fn rename(
     items: &[Item],
     table: &NodeTable,
     permutation: &[u32],
-    pids: Pids,
+    slots: &[u32],
 ) -> Result<Option<String>, SymmetryError> {
-    let Some(renaming) = table.renaming(permutation, pids) else {
+    let Some(renaming) = table.renaming(permutation, slots) else {
         return Ok(None);
     };
     let mut renamed = items.to_vec();
@@ -256,22 +281,6 @@ struct NodeTable {
     names: Vec<String>,
     endpoints: Vec<u32>,
     pids: Vec<Vec<u32>>,
-}
-
-/// What a renaming does to process slots. A slot is handed out when a
-/// node first starts (so nodes that start apart hold slots in the order
-/// they started, and nodes that start together in the order declared):
-/// the renamed state keeps every process in its slot (`Keep`: the run in
-/// which the other node started first), or moves each process to the
-/// slot the renamed node holds (`Follow`: the same order of starts, the
-/// other node faulted). Both are states of the run; the canonical form
-/// is the least over both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pids {
-    /// Every process stays in its slot.
-    Keep,
-    /// Each process moves to the slot its renamed node holds.
-    Follow,
 }
 
 /// One permutation of nodes, spelled out for every kind of identity.
@@ -330,10 +339,11 @@ impl NodeTable {
         Ok(table)
     }
 
-    /// `p` applied to this state, or `None` when two nodes it exchanges
-    /// have had different numbers of processes (no state of the other
-    /// shape to compare with).
-    fn renaming(&self, p: &[u32], pids: Pids) -> Option<Renaming> {
+    /// Nodes renamed by `p` and process slots moved by `q` (node `i`'s
+    /// slots to node `q[i]`'s, in order), or `None` when two nodes either
+    /// exchanges have had different numbers of processes (no state of
+    /// the other shape to compare with) or have not started.
+    fn renaming(&self, p: &[u32], q: &[u32]) -> Option<Renaming> {
         let mut r = Renaming {
             node: p.to_vec(),
             pid: Vec::new(),
@@ -345,14 +355,24 @@ impl NodeTable {
             if self.pids[from].len() != self.pids[to].len() {
                 return None;
             }
-            if pids == Pids::Follow {
-                r.pid.extend(
-                    self.pids[from]
-                        .iter()
-                        .copied()
-                        .zip(self.pids[to].iter().copied()),
-                );
+            // A node that has not started yet starts when the scenario
+            // says, in the order it declares (a start is the scenario's
+            // own action, not part of the state): it is never renamed.
+            if from != to && self.pids[from].is_empty() {
+                return None;
             }
+            let slots = q[from] as usize;
+            if self.pids[from].len() != self.pids[slots].len()
+                || (from != slots && self.pids[from].is_empty())
+            {
+                return None;
+            }
+            r.pid.extend(
+                self.pids[from]
+                    .iter()
+                    .copied()
+                    .zip(self.pids[slots].iter().copied()),
+            );
             r.endpoint.push((self.endpoints[from], self.endpoints[to]));
             r.names
                 .push((self.names[from].clone(), self.names[to].clone()));
@@ -605,9 +625,16 @@ impl Walk<'_> {
         };
         let map = match layout {
             Layout::Nodes => self.node_pairs(),
-            Layout::Slots => self.renaming.pid.clone(),
+            Layout::Slots | Layout::GrownSlots => self.renaming.pid.clone(),
             Layout::Endpoints => self.renaming.endpoint.clone(),
         };
+        let none = || Item::Atom("None".into());
+        if layout == Layout::GrownSlots {
+            let needed = map.iter().map(|&(f, t)| f.max(t) as usize + 1).max();
+            if let Some(needed) = needed.filter(|&n| n > items.len()) {
+                items.resize_with(needed, none);
+            }
+        }
         let old = items.clone();
         for (from, to) in map {
             let (from, to) = (from as usize, to as usize);
@@ -619,6 +646,11 @@ impl Walk<'_> {
                 // where this one holds none, a shape no state of the
                 // run has.
                 self.misfit = true;
+            }
+        }
+        if layout == Layout::GrownSlots {
+            while items.last() == Some(&none()) {
+                items.pop();
             }
         }
         Ok(())

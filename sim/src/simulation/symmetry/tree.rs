@@ -308,7 +308,7 @@ mod tests {
     fn derive_debug_reads_back_into_its_structure() {
         let text = format!("label {:?}\nqueue 10:{:?};", row(Kind::Follower), Some(1));
         let items = parse(&text).expect("debug text parses");
-        assert_eq!(items.len(), 6, "{items:?}");
+        assert_eq!(items.len(), 7, "{items:?}");
         let Item::Struct(name, fields) = &items[1] else {
             panic!("{items:?}")
         };
