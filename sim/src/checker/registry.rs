@@ -122,7 +122,13 @@ impl RegistryModel {
             self.unlink(index);
             self.members -= 1;
         }
-        self.nodes[index as usize].member = false;
+        // A non-member's links are never read (`link_newest` sets both);
+        // cleared so that they keep nothing of the order members left in,
+        // which a state's fingerprint would otherwise tell apart.
+        let entry = &mut self.nodes[index as usize];
+        entry.member = false;
+        entry.prev = NONE;
+        entry.next = NONE;
     }
 
     /// The lowest-numbered member past its TTL at `local`, if any.
