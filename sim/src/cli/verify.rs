@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fenced_sim::verify::{
     boundary_lengths, swarm::SwarmPoint, verify_observed, Bounds, DrawFate, FaultKind, Outcome,
-    Progress, Verification,
+    Progress, Verification, SYMMETRY_NOT_ASKED,
 };
 use fenced_sim::RunOptions;
 
@@ -346,7 +346,7 @@ fn write_human(
         human(Duration::from_nanos(r.horizon_ns)),
         r.not_explored.join("; "),
         r.deduplication,
-        if r.symmetry.starts_with("none: not asked for") {
+        if r.symmetry == SYMMETRY_NOT_ASKED {
             String::new()
         } else {
             format!("  symmetry    {}\n", r.symmetry)

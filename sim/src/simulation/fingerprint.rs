@@ -61,21 +61,22 @@ pub struct StateFingerprint {
     pub permutation: Option<Vec<u32>>,
 }
 
-/// A `fmt::Write` that hashes what is written instead of keeping it.
-struct Hashing {
+/// A `fmt::Write` that hashes what is written instead of keeping it (the
+/// fingerprint's, and a renamed state's in `symmetry`).
+pub(super) struct Hashing {
     a: DefaultHasher,
     b: DefaultHasher,
 }
 
 impl Hashing {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let (a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
         // Keys the second stream apart from the first.
         b.write_u64(0x9e37_79b9_7f4a_7c15);
         Hashing { a, b }
     }
 
-    fn finish(&self) -> u128 {
+    pub(super) fn finish(&self) -> u128 {
         (u128::from(self.a.finish()) << 64) | u128::from(self.b.finish())
     }
 }

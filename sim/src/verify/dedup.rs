@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::candidates;
 use super::schedule::{FaultChoice, Schedule};
-use super::{hosts, Bounds, RunResult, VerifyError};
+use super::{hosts, nanos, Bounds, RunResult, VerifyError};
 use crate::scenario::{ProtocolSpec, Scenario};
 use crate::simulation::symmetry::Symmetry;
 use crate::simulation::NotedInstants;
@@ -173,11 +173,7 @@ fn images(
 ) -> Vec<u64> {
     let nodes = scenario.nodes.len() as u32;
     let hosts = hosts(scenario, bounds.servers).len() as u32;
-    let lengths: Vec<u64> = bounds
-        .lengths
-        .iter()
-        .map(|l| u64::try_from(l.as_nanos()).unwrap_or(u64::MAX))
-        .collect();
+    let lengths: Vec<u64> = bounds.lengths.iter().map(|&l| nanos(l)).collect();
     let per_host = lengths.len().max(1);
     let bits = bounds.kinds.len() * hosts as usize * per_host;
     let mut set = vec![0u64; bits.div_ceil(64)];
@@ -204,6 +200,10 @@ fn images(
     set
 }
 
+/// What a search without `--symmetry` says of it (the human output leaves
+/// the line out then).
+pub const SYMMETRY_NOT_ASKED: &str = "none: not asked for (--symmetry)";
+
 /// The renaming of interchangeable nodes a search deduplicates by, when
 /// `--symmetry` asks for it and the scenario allows one, with what the
 /// output says of it. The conditions (`simulation::symmetry`, (1)): the
@@ -215,7 +215,7 @@ pub(super) fn symmetry_of(
 ) -> Result<(Option<Symmetry>, String), VerifyError> {
     let none = |why: &str| Ok((None, format!("none: {why}")));
     if !bounds.symmetry {
-        return none("not asked for (--symmetry)");
+        return Ok((None, SYMMETRY_NOT_ASKED.to_string()));
     }
     if !deduplicating(bounds) {
         return none("the search does not deduplicate states");

@@ -91,10 +91,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::scenario::Scenario;
+use crate::simulation::symmetry::Symmetry;
 use crate::simulation::{NotedInstants, RunOptions, Simulation, StateFingerprint};
 use crate::units::human;
 
 pub use candidates::{boundary_lengths, FaultKind};
+pub use dedup::SYMMETRY_NOT_ASKED;
 use dedup::{deduplicating, symmetry_of, Recorded, SeenStates, DEDUPLICATION, NO_DEDUPLICATION};
 pub use schedule::{scripted, Deviation, DrawFate, FaultChoice, Schedule};
 
@@ -136,14 +138,11 @@ pub struct Bounds {
     pub max_states: u64,
     /// Threads running schedules (the result does not depend on it).
     pub jobs: usize,
-    /// Prune a schedule whose whole state, right after its last fault
-    /// began, equals an earlier schedule's there (see the module docs,
-    /// "State deduplication"). Applies only to searches of faults alone
-    /// (no deviations, drops, duplicates nor reorders); the verdict and
-    /// the counterexample are the same either way.
+    /// Prune a schedule whose whole state right after its last fault began
+    /// equals an earlier one's there (module docs). Searches of faults alone
+    /// only; the verdict and the counterexample are the same either way.
     pub deduplicate: bool,
-    /// Deduplicate states up to a renaming of interchangeable nodes
-    /// (`simulation::symmetry`), where the scenario allows one.
+    /// Deduplicate states up to renamings of alike nodes (`simulation::symmetry`).
     pub symmetry: bool,
 }
 
@@ -346,7 +345,7 @@ pub fn verify_observed(
     observe: &mut dyn FnMut(Progress),
 ) -> Result<Verification, VerifyError> {
     check_bounds(scenario, bounds)?;
-    let (_, symmetry) = symmetry_of(scenario, bounds)?;
+    let (renaming, symmetry) = symmetry_of(scenario, bounds)?;
     let window = scenario.heal_at.unwrap_or(scenario.duration);
     let mut result = Verification {
         scenario: scenario.name.clone(),
@@ -399,7 +398,7 @@ pub fn verify_observed(
         let mut next = Vec::new();
         let mut overflow = 0u64;
         for chunk in level.chunks(bounds.jobs.max(1) * 16) {
-            let runs = run_chunk(scenario, options, bounds, chunk)?;
+            let runs = run_chunk(scenario, options, bounds, renaming.as_ref(), chunk)?;
             for (schedule, run) in chunk.iter().zip(runs) {
                 let Some(run) = run else {
                     result.refused += 1;
@@ -566,13 +565,14 @@ fn run_chunk(
     scenario: &Scenario,
     options: &RunOptions,
     bounds: &Bounds,
+    symmetry: Option<&Symmetry>,
     chunk: &[Schedule],
 ) -> Result<Vec<Option<RunResult>>, VerifyError> {
     let jobs = bounds.jobs.clamp(1, chunk.len().max(1));
     if jobs == 1 {
         return chunk
             .iter()
-            .map(|s| run_schedule(scenario, options, bounds, s))
+            .map(|s| run_schedule(scenario, options, bounds, symmetry, s))
             .collect();
     }
     let per = chunk.len().div_ceil(jobs);
@@ -582,7 +582,7 @@ fn run_chunk(
             .map(|part| {
                 scope.spawn(move || {
                     part.iter()
-                        .map(|s| run_schedule(scenario, options, bounds, s))
+                        .map(|s| run_schedule(scenario, options, bounds, symmetry, s))
                         .collect::<Result<Vec<_>, _>>()
                 })
             })
@@ -608,6 +608,7 @@ fn run_schedule(
     scenario: &Scenario,
     options: &RunOptions,
     bounds: &Bounds,
+    symmetry: Option<&Symmetry>,
     schedule: &Schedule,
 ) -> Result<Option<RunResult>, VerifyError> {
     let scripted = scripted(scenario, bounds, schedule);
@@ -621,8 +622,7 @@ fn run_schedule(
     let extended = (schedule.faults.len() as u32) < bounds.faults;
     if deduplicating(bounds) && extended && !schedule.faults.is_empty() {
         let last = scenario.faults.len() + schedule.faults.len() - 1;
-        let (symmetry, _) = symmetry_of(scenario, bounds)?;
-        sim.fingerprint_after_fault(last as u32, symmetry);
+        sim.fingerprint_after_fault(last as u32, symmetry.cloned());
     }
     sim.run_to_end();
     if let Some(halt) = sim.halted() {

@@ -54,10 +54,9 @@
 mod fields;
 pub(crate) mod tree;
 
-use std::collections::hash_map::DefaultHasher;
 use std::fmt;
-use std::hash::Hasher;
 
+use super::fingerprint::Hashing;
 use fields::{field_rule, label_rule, tuple_rule, Class, Layout, Rule};
 use tree::Item;
 
@@ -174,7 +173,9 @@ impl Symmetry {
             let Some(renamed) = rename(&items, &table, p, q)? else {
                 continue;
             };
-            let state = hash128(&renamed);
+            let mut hashing = Hashing::new();
+            tree::render(&renamed, &mut hashing).expect("hashing cannot fail");
+            let state = hashing.finish();
             if best.as_ref().is_none_or(|b| state < b.state) {
                 best = Some(Canonical {
                     state,
@@ -208,7 +209,12 @@ pub fn renamed(
             table.names.len()
         )));
     }
-    rename(&items, &table, permutation, slots)
+    let Some(renamed) = rename(&items, &table, permutation, slots)? else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    tree::render(&renamed, &mut text).expect("a String takes any text");
+    Ok(Some(text))
 }
 
 fn read(text: &str) -> Result<Vec<Item>, SymmetryError> {
@@ -225,7 +231,7 @@ fn rename(
     table: &NodeTable,
     permutation: &[u32],
     slots: &[u32],
-) -> Result<Option<String>, SymmetryError> {
+) -> Result<Option<Vec<Item>>, SymmetryError> {
     let Some(renaming) = table.renaming(permutation, slots) else {
         return Ok(None);
     };
@@ -236,12 +242,7 @@ fn rename(
         path: String::new(),
     };
     walk.items(&mut renamed)?;
-    if walk.misfit {
-        return Ok(None);
-    }
-    let mut text = String::new();
-    tree::render(&renamed, &mut text);
-    Ok(Some(text))
+    Ok((!walk.misfit).then_some(renamed))
 }
 
 /// Every order of `class`'s members (Heap's algorithm, the input first).
@@ -265,14 +266,6 @@ fn orders(class: &[u32]) -> Vec<Vec<u32>> {
     let mut a = class.to_vec();
     heap(a.len(), &mut a, &mut out);
     out
-}
-
-fn hash128(text: &str) -> u128 {
-    let (mut a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
-    b.write_u64(0x9e37_79b9_7f4a_7c15);
-    a.write(text.as_bytes());
-    b.write(text.as_bytes());
-    (u128::from(a.finish()) << 64) | u128::from(b.finish())
 }
 
 /// What a renaming needs of the state: each node's id, endpoint and
@@ -659,7 +652,7 @@ impl Walk<'_> {
 
 fn render_one(item: &Item) -> String {
     let mut s = String::new();
-    tree::render(std::slice::from_ref(item), &mut s);
+    tree::render(std::slice::from_ref(item), &mut s).expect("a String takes any text");
     s
 }
 

@@ -13,7 +13,7 @@
 //! injective (every container bracketed, every string quoted as read):
 //! two trees render equal exactly when they are equal.
 
-use std::fmt::Write;
+use std::fmt;
 
 /// One value of the state text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,57 +56,56 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Item>, ParseError> {
     Ok(items)
 }
 
-/// Renders items injectively (see the module documentation).
-pub(crate) fn render(items: &[Item], out: &mut String) {
+/// Renders items injectively (see the module documentation) into `out`:
+/// a `String`, or the fingerprint's hasher, which keeps nothing.
+pub(crate) fn render(items: &[Item], out: &mut dyn fmt::Write) -> fmt::Result {
     for item in items {
-        render_item(item, out);
-        out.push(' ');
+        render_item(item, out)?;
+        out.write_char(' ')?;
+    }
+    Ok(())
+}
+
+fn render_item(item: &Item, out: &mut dyn fmt::Write) -> fmt::Result {
+    match item {
+        Item::Atom(a) | Item::Str(a) => out.write_str(a),
+        Item::Punct(c) => out.write_char(*c),
+        Item::Struct(name, fields) => {
+            write!(out, "{name}{{")?;
+            for (field, value) in fields {
+                write!(out, "{field}:")?;
+                render_item(value, out)?;
+                out.write_char(',')?;
+            }
+            out.write_char('}')
+        }
+        Item::Tuple(name, items) => {
+            out.write_str(name)?;
+            render_list('(', items, ')', out)
+        }
+        Item::Seq(items) => render_list('[', items, ']', out),
+        Item::Map(entries) => {
+            out.write_char('{')?;
+            for (k, v) in entries {
+                render_item(k, out)?;
+                if let Some(v) = v {
+                    out.write_char(':')?;
+                    render_item(v, out)?;
+                }
+                out.write_char(',')?;
+            }
+            out.write_char('}')
+        }
     }
 }
 
-fn render_item(item: &Item, out: &mut String) {
-    match item {
-        Item::Atom(a) => out.push_str(a),
-        Item::Str(s) => out.push_str(s),
-        Item::Punct(c) => out.push(*c),
-        Item::Struct(name, fields) => {
-            let _ = write!(out, "{name}{{");
-            for (field, value) in fields {
-                let _ = write!(out, "{field}:");
-                render_item(value, out);
-                out.push(',');
-            }
-            out.push('}');
-        }
-        Item::Tuple(name, items) => {
-            let _ = write!(out, "{name}(");
-            for i in items {
-                render_item(i, out);
-                out.push(',');
-            }
-            out.push(')');
-        }
-        Item::Seq(items) => {
-            out.push('[');
-            for i in items {
-                render_item(i, out);
-                out.push(',');
-            }
-            out.push(']');
-        }
-        Item::Map(entries) => {
-            out.push('{');
-            for (k, v) in entries {
-                render_item(k, out);
-                if let Some(v) = v {
-                    out.push(':');
-                    render_item(v, out);
-                }
-                out.push(',');
-            }
-            out.push('}');
-        }
+fn render_list(open: char, items: &[Item], close: char, out: &mut dyn fmt::Write) -> fmt::Result {
+    out.write_char(open)?;
+    for i in items {
+        render_item(i, out)?;
+        out.write_char(',')?;
     }
+    out.write_char(close)
 }
 
 struct Parser<'a> {
@@ -335,10 +334,8 @@ mod tests {
     fn rendering_tells_apart_what_debug_tells_apart() {
         let render_of = |kind| {
             let mut out = String::new();
-            render(
-                &parse(&format!("{:?}", row(kind))).expect("parses"),
-                &mut out,
-            );
+            let items = parse(&format!("{:?}", row(kind))).expect("parses");
+            render(&items, &mut out).expect("a String takes any text");
             out
         };
         let all = [
