@@ -55,6 +55,7 @@ mod fields;
 pub(crate) mod tree;
 
 use std::fmt;
+use std::fmt::Write as _;
 
 use super::fingerprint::Hashing;
 use fields::{field_rule, label_rule, tuple_rule, Class, Layout, Rule};
@@ -169,10 +170,13 @@ impl Symmetry {
             .permutations
             .iter()
             .flat_map(|p| self.permutations.iter().map(move |q| (p, q)));
+        // One scratch copy, renamed into for every renaming: its buffers
+        // are reused (`Item::clone_from`).
+        let mut renamed = Vec::new();
         for (p, q) in renamings {
-            let Some(renamed) = rename(&items, &table, p, q)? else {
+            if !rename(&items, &mut renamed, &table, p, q)? {
                 continue;
-            };
+            }
             let mut hashing = Hashing::new();
             tree::render(&renamed, &mut hashing).expect("hashing cannot fail");
             let state = hashing.finish();
@@ -209,9 +213,10 @@ pub fn renamed(
             table.names.len()
         )));
     }
-    let Some(renamed) = rename(&items, &table, permutation, slots)? else {
+    let mut renamed = Vec::new();
+    if !rename(&items, &mut renamed, &table, permutation, slots)? {
         return Ok(None);
-    };
+    }
     let mut text = String::new();
     tree::render(&renamed, &mut text).expect("a String takes any text");
     Ok(Some(text))
@@ -226,23 +231,27 @@ fn read(text: &str) -> Result<Vec<Item>, SymmetryError> {
     })
 }
 
+/// `items` renamed into `renamed` (whose buffers are reused); false when
+/// the renaming does not fit the state (see [`renamed`]).
 fn rename(
     items: &[Item],
+    renamed: &mut Vec<Item>,
     table: &NodeTable,
     permutation: &[u32],
     slots: &[u32],
-) -> Result<Option<Vec<Item>>, SymmetryError> {
+) -> Result<bool, SymmetryError> {
     let Some(renaming) = table.renaming(permutation, slots) else {
-        return Ok(None);
+        return Ok(false);
     };
-    let mut renamed = items.to_vec();
+    tree::clone_vec_from(renamed, items, Item::clone_from);
     let mut walk = Walk {
         renaming: &renaming,
         misfit: false,
+        rewrites: 0,
         path: String::new(),
     };
-    walk.items(&mut renamed)?;
-    Ok((!walk.misfit).then_some(renamed))
+    walk.items(renamed)?;
+    Ok(!walk.misfit)
 }
 
 /// Every order of `class`'s members (Heap's algorithm, the input first).
@@ -278,7 +287,8 @@ struct NodeTable {
 
 /// One permutation of nodes, spelled out for every kind of identity.
 struct Renaming {
-    node: Vec<u32>,
+    /// Node `i` becomes `node[i]`, as pairs (old, new).
+    node: Vec<(u32, u32)>,
     pid: Vec<(u32, u32)>,
     endpoint: Vec<(u32, u32)>,
     /// Old id, new id (quoted as in the text: `"node-a"`).
@@ -338,7 +348,11 @@ impl NodeTable {
     /// the other shape to compare with) or have not started.
     fn renaming(&self, p: &[u32], q: &[u32]) -> Option<Renaming> {
         let mut r = Renaming {
-            node: p.to_vec(),
+            node: p
+                .iter()
+                .enumerate()
+                .map(|(from, &to)| (from as u32, to))
+                .collect(),
             pid: Vec::new(),
             endpoint: Vec::new(),
             names: Vec::new(),
@@ -390,6 +404,9 @@ struct Walk<'a> {
     /// Set when an indexed sequence is too short for the renaming: it
     /// does not fit the state.
     misfit: bool,
+    /// How many values the walk has changed so far (a map whose keys
+    /// changed none keeps its order).
+    rewrites: usize,
     /// Where the walk is, for errors.
     path: String,
 }
@@ -443,7 +460,7 @@ impl Walk<'_> {
                 };
                 let map = match rule.class {
                     Class::Plain => return Ok(()),
-                    Class::Node => &self.node_pairs(),
+                    Class::Node => &self.renaming.node,
                     Class::Pid => &self.renaming.pid,
                     Class::Endpoint => &self.renaming.endpoint,
                     Class::NodeName | Class::Owner | Class::PidFirst => {
@@ -455,7 +472,11 @@ impl Walk<'_> {
                     return Ok(());
                 }
                 if let Some(&(_, to)) = map.iter().find(|(from, _)| *from == n) {
-                    *a = to.to_string();
+                    if to != n {
+                        a.clear();
+                        write!(a, "{to}").expect("a String takes any text");
+                        self.rewrites += 1;
+                    }
                 } else if rule.class != Class::Pid && rule.class != Class::Endpoint {
                     return Err(SymmetryError(format!(
                         "node index {n} at {} is no node of the state",
@@ -492,7 +513,10 @@ impl Walk<'_> {
                                 self.path
                             )));
                         };
-                        *s = to.clone();
+                        if s != to {
+                            s.clone_from(to);
+                            self.rewrites += 1;
+                        }
                         Ok(())
                     }
                     Class::Owner => {
@@ -511,18 +535,22 @@ impl Walk<'_> {
                                 self.path
                             )));
                         };
-                        *s = format!("\"{}#{incarnation}\"", to.trim_matches('"'));
+                        if *to != quoted {
+                            *s = format!("\"{}#{incarnation}\"", to.trim_matches('"'));
+                            self.rewrites += 1;
+                        }
                         Ok(())
                     }
                     _ => Err(self.unclassified(&format!("the string {s} (an index field)"))),
                 }
             }
             Item::Struct(name, fields) => {
-                let name = name.clone();
                 for (field, value) in fields.iter_mut() {
-                    let r = field_rule(&name, field);
+                    let r = field_rule(name, field);
                     let saved = self.path.len();
-                    self.path.push_str(&format!(".{name}.{field}"));
+                    for part in [".", name.as_str(), ".", field.as_str()] {
+                        self.path.push_str(part);
+                    }
                     self.item(value, r)?;
                     if let Some(Rule {
                         layout: Some(layout),
@@ -563,15 +591,16 @@ impl Walk<'_> {
                 Ok(())
             }
             Item::Map(entries) => {
-                let before: Vec<String> = entries.iter().map(|(k, _)| render_one(k)).collect();
+                let mut keys_changed = false;
                 for (k, v) in entries.iter_mut() {
+                    let before = self.rewrites;
                     self.item(k, rule)?;
+                    keys_changed |= self.rewrites != before;
                     if let Some(v) = v {
                         self.item(v, rule)?;
                     }
                 }
-                let after: Vec<String> = entries.iter().map(|(k, _)| render_one(k)).collect();
-                if before != after {
+                if keys_changed {
                     // Renamed keys: the map's (or set's) order is its
                     // keys' (ids compare as their text, indices as numbers).
                     if entries.iter().all(|(k, _)| key_is_text(k)) {
@@ -596,15 +625,6 @@ impl Walk<'_> {
         }
     }
 
-    fn node_pairs(&self) -> Vec<(u32, u32)> {
-        self.renaming
-            .node
-            .iter()
-            .enumerate()
-            .map(|(from, &to)| (from as u32, to))
-            .collect()
-    }
-
     /// Moves element `i` of an indexed sequence to the place of `i`'s image.
     fn permute(&mut self, value: &mut Item, layout: Layout) -> Result<(), SymmetryError> {
         let Item::Seq(items) = value else {
@@ -617,9 +637,9 @@ impl Walk<'_> {
             };
         };
         let map = match layout {
-            Layout::Nodes => self.node_pairs(),
-            Layout::Slots | Layout::GrownSlots => self.renaming.pid.clone(),
-            Layout::Endpoints => self.renaming.endpoint.clone(),
+            Layout::Nodes => &self.renaming.node,
+            Layout::Slots | Layout::GrownSlots => &self.renaming.pid,
+            Layout::Endpoints => &self.renaming.endpoint,
         };
         let none = || Item::Atom("None".into());
         if layout == Layout::GrownSlots {
@@ -628,18 +648,38 @@ impl Walk<'_> {
                 items.resize_with(needed, none);
             }
         }
-        let old = items.clone();
-        for (from, to) in map {
+        // The elements moved out (each `from` is moved once: a renaming's
+        // pairs are a permutation) and put back at their images.
+        let len = items.len();
+        let mut moved: Vec<(usize, usize, Item)> = Vec::with_capacity(map.len());
+        for &(from, to) in map {
             let (from, to) = (from as usize, to as usize);
-            if from < old.len() && to < old.len() {
-                items[to] = old[from].clone();
-            } else if from != to && (from < old.len() || to < old.len()) {
+            if from < len && to < len {
+                if from != to {
+                    let item = std::mem::replace(&mut items[from], Item::Punct(' '));
+                    moved.push((from, to, item));
+                }
+            } else if from != to && (from < len || to < len) {
                 // A sequence grown only as far as the nodes (or slots)
                 // seen so far: the renamed state would hold an element
                 // where this one holds none, a shape no state of the
                 // run has.
                 self.misfit = true;
             }
+        }
+        // A rewrite is a place whose element changed (two equal elements
+        // exchanged change nothing).
+        self.rewrites += moved
+            .iter()
+            .filter(|(_, to, item)| {
+                moved
+                    .iter()
+                    .find(|(from, _, _)| from == to)
+                    .is_none_or(|(_, _, displaced)| displaced != item)
+            })
+            .count();
+        for (_, to, item) in moved {
+            items[to] = item;
         }
         if layout == Layout::GrownSlots {
             while items.last() == Some(&none()) {
@@ -648,12 +688,6 @@ impl Walk<'_> {
         }
         Ok(())
     }
-}
-
-fn render_one(item: &Item) -> String {
-    let mut s = String::new();
-    tree::render(std::slice::from_ref(item), &mut s).expect("a String takes any text");
-    s
 }
 
 fn key_is_text(item: &Item) -> bool {

@@ -16,7 +16,7 @@
 use std::fmt;
 
 /// One value of the state text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Item {
     /// A number, a unit variant, a duration, `None`, a label.
     Atom(String),
@@ -32,6 +32,69 @@ pub(crate) enum Item {
     Seq(Vec<Item>),
     /// `{key: value, ..}`, or a set's `{value, ..}` (no values).
     Map(Vec<(Item, Option<Item>)>),
+}
+
+/// `Clone` by hand for its `clone_from`, which reuses the target's
+/// buffers where the shapes match: a canonical form renames one tree dozens
+/// of times, each into the same scratch copy (`symmetry::canonical`), and
+/// `derive(Clone)`'s `clone_from` (a fresh clone) made allocation the
+/// larger part of the search's time.
+impl Clone for Item {
+    fn clone(&self) -> Self {
+        match self {
+            Item::Atom(a) => Item::Atom(a.clone()),
+            Item::Str(s) => Item::Str(s.clone()),
+            Item::Punct(c) => Item::Punct(*c),
+            Item::Struct(name, fields) => Item::Struct(name.clone(), fields.clone()),
+            Item::Tuple(name, items) => Item::Tuple(name.clone(), items.clone()),
+            Item::Seq(items) => Item::Seq(items.clone()),
+            Item::Map(entries) => Item::Map(entries.clone()),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        match (self, source) {
+            (Item::Atom(to), Item::Atom(from)) | (Item::Str(to), Item::Str(from)) => {
+                to.clone_from(from);
+            }
+            (Item::Struct(name, fields), Item::Struct(from_name, from_fields)) => {
+                name.clone_from(from_name);
+                clone_vec_from(fields, from_fields, |(f, v), (g, w)| {
+                    f.clone_from(g);
+                    v.clone_from(w);
+                });
+            }
+            (Item::Tuple(name, items), Item::Tuple(from_name, from_items)) => {
+                name.clone_from(from_name);
+                clone_vec_from(items, from_items, Item::clone_from);
+            }
+            (Item::Seq(items), Item::Seq(from_items)) => {
+                clone_vec_from(items, from_items, Item::clone_from);
+            }
+            (Item::Map(entries), Item::Map(from_entries)) => {
+                clone_vec_from(entries, from_entries, |(k, v), (l, w)| {
+                    k.clone_from(l);
+                    v.clone_from(w);
+                });
+            }
+            (to, from) => *to = from.clone(),
+        }
+    }
+}
+
+/// `to.clone_from(from)` for a `Vec` whose elements' own `clone_from` is
+/// `clone_one` (tuples' is a fresh clone).
+pub(crate) fn clone_vec_from<T: Clone>(
+    to: &mut Vec<T>,
+    from: &[T],
+    clone_one: impl Fn(&mut T, &T),
+) {
+    to.truncate(from.len());
+    let kept = to.len();
+    for (t, f) in to.iter_mut().zip(from) {
+        clone_one(t, f);
+    }
+    to.extend_from_slice(&from[kept..]);
 }
 
 /// Why a state text could not be read.
