@@ -199,12 +199,7 @@ impl<H: SimHosts> Core<H> {
 mod tests {
     use super::*;
     use fmt::Write as _;
-    use rand_core::{Rng, SeedableRng};
-
-    /// A number in `low..=high`.
-    fn between(rng: &mut rand_chacha::ChaCha8Rng, low: usize, high: usize) -> usize {
-        low + (rng.next_u64() % (high - low + 1) as u64) as usize
-    }
+    use proptest::prelude::*;
 
     /// The two streams' hash of `bytes` written at once, as `Hashing` did
     /// before it gathered its pieces.
@@ -216,37 +211,40 @@ mod tests {
         (u128::from(a.finish()) << 64) | u128::from(b.finish())
     }
 
-    /// The buffer changes no hash: a text cut into random pieces (from
-    /// one byte to several buffers long) hashes as the whole text written
-    /// at once, and a different text differently.
-    #[test]
-    fn gathering_the_pieces_changes_no_hash() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        for round in 0..200 {
-            let len = between(&mut rng, 0, 3 * HASHING_BUFFER);
-            let text: String = (0..len)
-                .map(|_| char::from(b' ' + between(&mut rng, 0, 94) as u8))
-                .collect();
+    proptest! {
+        /// The buffer changes no hash: a text cut into pieces (of a byte
+        /// to more than a buffer, as `cuts` says, the last piece the rest)
+        /// hashes as the whole text written at once.
+        #[test]
+        fn gathering_the_pieces_changes_no_hash(
+            text in "[ -~]{0,1600}",
+            cuts in prop::collection::vec(
+                prop_oneof![3 => 1usize..=8, 1 => 1usize..=2 * HASHING_BUFFER],
+                0..256,
+            ),
+        ) {
             let mut hashing = Hashing::new();
             let mut rest = text.as_str();
-            while !rest.is_empty() {
-                let cut = if round % 2 == 0 {
-                    between(&mut rng, 1, rest.len().min(8))
-                } else {
-                    between(&mut rng, 1, rest.len())
-                };
-                let (piece, tail) = rest.split_at(cut);
+            for cut in cuts {
+                let (piece, tail) = rest.split_at(cut.min(rest.len()));
                 hashing.write_str(piece).expect("hashing cannot fail");
                 rest = tail;
             }
-            assert_eq!(hashing.finish(), at_once(text.as_bytes()), "{text:?}");
+            hashing.write_str(rest).expect("hashing cannot fail");
+            prop_assert_eq!(hashing.finish(), at_once(text.as_bytes()));
         }
-        let mut one = Hashing::new();
-        one.write_str("lives [0, 1]").expect("hashing cannot fail");
-        let mut other = Hashing::new();
-        other
-            .write_str("lives [1, 0]")
-            .expect("hashing cannot fail");
-        assert_ne!(one.finish(), other.finish());
+    }
+
+    /// And different texts hash apart (the buffer keeps every byte).
+    #[test]
+    fn different_texts_hash_apart() {
+        let hash = |text: &str| {
+            let mut hashing = Hashing::new();
+            hashing.write_str(text).expect("hashing cannot fail");
+            hashing.finish()
+        };
+        assert_ne!(hash("lives [0, 1]"), hash("lives [1, 0]"));
+        let long = "x".repeat(HASHING_BUFFER + 1);
+        assert_ne!(hash(&long), hash(&long[1..]));
     }
 }

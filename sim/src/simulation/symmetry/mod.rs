@@ -49,7 +49,8 @@
 //! place); and pairs of runs whose states right after a fault have one
 //! canonical form keep one canonical form to the end with any next fault
 //! and its renamed twin added (the premise of pruning: 324 pairs of
-//! extensions (pauses, crashes and isolations); it found the not-started rule and the grown tables).
+//! extensions by pauses, crashes and isolations; it found the not-started
+//! rule and the grown tables).
 
 mod fields;
 pub(crate) mod tree;
@@ -285,14 +286,15 @@ struct NodeTable {
     pids: Vec<Vec<u32>>,
 }
 
-/// One permutation of nodes, spelled out for every kind of identity.
-struct Renaming {
+/// One permutation of nodes, spelled out for every kind of identity (the
+/// ids borrowed from the state's [`NodeTable`]).
+struct Renaming<'a> {
     /// Node `i` becomes `node[i]`, as pairs (old, new).
     node: Vec<(u32, u32)>,
     pid: Vec<(u32, u32)>,
     endpoint: Vec<(u32, u32)>,
     /// Old id, new id (quoted as in the text: `"node-a"`).
-    names: Vec<(String, String)>,
+    names: Vec<(&'a str, &'a str)>,
 }
 
 impl NodeTable {
@@ -346,7 +348,7 @@ impl NodeTable {
     /// slots to node `q[i]`'s, in order), or `None` when two nodes either
     /// exchanges have had different numbers of processes (no state of
     /// the other shape to compare with) or have not started.
-    fn renaming(&self, p: &[u32], q: &[u32]) -> Option<Renaming> {
+    fn renaming(&self, p: &[u32], q: &[u32]) -> Option<Renaming<'_>> {
         let mut r = Renaming {
             node: p
                 .iter()
@@ -381,8 +383,7 @@ impl NodeTable {
                     .zip(self.pids[slots].iter().copied()),
             );
             r.endpoint.push((self.endpoints[from], self.endpoints[to]));
-            r.names
-                .push((self.names[from].clone(), self.names[to].clone()));
+            r.names.push((&self.names[from], &self.names[to]));
         }
         Some(r)
     }
@@ -400,7 +401,7 @@ fn is_integer(atom: &str) -> bool {
 
 /// The walk that renames a tree in place.
 struct Walk<'a> {
-    renaming: &'a Renaming,
+    renaming: &'a Renaming<'a>,
     /// Set when an indexed sequence is too short for the renaming: it
     /// does not fit the state.
     misfit: bool,
@@ -514,7 +515,8 @@ impl Walk<'_> {
                             )));
                         };
                         if s != to {
-                            s.clone_from(to);
+                            s.clear();
+                            s.push_str(to);
                             self.rewrites += 1;
                         }
                         Ok(())
@@ -527,15 +529,18 @@ impl Walk<'_> {
                                 self.path
                             )));
                         };
-                        let quoted = format!("\"{node}\"");
-                        let Some((_, to)) = self.renaming.names.iter().find(|(f, _)| *f == quoted)
+                        let Some(&(from, to)) = self
+                            .renaming
+                            .names
+                            .iter()
+                            .find(|(f, _)| f.trim_matches('"') == node)
                         else {
                             return Err(SymmetryError(format!(
                                 "{s} at {} names no node of the state",
                                 self.path
                             )));
                         };
-                        if *to != quoted {
+                        if from != to {
                             *s = format!("\"{}#{incarnation}\"", to.trim_matches('"'));
                             self.rewrites += 1;
                         }
@@ -656,6 +661,9 @@ impl Walk<'_> {
             let (from, to) = (from as usize, to as usize);
             if from < len && to < len {
                 if from != to {
+                    // A placeholder, filled below by the element moved to
+                    // `from` (the pairs are a permutation); left only in a
+                    // misfit, whose tree is thrown away.
                     let item = std::mem::replace(&mut items[from], Item::Punct(' '));
                     moved.push((from, to, item));
                 }
